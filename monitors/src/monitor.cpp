@@ -1,0 +1,17 @@
+#include "pfarm/monitor.hpp"
+
+#include "pfarm/error.hpp"
+
+namespace pfarm {
+
+scripted_monitor::scripted_monitor(std::vector<monitor_sample> script) : script_(std::move(script)) {
+    if (script_.empty()) throw invalid_argument("script", "is empty; expected at least one sample");
+}
+
+monitor_sample scripted_monitor::read() {
+    const monitor_sample& s = script_[next_];
+    if (next_ + 1 < script_.size()) ++next_;
+    return s;
+}
+
+}  // namespace pfarm

@@ -1,0 +1,40 @@
+// pfarm scheduling core: techniques by name.
+#pragma once
+
+#include "pfarm/technique.hpp"
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace pfarm {
+
+/// One row of the registry: what `pfarm-chunks --help` prints and the docs list.
+struct technique_info {
+    std::string name;         ///< registry name, lower case ("gss", "dfss", "awf-b")
+    std::string family;       ///< docs page family ("simple", "weighted", "two-phase", "adaptive", ...)
+    std::string description;  ///< one line
+    std::string parameters;   ///< the options it reads, e.g. "--chunk (required), --min-chunk"
+    std::string source;       ///< the publication whose formula it implements
+    /// Builds the technique for `workers` workers; validates `options` (throws pfarm::invalid_argument).
+    std::function<std::unique_ptr<technique>(const technique_options&, int workers)> make;
+};
+
+/// Every registered technique, in a stable documented order. Aliases (wf = dfss) are not listed here.
+std::span<const technique_info> techniques();
+
+/// The registry row for `name` (aliases resolved), or pfarm::unknown_name naming "technique" and
+/// listing the accepted names.
+const technique_info& find_technique(std::string_view name);
+
+/// Builds technique `name` for `workers` workers with `options`. Throws pfarm::unknown_name or
+/// pfarm::invalid_argument with a message naming the argument.
+std::unique_ptr<technique> make_technique(std::string_view name, const technique_options& options, int workers);
+
+/// Checks the options every technique shares (min_chunk >= 1, weights/run_queue/times counts and signs,
+/// finite positive values). Called by make_technique; exposed for the tools.
+void validate_common_options(const technique_options& options, int workers);
+
+}  // namespace pfarm

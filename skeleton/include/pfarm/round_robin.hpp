@@ -1,0 +1,30 @@
+// pfarm scheduling core: the chunk sequence of a technique under round-robin requests (pfarm-chunks).
+#pragma once
+
+#include "pfarm/technique.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pfarm {
+
+/// One hand-out of a round-robin schedule.
+struct handout {
+    int worker = 0;
+    chunk work;
+    bool calibration = false;
+};
+
+struct round_robin_schedule {
+    std::vector<handout> handouts;  ///< in hand-out order, calibration tasks included
+    std::optional<double> k;        ///< the technique's installment factor, where it has one
+};
+
+/// Drives a pfarm::farmer with requests arriving round-robin (worker 0, 1, ..., p-1, 0, ...): in each round
+/// every worker's outstanding chunk completes, taking count x options.times[w] (1 when no times are given),
+/// then every worker still active asks once, in index order. Throws invalid_argument on bad input.
+round_robin_schedule schedule_round_robin(const std::string& technique, task_count iterations, int workers,
+                                          const technique_options& options);
+
+}  // namespace pfarm

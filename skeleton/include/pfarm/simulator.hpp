@@ -1,0 +1,94 @@
+// pfarm simulator: a discrete-event driver of the farmer state machine (DESIGN.md principle 1).
+//
+// The same pfarm::farmer that the MPI farmer drives runs here against simulated time, so what the simulator
+// predicts is what an MPI run does, for every technique, without mpirun.
+#pragma once
+
+#include "pfarm/technique.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pfarm::sim {
+
+/// The per-task cost profile of the loop: the four loop shapes of seed 001 (Fig. 1) and a Mandelbrot
+/// column profile. Every shape is normalised to a mean cost of 1 per task, so total work = tasks.
+enum class workload_shape { uniform, increasing, decreasing, random, mandelbrot };
+
+/// Parses "uniform", "increasing", "decreasing", "random", "mandelbrot" (pfarm::unknown_name otherwise).
+workload_shape parse_shape(const std::string& name);
+std::string to_string(workload_shape shape);
+
+/// From simulated time `time` on, worker `worker`'s task time is multiplied by `factor` (replacing any
+/// earlier factor for that worker; factor 1 restores the base speed).
+struct load_change {
+    int worker = 0;
+    double time = 0.0;
+    double factor = 1.0;
+};
+
+struct platform {
+    std::vector<double> task_times;  ///< per worker: seconds per unit-cost task (> 0)
+    double overhead = 0.0;           ///< farmer service time per request (>= 0)
+    double latency = 0.0;            ///< one-way message latency (>= 0)
+    std::vector<load_change> load_changes;
+};
+
+/// Reads a platform from JSON: {"task_times": [...], "overhead": x, "latency": y,
+/// "load_changes": [{"worker": 0, "time": 10.0, "factor": 2.0}, ...]} (only task_times is required).
+/// Throws pfarm::invalid_argument naming the file and the field on malformed input.
+platform load_platform(const std::string& path);
+
+/// Parses "WORKER:TIME:FACTOR" (the --load-change option).
+load_change parse_load_change(const std::string& text);
+
+struct workload {
+    task_count tasks = 0;
+    workload_shape shape = workload_shape::uniform;
+    std::uint64_t seed = 1;  ///< for the random shape
+};
+
+/// Per-task costs of a workload (mean 1).
+std::vector<double> task_costs(const workload& w);
+
+/// One chunk as it ran.
+struct chunk_record {
+    int worker = 0;
+    task_count first = 0;
+    task_count count = 0;
+    double start = 0.0;  ///< compute start (the reply has arrived)
+    double end = 0.0;    ///< compute end
+    bool calibration = false;
+};
+
+struct worker_result {
+    std::vector<task_count> chunks;  ///< sizes in order, calibration task excluded
+    task_count tasks = 0;            ///< tasks computed, calibration task included
+    double finish = 0.0;             ///< absolute simulated time its last chunk ended (0 if it got none)
+};
+
+struct result {
+    double makespan = 0.0;           ///< the farmer holds the last result (calibration included)
+    double lower_bound = 0.0;        ///< fluid bound: total work over the sum of speeds (load changes included)
+    double percent_imbalance = 0.0;  ///< (max - mean) / max * p/(p-1) * 100 of the finish times
+    double cov = 0.0;                ///< stddev / mean of the finish times
+    task_count chunks = 0;           ///< chunks handed out, calibration tasks included
+    std::optional<double> k;         ///< the technique's installment factor, where it has one
+    double calibration_end = 0.0;    ///< simulated time of the calibration barrier, 0 when none
+    std::vector<worker_result> workers;
+    std::vector<chunk_record> trace;  ///< every chunk in hand-out order, when asked for
+};
+
+struct run_options {
+    bool keep_trace = false;
+};
+
+/// Runs `technique` with `options` over `platform` and `workload`. Ties in simulated time are served in
+/// increasing worker index; when the calibration barrier passes, the waiting workers are served in
+/// increasing worker index. Throws pfarm::invalid_argument on bad input.
+result simulate(const platform& platform, const workload& workload, const std::string& technique,
+                const technique_options& options, const run_options& run = {});
+
+}  // namespace pfarm::sim

@@ -1,0 +1,86 @@
+// pfarm scheduling core: the technique interface (DESIGN.md principle 2).
+//
+// A technique is a small policy object that the farmer state machine (farmer.hpp) only calls through the
+// hooks below. It never sees a transport. Shared arithmetic (clipping to what remains, minimum chunk,
+// task indices) lives in the farmer, once; a technique only answers "how many would you give worker w,
+// with R tasks unassigned?".
+#pragma once
+
+#include "pfarm/calibration.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pfarm {
+
+using task_count = std::int64_t;
+
+/// A contiguous range of task indices [first, first + count).
+struct chunk {
+    task_count first = 0;
+    task_count count = 0;
+    friend bool operator==(const chunk&, const chunk&) = default;
+};
+
+/// Every parameter a technique may read. Unset means "the technique's documented default"; a technique
+/// that *requires* a parameter (css needs `chunk`) throws pfarm::invalid_argument when it is unset.
+/// Parameters a technique does not use are ignored (pfarm-chunks --help lists what each one reads).
+struct technique_options {
+    task_count min_chunk = 1;             ///< --min-chunk: no chunk below this except the last
+    std::optional<task_count> chunk;      ///< --chunk: css chunk size
+    std::optional<double> factor;         ///< --factor: fss x (default 2)
+    std::optional<task_count> first;      ///< --first: tss F (default floor(I/(2p)))
+    std::optional<task_count> last;       ///< --last: tss L (default 1)
+    std::optional<int> stages;            ///< --stages: fiss sigma (default 3)
+    std::optional<double> static_percent; ///< --static-percent: alpha of the two-phase schemes (default 80)
+    std::vector<double> weights;          ///< --weights: V_j, one per worker, > 0
+    std::vector<double> run_queue;        ///< --run-queue: Q_j, one per worker, >= 1 (non-dedicated mode)
+    std::vector<double> times;            ///< --times: per-task time of each worker (pfarm-chunks, simulator)
+    std::optional<double> k;              ///< --k: pin multi's installment factor
+    std::optional<double> overhead;       ///< --overhead h: scheduling overhead per chunk (fsc)
+    std::optional<double> sigma;          ///< --sigma: std deviation of task times (fsc)
+};
+
+/// What a technique is told when scheduling starts (after calibration, if it asked for one).
+struct schedule_context {
+    task_count tasks = 0;      ///< I: all tasks of the loop (calibration tasks included)
+    task_count remaining = 0;  ///< tasks still unassigned when scheduling starts
+    int workers = 0;           ///< p
+    const calibration_result* calibration = nullptr;  ///< null when the technique asked for none
+};
+
+/// The interface every technique implements. Hooks are called by the farmer only:
+///   needs_calibration() once, start() once, then next()/completed() in any interleaving.
+class technique {
+public:
+    virtual ~technique() = default;
+
+    /// The registry name ("gss", "multi", ...).
+    virtual std::string name() const = 0;
+
+    /// Whether the farmer must run one calibration task per worker (and wait for all) before start().
+    virtual calibration_mode needs_calibration() const { return calibration_mode::none; }
+
+    /// Scheduling starts: `remaining` tasks are left to hand out.
+    virtual void start(const schedule_context& context) = 0;
+
+    /// The size worker `worker` should get now, with `remaining` (> 0) tasks unassigned. The farmer clips
+    /// the answer to [max(1, min_chunk), remaining]; answering 0 means "nothing more for this worker": it is
+    /// told to stop (single-round techniques do this once they have handed out their round).
+    virtual task_count next(int worker, task_count remaining) = 0;
+
+    /// Worker `worker` finished a chunk of `count` tasks in `seconds` of compute time.
+    virtual void completed(int worker, task_count count, double seconds) {
+        (void)worker, (void)count, (void)seconds;
+    }
+
+    /// Worker `worker`'s run-queue length changed to `queue` (>= 1): non-dedicated mode of seed 002.
+    virtual void run_queue_changed(int worker, double queue) { (void)worker, (void)queue; }
+
+    /// The installment factor k, for techniques that have one.
+    virtual std::optional<double> installment_factor() const { return std::nullopt; }
+};
+
+}  // namespace pfarm

@@ -1,0 +1,56 @@
+// pfarm: RAII over MPI (DESIGN.md principle 5; in the manner of MPL's environment.hpp).
+#pragma once
+
+#include "pfarm/error.hpp"
+
+#include <mpi.h>
+
+#include <string>
+
+namespace pfarm::mpi {
+
+/// An MPI failure, with the library's error string.
+class mpi_error : public error {
+public:
+    mpi_error(const std::string& call, int code);
+    int code() const noexcept { return code_; }
+
+private:
+    int code_;
+};
+
+/// Throws mpi_error when `code` is not MPI_SUCCESS.
+void check(int code, const char* call);
+
+/// Initialises MPI if nobody has, and finalises only what it initialised.
+class environment {
+public:
+    environment(int* argc = nullptr, char*** argv = nullptr);
+    ~environment();
+    environment(const environment&) = delete;
+    environment& operator=(const environment&) = delete;
+
+private:
+    bool owner_ = false;
+};
+
+/// A duplicate of a user's communicator, freed by the destructor: the farm's traffic never meets the
+/// user's (DESIGN.md principle 5). Its error handler returns codes, which pfarm turns into exceptions.
+class communicator {
+public:
+    explicit communicator(MPI_Comm parent);
+    ~communicator();
+    communicator(communicator&& other) noexcept : comm_(other.comm_) { other.comm_ = MPI_COMM_NULL; }
+    communicator& operator=(communicator&&) = delete;
+    communicator(const communicator&) = delete;
+    communicator& operator=(const communicator&) = delete;
+
+    MPI_Comm get() const noexcept { return comm_; }
+    int rank() const;
+    int size() const;
+
+private:
+    MPI_Comm comm_ = MPI_COMM_NULL;
+};
+
+}  // namespace pfarm::mpi

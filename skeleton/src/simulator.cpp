@@ -1,0 +1,2 @@
+// Being written: the discrete-event simulator.
+#include "pfarm/simulator.hpp"

@@ -1,0 +1,86 @@
+#include "options.hpp"
+
+#include "pfarm/error.hpp"
+#include "pfarm/registry.hpp"
+
+#include <cmath>
+#include <iostream>
+#include <sstream>
+
+namespace pfarm::tools {
+
+std::vector<double> parse_list(const std::string& text, const std::string& argument) {
+    std::vector<double> values;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        std::size_t used = 0;
+        double v = 0.0;
+        try {
+            v = std::stod(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used == 0 || used != item.size())
+            throw invalid_argument(argument, "'" + item + "' is not a number; expected a list like 1,2.5,3");
+        values.push_back(v);
+    }
+    if (values.empty()) throw invalid_argument(argument, "is empty; expected a list like 1,2.5,3");
+    return values;
+}
+
+void add_technique_options(CLI::App& app, technique_args& args, bool with_times) {
+    auto& o = args.options;
+    app.add_option("--technique,-t", args.technique, "scheduling technique (see the list below)")->required();
+    app.add_option("--min-chunk", o.min_chunk, "no chunk below K except the last (default 1)");
+    app.add_option("--chunk", o.chunk, "css chunk size K");
+    app.add_option("--factor", o.factor, "factoring ratio x of fss/dfss (default 2)");
+    app.add_option("--first", o.first, "tss first chunk F (default floor(I/(2p)))");
+    app.add_option("--last", o.last, "tss last chunk L (default 1)");
+    app.add_option("--stages", o.stages, "fiss stages sigma (default 3)");
+    app.add_option("--static-percent", o.static_percent, "alpha of the two-phase schemes, 0-100 (default 80)");
+    app.add_option("--k", o.k, "pin multi's installment factor k");
+    app.add_option("--overhead-h", o.overhead, "fsc: scheduling overhead h per chunk, in task-time units");
+    app.add_option("--sigma", o.sigma, "fsc: standard deviation of task times, in task-time units");
+    app.add_option_function<std::string>(
+        "--weights", [&o](const std::string& s) { o.weights = parse_list(s, "--weights"); },
+        "worker powers w1,...,wP (weighted and two-phase schemes)");
+    app.add_option_function<std::string>(
+        "--run-queue", [&o](const std::string& s) { o.run_queue = parse_list(s, "--run-queue"); },
+        "run-queue lengths q1,...,qP (non-dedicated mode, A_j = V_j/Q_j)");
+    if (with_times)
+        app.add_option_function<std::string>(
+            "--times", [&o](const std::string& s) { o.times = parse_list(s, "--times"); },
+            "per-task time of each worker t1,...,tP (adaptive techniques; default equal)");
+}
+
+std::string technique_list() {
+    std::ostringstream out;
+    out << "Techniques:\n";
+    for (const auto& t : techniques()) {
+        out << "  " << t.name << std::string(t.name.size() < 12 ? 12 - t.name.size() : 1, ' ') << t.description;
+        if (!t.parameters.empty()) out << " [" << t.parameters << "]";
+        out << "\n";
+    }
+    out << "  wf          alias of dfss\n";
+    return out.str();
+}
+
+int run_tool(const char* tool, CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
+    try {
+        app.parse(argc, argv);
+        return body();
+    } catch (const CLI::CallForHelp&) {
+        std::cout << app.help() << technique_list();
+        return 0;
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) return app.exit(e);
+        std::cerr << tool << ": " << e.what() << "\n";
+        return 2;
+    } catch (const pfarm::error& e) {
+        std::cerr << tool << ": " << e.what() << "\n";
+        return 2;
+    }
+}
+
+}  // namespace pfarm::tools

@@ -1,0 +1,33 @@
+// Command-line options shared by the tools (pfarm-chunks, pfarm-sim, later the apps): one spelling each.
+#pragma once
+
+#include "pfarm/technique.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace pfarm::tools {
+
+/// The technique and its parameters, as the user gave them on the command line.
+struct technique_args {
+    std::string technique;
+    technique_options options;
+};
+
+/// Adds --technique and every technique parameter (--min-chunk, --chunk, --factor, --first, --last,
+/// --stages, --static-percent, --weights, --run-queue, --k, --overhead-h, --sigma) to `app`.
+/// `with_times` adds --times (pfarm-chunks; the simulator has --task-times instead).
+void add_technique_options(CLI::App& app, technique_args& args, bool with_times);
+
+/// Parses "1,2.5,3" into numbers; throws pfarm::invalid_argument naming `argument` on malformed input.
+std::vector<double> parse_list(const std::string& text, const std::string& argument);
+
+/// The text of `--help`'s technique list: one line per technique with its description.
+std::string technique_list();
+
+/// Runs `body`; on pfarm::error or CLI parse error prints "<tool>: <message>" to stderr and returns 2.
+int run_tool(const char* tool, CLI::App& app, int argc, char** argv, const std::function<int()>& body);
+
+}  // namespace pfarm::tools

@@ -1,0 +1,43 @@
+// pfarm-chunks: what chunks will my loop get? Prints the chunk sizes of a technique, in hand-out order, when
+// requests arrive round-robin and every worker keeps the per-task time given by --times (equal by default).
+#include "options.hpp"
+
+#include "pfarm/round_robin.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+int main(int argc, char** argv) {
+    CLI::App app{"pfarm-chunks: the chunk sizes a technique hands out, in order (calibration tasks included)"};
+    pfarm::tools::technique_args args;
+    pfarm::task_count iterations = 0;
+    int workers = 0;
+    bool json = false;
+    app.add_option("--iterations,-I", iterations, "loop iterations (tasks) I >= 1")->required();
+    app.add_option("--workers,-p", workers, "workers P >= 1")->required();
+    pfarm::tools::add_technique_options(app, args, true);
+    app.add_flag("--json", json, "print a JSON object with the worker of each chunk");
+    app.footer(pfarm::tools::technique_list());
+    return pfarm::tools::run_tool("pfarm-chunks", app, argc, argv, [&] {
+        const auto schedule = pfarm::schedule_round_robin(args.technique, iterations, workers, args.options);
+        if (json) {
+            nlohmann::json chunks = nlohmann::json::array();
+            for (const auto& h : schedule.handouts)
+                chunks.push_back({{"worker", h.worker}, {"first", h.work.first}, {"size", h.work.count},
+                                  {"calibration", h.calibration}});
+            nlohmann::json out{{"technique", args.technique}, {"iterations", iterations}, {"workers", workers},
+                               {"chunks", chunks}};
+            if (schedule.k) out["k"] = *schedule.k;
+            std::cout << out.dump() << "\n";
+        } else {
+            const char* separator = "";
+            for (const auto& h : schedule.handouts) {
+                std::cout << separator << h.work.count;
+                separator = " ";
+            }
+            std::cout << "\n";
+        }
+        return 0;
+    });
+}
