@@ -72,6 +72,7 @@ struct worker_result {
 struct result {
     double makespan = 0.0;           ///< the farmer holds the last result (calibration included)
     double lower_bound = 0.0;        ///< fluid bound: total work over the sum of speeds (load changes included)
+    double total_work = 0.0;         ///< sum of the task costs (= tasks, every shape has mean cost 1)
     double percent_imbalance = 0.0;  ///< (max - mean) / max * p/(p-1) * 100 of the finish times
     double cov = 0.0;                ///< stddev / mean of the finish times
     task_count chunks = 0;           ///< chunks handed out, calibration tasks included

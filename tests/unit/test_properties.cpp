@@ -1,0 +1,158 @@
+// Properties every technique must have, over many random (I, p, options) and random request orders:
+// chunks >= 1, never more than what remains, every task index handed out exactly once (so the sizes add up to
+// I), min_chunk respected except by the last chunk, deterministic, and the loop always finishes.
+#include "pfarm/error.hpp"
+#include "pfarm/farmer.hpp"
+#include "pfarm/registry.hpp"
+#include "pfarm/round_robin.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using pfarm::task_count;
+
+std::vector<std::string> technique_names() {
+    std::vector<std::string> names;
+    for (const auto& t : pfarm::techniques()) names.push_back(t.name);
+    names.push_back("wf");
+    return names;
+}
+
+/// Options that every technique accepts, with the required parameters set.
+pfarm::technique_options random_options(std::mt19937_64& rng, int p, bool with_weights) {
+    pfarm::technique_options o;
+    std::uniform_real_distribution<double> speed(0.5, 4.0);
+    o.min_chunk = std::uniform_int_distribution<task_count>(1, 6)(rng);
+    o.chunk = std::uniform_int_distribution<task_count>(1, 50)(rng);
+    o.overhead = std::uniform_real_distribution<double>(0.01, 2.0)(rng);
+    o.sigma = std::uniform_real_distribution<double>(0.01, 2.0)(rng);
+    o.static_percent = std::uniform_real_distribution<double>(0.0, 100.0)(rng);
+    if (with_weights)
+        for (int j = 0; j < p; ++j) o.weights.push_back(speed(rng));
+    for (int j = 0; j < p; ++j) o.times.push_back(1.0 / speed(rng));
+    return o;
+}
+
+struct record {
+    int worker;
+    pfarm::chunk work;
+    bool calibration;
+};
+
+/// Drives a farmer with a random request order: at each step a random worker that holds a chunk completes it
+/// (time = count x its per-task time, jittered) and asks again; parked (waiting) workers are re-asked once the
+/// calibration barrier passes. Returns every hand-out.
+std::vector<record> random_drive(const std::string& name, task_count tasks, int p, const pfarm::technique_options& o,
+                                 std::uint64_t seed) {
+    pfarm::farmer f(tasks, p, pfarm::make_technique(name, o, p), o.min_chunk);
+    std::mt19937_64 rng(seed);
+    std::vector<record> out;
+    std::vector<task_count> holding(static_cast<std::size_t>(p), 0);
+    std::vector<int> parked;
+    std::vector<int> busy;
+    const auto ask = [&](int w) {
+        const auto d = f.request(w);
+        if (d.what == pfarm::decision::kind::assign) {
+            out.push_back({w, d.work, d.calibration});
+            holding[static_cast<std::size_t>(w)] = d.work.count;
+            busy.push_back(w);
+        } else if (d.what == pfarm::decision::kind::wait) {
+            parked.push_back(w);
+        }
+    };
+    for (int w = 0; w < p; ++w) ask(w);
+    std::uniform_real_distribution<double> jitter(0.8, 1.25);
+    while (!busy.empty()) {
+        const std::size_t i = std::uniform_int_distribution<std::size_t>(0, busy.size() - 1)(rng);
+        const int w = busy[i];
+        busy.erase(busy.begin() + static_cast<long>(i));
+        const double t = static_cast<double>(holding[static_cast<std::size_t>(w)]) * o.times[static_cast<std::size_t>(w)] * jitter(rng);
+        holding[static_cast<std::size_t>(w)] = 0;
+        f.complete(w, t);
+        ask(w);
+        if (!f.calibrating() && !parked.empty()) {
+            std::vector<int> again;
+            again.swap(parked);
+            std::sort(again.begin(), again.end());
+            for (int v : again) ask(v);
+        }
+    }
+    EXPECT_TRUE(f.done()) << name << ": " << f.remaining() << " tasks never handed out";
+    return out;
+}
+
+class EveryTechnique : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryTechnique, ChunksCoverTheLoopExactlyOnce) {
+    const std::string name = GetParam();
+    std::mt19937_64 rng(std::hash<std::string>{}(name));
+    for (int trial = 0; trial < 60; ++trial) {
+        const int p = std::uniform_int_distribution<int>(1, 12)(rng);
+        const task_count tasks = trial % 5 == 0 ? std::uniform_int_distribution<task_count>(1, 2 * p)(rng)
+                                                : std::uniform_int_distribution<task_count>(1, 5000)(rng);
+        const auto o = random_options(rng, p, trial % 2 == 0);
+        SCOPED_TRACE(name + " I=" + std::to_string(tasks) + " p=" + std::to_string(p) + " trial " + std::to_string(trial));
+        const auto handouts = random_drive(name, tasks, p, o, rng());
+        std::vector<int> seen(static_cast<std::size_t>(tasks), 0);
+        task_count sum = 0;
+        for (std::size_t i = 0; i < handouts.size(); ++i) {
+            const auto& h = handouts[i];
+            ASSERT_GE(h.work.count, 1);
+            ASSERT_GE(h.work.first, 0);
+            ASSERT_LE(h.work.first + h.work.count, tasks);
+            for (task_count t = h.work.first; t < h.work.first + h.work.count; ++t) ++seen[static_cast<std::size_t>(t)];
+            sum += h.work.count;
+            if (h.calibration) {
+                EXPECT_EQ(h.work.count, 1);
+            } else if (sum != tasks) {  // every chunk but the one that takes the last tasks
+                EXPECT_GE(h.work.count, o.min_chunk);
+            }
+        }
+        EXPECT_EQ(sum, tasks);
+        EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
+    }
+}
+
+TEST_P(EveryTechnique, Deterministic) {
+    const std::string name = GetParam();
+    std::mt19937_64 rng(7);
+    const auto o = random_options(rng, 5, true);
+    const auto a = pfarm::schedule_round_robin(name, 3000, 5, o);
+    const auto b = pfarm::schedule_round_robin(name, 3000, 5, o);
+    ASSERT_EQ(a.handouts.size(), b.handouts.size());
+    for (std::size_t i = 0; i < a.handouts.size(); ++i) {
+        EXPECT_EQ(a.handouts[i].worker, b.handouts[i].worker);
+        EXPECT_EQ(a.handouts[i].work, b.handouts[i].work);
+    }
+}
+
+TEST_P(EveryTechnique, MoreWorkersThanTasksStopTheSurplus) {
+    const std::string name = GetParam();
+    std::mt19937_64 rng(11);
+    const auto o = random_options(rng, 8, false);
+    const auto s = pfarm::schedule_round_robin(name, 3, 8, o);
+    task_count sum = 0;
+    for (const auto& h : s.handouts) sum += h.work.count;
+    EXPECT_EQ(sum, 3);
+}
+
+TEST_P(EveryTechnique, RejectsZeroTasks) {
+    std::mt19937_64 rng(3);
+    const auto o = random_options(rng, 2, false);
+    EXPECT_THROW(pfarm::schedule_round_robin(GetParam(), 0, 2, o), pfarm::invalid_argument);
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, EveryTechnique, ::testing::ValuesIn(technique_names()),
+                         [](const auto& info) {
+                             std::string n = info.param;
+                             std::replace(n.begin(), n.end(), '-', '_');
+                             return n;
+                         });
+
+}  // namespace
