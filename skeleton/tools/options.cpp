@@ -71,7 +71,7 @@ int run_tool(const char* tool, CLI::App& app, int argc, char** argv, const std::
         app.parse(argc, argv);
         return body();
     } catch (const CLI::CallForHelp&) {
-        std::cout << app.help() << technique_list();
+        std::cout << app.help();
         return 0;
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return app.exit(e);
