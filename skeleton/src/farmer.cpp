@@ -28,6 +28,7 @@ farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy,
         // More workers than tasks: only the first `tasks` workers calibrate; the rest are stopped at once.
         calibration_pending_ = static_cast<int>(std::min<task_count>(tasks, workers));
         calibration_times_.assign(static_cast<std::size_t>(calibration_pending_), 0.0);
+        calibration_samples_.assign(static_cast<std::size_t>(calibration_pending_), resource_sample{});
     } else {
         policy_->start({tasks_, tasks_, workers, nullptr});
     }
@@ -75,7 +76,7 @@ decision farmer::request(int worker) {
     return assign(worker, std::min(left, std::max(wanted, min_chunk_)), false);
 }
 
-void farmer::complete(int worker, double seconds) {
+void farmer::complete(int worker, double seconds, const resource_sample* sample) {
     check_worker(worker);
     if (!(seconds >= 0.0) || !std::isfinite(seconds))
         throw invalid_argument("seconds", "is " + std::to_string(seconds) + "; expected a finite value >= 0");
@@ -85,14 +86,15 @@ void farmer::complete(int worker, double seconds) {
     const task_count count = w.outstanding;
     w.outstanding = 0;
     completed_ += count;
-    seconds = std::max(seconds, min_seconds);
     if (phase_ == phase::calibrating && !w.calibrated) {
         w.calibrated = true;
+        // The raw time: pfarm::calibrate has its own rule for a time of 0.
         calibration_times_[static_cast<std::size_t>(worker)] = seconds;
+        if (sample) calibration_samples_[static_cast<std::size_t>(worker)] = *sample;
         if (--calibration_pending_ == 0) finish_calibration();
         return;
     }
-    policy_->completed(worker, count, seconds);
+    policy_->completed(worker, count, std::max(seconds, min_seconds));
 }
 
 void farmer::run_queue_changed(int worker, double queue) {
@@ -105,14 +107,7 @@ void farmer::run_queue_changed(int worker, double queue) {
 void farmer::finish_calibration() {
     phase_ = phase::scheduling;
     if (remaining() == 0) return;  // the calibration tasks were the whole loop
-    switch (policy_->needs_calibration()) {
-    case calibration_mode::times_only:
-        calibration_ = calibrate_times_only(calibration_times_, tasks_);
-        break;
-    default:
-        throw error("technique '" + policy_->name() +
-                    "' asks for statistical calibration, which needs monitor samples this driver does not supply");
-    }
+    calibration_ = calibrate(policy_->needs_calibration(), calibration_times_, calibration_samples_, tasks_);
     policy_->start({tasks_, remaining(), workers(), &*calibration_});
 }
 

@@ -71,7 +71,7 @@ void validate_common_options(const technique_options& o, int workers) {
     };
     positive(o.factor, "--factor");
     positive(o.k, "--k");
-    positive(o.overhead, "--overhead");
+    positive(o.overhead, "--overhead-h");
     positive(o.sigma, "--sigma");
     if (o.chunk && *o.chunk < 1) throw invalid_argument("--chunk", "is " + std::to_string(*o.chunk) + "; expected >= 1");
     if (o.stages && *o.stages < 2)

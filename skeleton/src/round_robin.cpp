@@ -7,10 +7,14 @@
 namespace pfarm {
 
 round_robin_schedule schedule_round_robin(const std::string& technique, task_count iterations, int workers,
-                                          const technique_options& options) {
+                                          const technique_options& options,
+                                          std::span<const resource_sample> samples) {
     if (iterations < 1)
         throw invalid_argument("--iterations", "is " + std::to_string(iterations) + "; expected >= 1");
     if (workers < 1) throw invalid_argument("--workers", "is " + std::to_string(workers) + "; expected >= 1");
+    if (!samples.empty() && static_cast<long>(samples.size()) != workers)
+        throw invalid_argument("samples", "has " + std::to_string(samples.size()) + " entries; expected one per worker (" +
+                                              std::to_string(workers) + ")");
     farmer f(iterations, workers, make_technique(technique, options, workers), options.min_chunk);
     const auto p = static_cast<std::size_t>(workers);
     std::vector<task_count> outstanding(p, 0);
@@ -21,7 +25,8 @@ round_robin_schedule schedule_round_robin(const std::string& technique, task_cou
         for (std::size_t w = 0; w < p; ++w) {
             if (outstanding[w] == 0) continue;
             const double per_task = options.times.empty() ? 1.0 : options.times[w];
-            f.complete(static_cast<int>(w), static_cast<double>(outstanding[w]) * per_task);
+            f.complete(static_cast<int>(w), static_cast<double>(outstanding[w]) * per_task,
+                       samples.empty() ? nullptr : &samples[w]);
             outstanding[w] = 0;
         }
         for (std::size_t w = 0; w < p; ++w) {

@@ -40,6 +40,9 @@ void add_technique_options(CLI::App& app, technique_args& args, bool with_times)
     app.add_option("--stages", o.stages, "fiss stages sigma (default 3)");
     app.add_option("--static-percent", o.static_percent, "alpha of the two-phase schemes, 0-100 (default 80)");
     app.add_option("--k", o.k, "pin multi's installment factor k");
+    app.add_option_function<std::string>(
+        "--calibration", [&o](const std::string& s) { o.calibration = parse_calibration_mode(s); },
+        "multi's calibration: times (default), univariate, multivariate");
     app.add_option("--overhead-h", o.overhead, "fsc: scheduling overhead h per chunk, in task-time units");
     app.add_option("--sigma", o.sigma, "fsc: standard deviation of task times, in task-time units");
     app.add_option_function<std::string>(
@@ -52,6 +55,25 @@ void add_technique_options(CLI::App& app, technique_args& args, bool with_times)
         app.add_option_function<std::string>(
             "--times", [&o](const std::string& s) { o.times = parse_list(s, "--times"); },
             "per-task time of each worker t1,...,tP (adaptive techniques; default equal)");
+}
+
+std::vector<resource_sample> samples_from(int workers, const std::string& availability, const std::string& latency,
+                                          const std::string& benchmark) {
+    std::vector<resource_sample> samples;
+    if (availability.empty() && latency.empty() && benchmark.empty()) return samples;
+    samples.resize(static_cast<std::size_t>(std::max(workers, 0)));
+    const auto fill = [&](const std::string& text, const char* argument, std::optional<double> resource_sample::*field) {
+        if (text.empty()) return;
+        const auto values = parse_list(text, argument);
+        if (static_cast<long>(values.size()) != workers)
+            throw invalid_argument(argument, "has " + std::to_string(values.size()) + " values; expected one per worker (" +
+                                                 std::to_string(workers) + ")");
+        for (std::size_t i = 0; i < values.size(); ++i) samples[i].*field = values[i];
+    };
+    fill(availability, "--availability", &resource_sample::availability);
+    fill(latency, "--latency", &resource_sample::latency);
+    fill(benchmark, "--benchmark", &resource_sample::benchmark);
+    return samples;
 }
 
 std::string technique_list() {

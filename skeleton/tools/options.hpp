@@ -1,6 +1,7 @@
 // Command-line options shared by the tools (pfarm-chunks, pfarm-sim, later the apps): one spelling each.
 #pragma once
 
+#include "pfarm/sample.hpp"
 #include "pfarm/technique.hpp"
 
 #include <CLI/CLI.hpp>
@@ -23,6 +24,11 @@ void add_technique_options(CLI::App& app, technique_args& args, bool with_times)
 
 /// Parses "1,2.5,3" into numbers; throws pfarm::invalid_argument naming `argument` on malformed input.
 std::vector<double> parse_list(const std::string& text, const std::string& argument);
+
+/// Per-worker monitor readings from comma lists (each may be empty); no samples when all three are empty.
+/// Throws invalid_argument naming the option whose count differs from `workers`.
+std::vector<resource_sample> samples_from(int workers, const std::string& availability, const std::string& latency,
+                                          const std::string& benchmark);
 
 /// The text of `--help`'s technique list: one line per technique with its description.
 std::string technique_list();

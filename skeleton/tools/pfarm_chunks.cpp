@@ -14,13 +14,18 @@ int main(int argc, char** argv) {
     pfarm::task_count iterations = 0;
     int workers = 0;
     bool json = false;
+    std::string availability, latency, benchmark;
     app.add_option("--iterations,-I", iterations, "loop iterations (tasks) I >= 1")->required();
     app.add_option("--workers,-p", workers, "workers P >= 1")->required();
     pfarm::tools::add_technique_options(app, args, true);
     app.add_flag("--json", json, "print a JSON object with the worker of each chunk");
+    app.add_option("--availability", availability, "monitor readings a1,...,aP in (0,1] (statistical calibration)");
+    app.add_option("--latency", latency, "monitor readings l1,...,lP in seconds (multivariate calibration)");
+    app.add_option("--benchmark", benchmark, "monitor readings bm1,...,bmP (scales availability, eq. 5)");
     app.footer(pfarm::tools::technique_list());
     return pfarm::tools::run_tool("pfarm-chunks", app, argc, argv, [&] {
-        const auto schedule = pfarm::schedule_round_robin(args.technique, iterations, workers, args.options);
+        const auto samples = pfarm::tools::samples_from(workers, availability, latency, benchmark);
+        const auto schedule = pfarm::schedule_round_robin(args.technique, iterations, workers, args.options, samples);
         if (json) {
             nlohmann::json chunks = nlohmann::json::array();
             for (const auto& h : schedule.handouts)

@@ -52,6 +52,13 @@ std::vector<record> random_drive(const std::string& name, task_count tasks, int 
                                  std::uint64_t seed) {
     pfarm::farmer f(tasks, p, pfarm::make_technique(name, o, p), o.min_chunk);
     std::mt19937_64 rng(seed);
+    // Monitor readings for the statistical calibrations (dealdyn-lr, dealdyn-mv).
+    std::vector<pfarm::resource_sample> samples(static_cast<std::size_t>(p));
+    for (auto& s : samples) {
+        s.availability = std::uniform_real_distribution<double>(0.1, 1.0)(rng);
+        s.latency = std::uniform_real_distribution<double>(1e-6, 1e-3)(rng);
+        s.benchmark = std::uniform_real_distribution<double>(100.0, 400.0)(rng);
+    }
     std::vector<record> out;
     std::vector<task_count> holding(static_cast<std::size_t>(p), 0);
     std::vector<int> parked;
@@ -74,7 +81,7 @@ std::vector<record> random_drive(const std::string& name, task_count tasks, int 
         busy.erase(busy.begin() + static_cast<long>(i));
         const double t = static_cast<double>(holding[static_cast<std::size_t>(w)]) * o.times[static_cast<std::size_t>(w)] * jitter(rng);
         holding[static_cast<std::size_t>(w)] = 0;
-        f.complete(w, t);
+        f.complete(w, t, &samples[static_cast<std::size_t>(w)]);
         ask(w);
         if (!f.calibrating() && !parked.empty()) {
             std::vector<int> again;
@@ -123,8 +130,13 @@ TEST_P(EveryTechnique, Deterministic) {
     const std::string name = GetParam();
     std::mt19937_64 rng(7);
     const auto o = random_options(rng, 5, true);
-    const auto a = pfarm::schedule_round_robin(name, 3000, 5, o);
-    const auto b = pfarm::schedule_round_robin(name, 3000, 5, o);
+    std::vector<pfarm::resource_sample> samples(5);
+    for (int j = 0; j < 5; ++j) {
+        samples[static_cast<std::size_t>(j)].availability = 0.2 + 0.15 * j;
+        samples[static_cast<std::size_t>(j)].latency = 1e-4 * (5 - j);
+    }
+    const auto a = pfarm::schedule_round_robin(name, 3000, 5, o, samples);
+    const auto b = pfarm::schedule_round_robin(name, 3000, 5, o, samples);
     ASSERT_EQ(a.handouts.size(), b.handouts.size());
     for (std::size_t i = 0; i < a.handouts.size(); ++i) {
         EXPECT_EQ(a.handouts[i].worker, b.handouts[i].worker);
@@ -136,7 +148,9 @@ TEST_P(EveryTechnique, MoreWorkersThanTasksStopTheSurplus) {
     const std::string name = GetParam();
     std::mt19937_64 rng(11);
     const auto o = random_options(rng, 8, false);
-    const auto s = pfarm::schedule_round_robin(name, 3, 8, o);
+    std::vector<pfarm::resource_sample> samples(8);
+    for (int j = 0; j < 8; ++j) samples[static_cast<std::size_t>(j)].availability = 0.1 * (j + 1), samples[static_cast<std::size_t>(j)].latency = 1e-3 / (j + 1);
+    const auto s = pfarm::schedule_round_robin(name, 3, 8, o, samples);
     task_count sum = 0;
     for (const auto& h : s.handouts) sum += h.work.count;
     EXPECT_EQ(sum, 3);

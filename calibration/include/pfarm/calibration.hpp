@@ -5,6 +5,8 @@
 // population sigma) and the installment factor k = ln(S)^CV (eq. 8).
 #pragma once
 
+#include "pfarm/sample.hpp"
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -40,6 +42,12 @@ enum class calibration_mode {
     multivariate  ///< eq. 6 fit on latency and availability (calibration issue)
 };
 
+/// A least-squares fit: coefficients c0, c1[, c2] and the residual sum of squares.
+struct linear_fit {
+    std::vector<double> coefficients;
+    double residual_sum_of_squares = 0.0;
+};
+
 /// The outcome of a calibration: what the schedulers read.
 struct calibration_result {
     calibration_mode mode = calibration_mode::times_only;
@@ -47,10 +55,41 @@ struct calibration_result {
     std::vector<double> fitness;  ///< F, positive, sums to 1
     statistics stats;             ///< of `times`
     double k = 1.0;               ///< ln(S)^CV
-    std::string note;             ///< why a statistical mode fell back to times-only, empty otherwise
+    std::vector<double> fitted;   ///< the fitted times F was computed from (statistical modes), else empty
+    linear_fit fit;               ///< the regression (statistical modes), else empty
+    std::string note;             ///< what was repaired or why a statistical mode fell back, empty otherwise
 };
 
 /// Times-only calibration (Algorithm 1 of seed 004, times-only branch) for a run of `total_tasks` tasks.
 calibration_result calibrate_times_only(std::span<const double> times, std::int64_t total_tasks);
+
+/// Parses "times", "univariate", "multivariate" (the --calibration option); unknown_name otherwise.
+calibration_mode parse_calibration_mode(const std::string& name);
+std::string to_string(calibration_mode mode);
+
+/// Scaled availability a'_i = a_i * bm_i / max(bm) (seed 004, section 3.1.1). Without benchmark values
+/// (`benchmark` empty) every rp_i is 1 and a' = a. Throws invalid_argument on non-finite or non-positive input.
+std::vector<double> scaled_availability(std::span<const double> availability, std::span<const double> benchmark);
+
+/// Eq. 5: t = c0 + c1 a', through gsl_fit_linear. Throws pfarm::error when the fit is under-determined
+/// (fewer than 2 workers) or singular (all a' equal).
+linear_fit fit_univariate(std::span<const double> times, std::span<const double> scaled_availability);
+
+/// Eq. 6: t = c0 + c1 l + c2 a'^2, through gsl_multifit_linear. Throws pfarm::error when under-determined
+/// (fewer than 3 workers) or singular (the design matrix has rank < 3).
+linear_fit fit_multivariate(std::span<const double> times, std::span<const double> latency,
+                            std::span<const double> scaled_availability);
+
+/// Algorithm 1 of seed 004 in any mode. `samples` (one per worker; ignored for times-only) supply availability,
+/// latency and benchmark. What goes wrong in practice has one defined behaviour each (docs/calibration.md):
+/// - a time of 0 (a timer too coarse for a very short task) is replaced by the smallest positive time measured
+///   (all 0: equal times), with a note;
+/// - a negative, NaN or infinite time or reading: invalid_argument naming it and the worker;
+/// - a reading the mode needs is missing: pfarm::error naming the reading and the worker (the run stops);
+/// - an under-determined or singular fit, or a fitted time that is not finite and positive: times-only on the
+///   measured times, with the reason in `note`.
+/// F is always positive and sums to 1.
+calibration_result calibrate(calibration_mode mode, std::span<const double> times,
+                             std::span<const resource_sample> samples, std::int64_t total_tasks);
 
 }  // namespace pfarm

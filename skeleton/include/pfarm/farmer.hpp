@@ -38,8 +38,9 @@ public:
     /// Worker `worker` asks for work (its previous chunk, if any, must have been complete()d).
     decision request(int worker);
 
-    /// Worker `worker`'s outstanding chunk finished after `seconds` (> 0, finite) of compute time.
-    void complete(int worker, double seconds);
+    /// Worker `worker`'s outstanding chunk finished after `seconds` (>= 0, finite) of compute time. For a
+    /// calibration task, `sample` carries the worker's monitor readings (statistical calibration needs them).
+    void complete(int worker, double seconds, const resource_sample* sample = nullptr);
 
     /// Tells the technique that worker `worker`'s run queue is now `queue` (>= 1).
     void run_queue_changed(int worker, double queue);
@@ -71,6 +72,7 @@ private:
     std::unique_ptr<technique> policy_;
     std::vector<worker_state> workers_;
     std::vector<double> calibration_times_;
+    std::vector<resource_sample> calibration_samples_;
     std::optional<calibration_result> calibration_;
     phase phase_ = phase::scheduling;
     task_count next_index_ = 0;  ///< first unassigned task

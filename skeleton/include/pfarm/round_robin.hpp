@@ -1,7 +1,10 @@
 // pfarm scheduling core: the chunk sequence of a technique under round-robin requests (pfarm-chunks).
 #pragma once
 
+#include "pfarm/sample.hpp"
 #include "pfarm/technique.hpp"
+
+#include <span>
 
 #include <optional>
 #include <string>
@@ -23,8 +26,10 @@ struct round_robin_schedule {
 
 /// Drives a pfarm::farmer with requests arriving round-robin (worker 0, 1, ..., p-1, 0, ...): in each round
 /// every worker's outstanding chunk completes, taking count x options.times[w] (1 when no times are given),
-/// then every worker still active asks once, in index order. Throws invalid_argument on bad input.
+/// then every worker still active asks once, in index order. `samples` (one per worker, or none) are the
+/// monitor readings that statistical calibration fits the times to. Throws invalid_argument on bad input.
 round_robin_schedule schedule_round_robin(const std::string& technique, task_count iterations, int workers,
-                                          const technique_options& options);
+                                          const technique_options& options,
+                                          std::span<const resource_sample> samples = {});
 
 }  // namespace pfarm

@@ -44,21 +44,25 @@ private:
 class multi_round final : public technique {
 public:
     multi_round(const technique_options& o, int p)
-        : pinned_k_(o.k), first_round_(static_cast<std::size_t>(p), true) {
+        : pinned_k_(o.k), mode_(o.calibration.value_or(calibration_mode::times_only)),
+          first_round_(static_cast<std::size_t>(p), true) {
+        if (mode_ == calibration_mode::none)
+            throw invalid_argument("--calibration", "multi needs a calibration: times, univariate or multivariate");
         if (pinned_k_ && (!(*pinned_k_ > 0.0) || !std::isfinite(*pinned_k_)))
             throw invalid_argument("--k", "is " + std::to_string(*pinned_k_) + "; expected a finite value > 0");
     }
     std::string name() const override { return "multi"; }
-    calibration_mode needs_calibration() const override { return calibration_mode::times_only; }
+    calibration_mode needs_calibration() const override { return mode_; }
     void start(const schedule_context& c) override {
         if (c.calibration == nullptr) throw internal_error("multi: started without a calibration");
         k_ = pinned_k_.value_or(c.calibration->k);
         first_round_size_ = c.remaining;
-        // F_i = (1/t_i) / sum_j (1/t_j), kept as the latest per-task times and their inverse sum so that a
-        // refresh costs O(1) whatever p is.
-        inverse_.resize(c.calibration->times.size());
+        // F_i = (1/t_i) / sum_j (1/t_j), kept as the latest per-task times (fitted ones after a statistical
+        // calibration) and their inverse sum, so that a refresh costs O(1) whatever p is.
+        const auto& times = c.calibration->fitted.empty() ? c.calibration->times : c.calibration->fitted;
+        inverse_.resize(times.size());
         inverse_sum_ = 0.0;
-        for (std::size_t j = 0; j < inverse_.size(); ++j) inverse_sum_ += inverse_[j] = 1.0 / c.calibration->times[j];
+        for (std::size_t j = 0; j < inverse_.size(); ++j) inverse_sum_ += inverse_[j] = 1.0 / times[j];
     }
     task_count next(int w, task_count r) override {
         const auto j = static_cast<std::size_t>(w);
@@ -73,10 +77,14 @@ public:
         inverse_sum_ += inv - inverse_[j];
         inverse_[j] = inv;
     }
-    std::optional<double> installment_factor() const override { return k_; }
+    /// Empty until start(): when the calibration tasks were the whole loop, no k was ever computed.
+    std::optional<double> installment_factor() const override {
+        return first_round_size_ > 0 ? std::optional<double>(k_) : std::nullopt;
+    }
 
 private:
     std::optional<double> pinned_k_;
+    calibration_mode mode_;
     std::vector<bool> first_round_;
     task_count first_round_size_ = 0;
     double k_ = 1.0;
@@ -94,8 +102,20 @@ std::vector<technique_info> calibrated_techniques() {
          [](const technique_options&, int p) {
              return std::make_unique<single_round>("dealdyn-sm", calibration_mode::times_only, p);
          }},
+        {"dealdyn-lr", "single-round",
+         "one round of S F_i tasks, F from times fitted to scaled availability, eq. 5 (SCH_DEALDYN_LR)", "",
+         std::string(seed004) + ", eq. 5, Table 2 mode 3",
+         [](const technique_options&, int p) {
+             return std::make_unique<single_round>("dealdyn-lr", calibration_mode::univariate, p);
+         }},
+        {"dealdyn-mv", "single-round",
+         "one round of S F_i tasks, F from times fitted to latency and availability, eq. 6 (SCH_DEALDYN_MV)", "",
+         std::string(seed004) + ", eq. 6, Table 2 mode 4",
+         [](const technique_options&, int p) {
+             return std::make_unique<single_round>("dealdyn-mv", calibration_mode::multivariate, p);
+         }},
         {"multi", "adaptive", "adaptive multi-round: floor(R/k F_i + 0.5), k = ln(S)^CV, F refreshed (SCH_MULTI)",
-         "--k K (pin the installment factor)", std::string(seed004) + ", eqs. 4, 7-9, Table 1",
+         "--k K (pin the installment factor), --calibration times|univariate|multivariate", std::string(seed004) + ", eqs. 4, 7-9, Table 1",
          [](const technique_options& o, int p) { return std::make_unique<multi_round>(o, p); }},
     };
 }

@@ -78,7 +78,7 @@ public:
         }
         const task_count dynamic = r - reserved_;  // what phase 2 may hand out without eating others' shares
         if (dynamic <= 0) return 0;
-        return inner_->next(w, dynamic);
+        return std::min(inner_->next(w, dynamic), dynamic);
     }
     void completed(int w, task_count n, double s) override { inner_->completed(w, n, s); }
 
