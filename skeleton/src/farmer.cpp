@@ -14,8 +14,11 @@ namespace {
 constexpr double min_seconds = 1e-9;
 }  // namespace
 
-farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk)
-    : tasks_(tasks), min_chunk_(min_chunk), policy_(std::move(policy)) {
+farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk,
+               int max_outstanding)
+    : tasks_(tasks), min_chunk_(min_chunk), policy_(std::move(policy)), max_outstanding_(max_outstanding) {
+    if (max_outstanding < 1 || max_outstanding > 2)
+        throw invalid_argument("max_outstanding", "is " + std::to_string(max_outstanding) + "; expected 1 or 2");
     if (tasks < 1) throw invalid_argument("tasks", "is " + std::to_string(tasks) + "; expected >= 1");
     if (workers < 1) throw invalid_argument("workers", "is " + std::to_string(workers) + "; expected >= 1");
     if (min_chunk < 1)
@@ -44,7 +47,7 @@ decision farmer::assign(int worker, task_count count, bool calibration_task) {
     auto& w = workers_[static_cast<std::size_t>(worker)];
     const chunk c{next_index_, count};
     next_index_ += count;
-    w.outstanding = count;
+    w.outstanding[w.held++] = count;
     return {decision::kind::assign, c, calibration_task};
 }
 
@@ -52,9 +55,10 @@ decision farmer::request(int worker) {
     check_worker(worker);
     auto& w = workers_[static_cast<std::size_t>(worker)];
     if (w.stopped) return {decision::kind::stop, {}, false};
-    if (w.outstanding != 0)
-        throw internal_error("farmer: worker " + std::to_string(worker) +
-                             " asked for work while a chunk is still outstanding");
+    const int limit = phase_ == phase::calibrating ? 1 : max_outstanding_;
+    if (w.held >= limit)
+        throw internal_error("farmer: worker " + std::to_string(worker) + " asked for work while holding " +
+                             std::to_string(w.held) + " chunk(s)");
     const auto stop = [&] {
         w.stopped = true;
         --active_;
@@ -81,10 +85,12 @@ void farmer::complete(int worker, double seconds, const resource_sample* sample)
     if (!(seconds >= 0.0) || !std::isfinite(seconds))
         throw invalid_argument("seconds", "is " + std::to_string(seconds) + "; expected a finite value >= 0");
     auto& w = workers_[static_cast<std::size_t>(worker)];
-    if (w.outstanding == 0)
+    if (w.held == 0)
         throw internal_error("farmer: worker " + std::to_string(worker) + " completed a chunk it does not hold");
-    const task_count count = w.outstanding;
-    w.outstanding = 0;
+    const task_count count = w.outstanding[0];
+    w.outstanding[0] = w.outstanding[1];
+    w.outstanding[1] = 0;
+    --w.held;
     completed_ += count;
     if (phase_ == phase::calibrating && !w.calibrated) {
         w.calibrated = true;

@@ -1,2 +1,504 @@
-// Being written: the discrete-event simulator.
+// pfarm simulator: the farmer state machine (farmer.hpp) driven by a discrete-event model of a master-worker
+// platform. The model, decided once and documented here:
+//
+// Messages and the farmer
+//   - Every worker sends its first request at t = 0. A message (request or reply) takes `latency` one way.
+//   - The farmer is one server: it serves the requests that have reached it one at a time, in arrival order,
+//     ties in arrival time broken by increasing worker index, each answer taking `overhead` of farmer time.
+//     Serving worker w's request = farmer.complete(w, compute seconds of its previous chunk) (the result
+//     piggybacks on the request; nothing to complete on the first request), then farmer.request(w).
+//   - assign: the reply leaves when the answer's service ends and reaches w `latency` later; w computes the
+//     chunk at once and its next request (carrying the result) leaves when the compute ends.
+//   - wait (calibration barrier not yet passed): w is parked. When a complete() makes farmer.calibrating()
+//     false, the farmer first answers the parked workers, in increasing worker index, then answers the worker
+//     whose result passed the barrier; each of those answers costs `overhead`, one after the other. The
+//     parked worker's earlier `wait` answer cost `overhead` too.
+//   - stop: the worker is done; its final result reached the farmer with that request.
+//
+// Compute time
+//   - Task i costs c_i (the workload shape, mean 1). A chunk [a, a+n) is base = (C[a+n] - C[a]) * task_time_w
+//     seconds of work (C: prefix sums, O(1) per chunk). A load change (w, T, f) multiplies w's task time by f
+//     from time T on (replacing the previous factor), so the work progresses at rate 1/f; the compute time
+//     is integrated piecewise over w's load changes (a per-worker cursor keeps it amortised O(1)). The
+//     seconds passed to farmer.complete() are the elapsed compute time, load changes included.
+//
+// Metrics (DESIGN.md "Metrics")
+//   - makespan: the time the farmer holds the last result = max over workers of (last compute end + latency).
+//   - lower_bound: the fluid bound, the T at which the work all workers could do in [0, T] at speed
+//     1 / (task_time_w * factor_w(t)) equals the total work (total_work / sum 1/task_time_w without load
+//     changes). Overhead and latency are not in it.
+//   - finish t_j: the end of worker j's last chunk (calibration task included), 0 when it got none;
+//     percent imbalance = (max - mean) / max * p/(p-1) * 100 (0 when p = 1); COV = population stddev / mean.
+//   - calibration_end: the simulated time at which the farmer served the result that passed the barrier
+//     (0 when the technique needs no calibration). chunks counts calibration tasks too.
+//
+// Workload shapes (every one has mean cost exactly 1, so total work = tasks)
+//   - uniform: c_i = 1.   increasing: c_i = 2 (i + 0.5) / S.   decreasing: c_i = 2 (S - i - 0.5) / S.
+//   - random: c_i uniform in [0.1, 1.9] from std::mt19937_64(seed) (53-bit draws: 0.1 + 1.8 (x >> 11) 2^-53,
+//     portable across standard libraries), rescaled so that the mean is exactly 1.
+//   - mandelbrot: the escape iteration counts of the columns of [-2, 1] x [-1.5, 1.5] on a 1024-column x
+//     256-row grid, maxiter 256, every pixel counting at least one iteration; task i takes the profile linearly
+//     interpolated at its centre (i + 0.5) / S of the width, rescaled to mean 1. The profile is computed once.
+//
+// Simulated monitors (statistical calibration, dealdyn-lr/-mv and multi --calibration): each calibration
+// result carries the worker's reading at the start of its calibration task: availability = min(1, 1/factor),
+// run_queue = max(1, factor), latency = 2 x latency (the round trip), benchmark = 1 / task_time, cores = 1.
+// Otherwise the technique sees the platform only through measured times: options.times is passed through
+// unchanged.
 #include "pfarm/simulator.hpp"
+
+#include "pfarm/error.hpp"
+#include "pfarm/farmer.hpp"
+#include "pfarm/registry.hpp"
+#include "pfarm/sample.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <queue>
+#include <random>
+#include <sstream>
+
+namespace pfarm::sim {
+
+namespace {
+
+constexpr const char* shape_names[] = {"uniform", "increasing", "decreasing", "random", "mandelbrot"};
+
+std::string show(double v) {
+    std::ostringstream out;
+    out << v;
+    return out.str();
+}
+
+// --- workload ------------------------------------------------------------------------------------------
+
+constexpr int mandelbrot_columns = 1024;
+constexpr int mandelbrot_rows = 256;  // even: the profile sums the upper half and doubles it (symmetry)
+constexpr int mandelbrot_maxiter = 256;
+
+const std::vector<double>& mandelbrot_profile() {
+    static const std::vector<double> profile = [] {
+        std::vector<double> columns(mandelbrot_columns, 0.0);
+        for (int c = 0; c < mandelbrot_columns; ++c) {
+            const double x0 = -2.0 + (c + 0.5) * 3.0 / mandelbrot_columns;
+            double sum = 0.0;
+            for (int r = 0; r < mandelbrot_rows / 2; ++r) {
+                const double y0 = (r + 0.5) * 3.0 / mandelbrot_rows;
+                double x = 0.0, y = 0.0;
+                int n = 0;
+                while (n < mandelbrot_maxiter && x * x + y * y <= 4.0) {
+                    const double xt = x * x - y * y + x0;
+                    y = 2.0 * x * y + y0;
+                    x = xt;
+                    ++n;
+                }
+                sum += n;
+            }
+            columns[static_cast<std::size_t>(c)] = 2.0 * sum;
+        }
+        return columns;
+    }();
+    return profile;
+}
+
+void normalise_mean(std::vector<double>& costs) {
+    double sum = 0.0;
+    for (double c : costs) sum += c;
+    const double scale = static_cast<double>(costs.size()) / sum;
+    for (double& c : costs) c *= scale;
+}
+
+// --- validation ----------------------------------------------------------------------------------------
+
+void check_time_per_task(double v, std::size_t index, const std::string& argument) {
+    if (!std::isfinite(v) || v <= 0.0)
+        throw invalid_argument(argument, "value " + std::to_string(index + 1) + " is " + show(v) +
+                                             "; expected a finite value > 0");
+}
+
+void check_non_negative(double v, const std::string& argument) {
+    if (!std::isfinite(v) || v < 0.0)
+        throw invalid_argument(argument, "is " + show(v) + "; expected a finite value >= 0");
+}
+
+void check_load_change(const load_change& c, std::size_t workers, const std::string& argument) {
+    if (c.worker < 0 || static_cast<std::size_t>(c.worker) >= workers)
+        throw invalid_argument(argument, "worker is " + std::to_string(c.worker) + "; expected 0.." +
+                                             std::to_string(static_cast<long>(workers) - 1));
+    if (!std::isfinite(c.time) || c.time < 0.0)
+        throw invalid_argument(argument, "time is " + show(c.time) + "; expected a finite value >= 0");
+    if (!std::isfinite(c.factor) || c.factor <= 0.0)
+        throw invalid_argument(argument, "factor is " + show(c.factor) + "; expected a finite value > 0");
+}
+
+void validate(const platform& pl) {
+    if (pl.task_times.empty()) throw invalid_argument("--task-times", "is empty; expected at least one worker");
+    for (std::size_t i = 0; i < pl.task_times.size(); ++i) check_time_per_task(pl.task_times[i], i, "--task-times");
+    check_non_negative(pl.overhead, "--overhead");
+    check_non_negative(pl.latency, "--latency");
+    for (const auto& c : pl.load_changes) check_load_change(c, pl.task_times.size(), "--load-change");
+}
+
+// --- load changes --------------------------------------------------------------------------------------
+
+/// One worker's load changes, sorted by time (stable: of two changes at the same time the later one given wins).
+struct worker_load {
+    std::vector<std::pair<double, double>> changes;  ///< (time, factor)
+    std::size_t cursor = 0;                          ///< changes[0, cursor) have time <= the last start asked
+};
+
+/// The end of `base` seconds of work started at `start` (start is non-decreasing per worker).
+double compute_end(worker_load& load, double start, double base) {
+    const auto& ch = load.changes;
+    std::size_t i = load.cursor;
+    while (i < ch.size() && ch[i].first <= start) ++i;
+    load.cursor = i;
+    double factor = i == 0 ? 1.0 : ch[i - 1].second;
+    double t = start, left = base;
+    for (;;) {
+        const double next = i < ch.size() ? ch[i].first : std::numeric_limits<double>::infinity();
+        const double capacity = (next - t) / factor;  // base seconds doable before the next change
+        if (left <= capacity) return t + left * factor;
+        left -= capacity;
+        t = next;
+        factor = ch[i].second;
+        ++i;
+    }
+}
+
+/// The fluid bound with load changes: sweep the changes of all workers in time order.
+double fluid_bound(const platform& pl, double work) {
+    double rate = 0.0;  // work per second, all workers together
+    std::vector<double> speed(pl.task_times.size());
+    for (std::size_t j = 0; j < speed.size(); ++j) rate += speed[j] = 1.0 / pl.task_times[j];
+    if (pl.load_changes.empty()) return work / rate;
+    std::vector<load_change> changes = pl.load_changes;
+    std::stable_sort(changes.begin(), changes.end(),
+                     [](const load_change& a, const load_change& b) { return a.time < b.time; });
+    double t = 0.0, done = 0.0;
+    for (const auto& c : changes) {
+        if (done + rate * (c.time - t) >= work) break;
+        done += rate * (c.time - t);
+        t = c.time;
+        const auto j = static_cast<std::size_t>(c.worker);
+        const double s = 1.0 / (pl.task_times[j] * c.factor);
+        rate += s - speed[j];
+        speed[j] = s;
+    }
+    return t + (work - done) / rate;
+}
+
+// --- the event loop --------------------------------------------------------------------------------------
+
+struct arrival {
+    double time;
+    int worker;
+    bool operator>(const arrival& o) const { return time != o.time ? time > o.time : worker > o.worker; }
+};
+
+/// The load factor of a worker at time t (1 before its first change).
+double factor_at(const worker_load& load, double t) {
+    const auto it = std::upper_bound(load.changes.begin(), load.changes.end(), t,
+                                     [](double v, const auto& c) { return v < c.first; });
+    return it == load.changes.begin() ? 1.0 : std::prev(it)->second;
+}
+
+/// What a worker's monitors would read at time t (the model is at the top of this file).
+resource_sample simulated_sample(const platform& pl, const worker_load& load, std::size_t worker, double t) {
+    const double factor = factor_at(load, t);
+    resource_sample s;
+    s.availability = std::min(1.0, 1.0 / factor);
+    s.run_queue = std::max(1.0, factor);
+    s.latency = 2.0 * pl.latency;
+    s.benchmark = 1.0 / pl.task_times[worker];
+    s.cores = 1;
+    return s;
+}
+
+struct worker_state {
+    bool holds = false;        ///< has a chunk whose result travels with its next request
+    bool calibration = false;  ///< that chunk is its calibration task: `sample` travels with the result
+    resource_sample sample;    ///< its monitors' reading at the start of the calibration task
+    double seconds = 0.0;      ///< compute time of that chunk
+    bool computed = false;     ///< got at least one chunk
+    double last_end = 0.0;
+};
+
+}  // namespace
+
+workload_shape parse_shape(const std::string& name) {
+    for (std::size_t i = 0; i < std::size(shape_names); ++i)
+        if (name == shape_names[i]) return static_cast<workload_shape>(i);
+    throw unknown_name("--shape",
+                       "unknown name '" + name + "'; expected one of: uniform, increasing, decreasing, random, mandelbrot");
+}
+
+std::string to_string(workload_shape shape) {
+    const auto i = static_cast<std::size_t>(shape);
+    if (i >= std::size(shape_names)) throw invalid_argument("--shape", "is " + std::to_string(i) + "; not a shape");
+    return shape_names[i];
+}
+
+load_change parse_load_change(const std::string& text) {
+    const auto bad = [&](const std::string& why) {
+        return invalid_argument("--load-change", "'" + text + "' " + why);
+    };
+    std::vector<std::string> parts;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ':')) parts.push_back(item);
+    if (parts.size() != 3 || text.empty() || text.back() == ':')
+        throw bad("is not WORKER:TIME:FACTOR (e.g. 2:100:1.5)");
+    load_change c;
+    std::size_t used = 0;
+    try {
+        long long w = std::stoll(parts[0], &used);
+        if (used != parts[0].size() || w < 0 || w > std::numeric_limits<int>::max()) throw std::out_of_range("");
+        c.worker = static_cast<int>(w);
+    } catch (const std::exception&) {
+        throw bad("has worker '" + parts[0] + "'; expected an index >= 0");
+    }
+    const auto number = [&](const std::string& s, const char* what) {
+        std::size_t n = 0;
+        double v = 0.0;
+        try {
+            v = std::stod(s, &n);
+        } catch (const std::exception&) {
+            n = 0;
+        }
+        if (n == 0 || n != s.size()) throw bad(std::string("has ") + what + " '" + s + "'; expected a number");
+        return v;
+    };
+    c.time = number(parts[1], "time");
+    c.factor = number(parts[2], "factor");
+    if (!std::isfinite(c.time) || c.time < 0.0) throw bad("has time " + show(c.time) + "; expected a finite value >= 0");
+    if (!std::isfinite(c.factor) || c.factor <= 0.0)
+        throw bad("has factor " + show(c.factor) + "; expected a finite value > 0");
+    return c;
+}
+
+platform load_platform(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw invalid_argument("--platform", "cannot open '" + path + "'");
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+        throw invalid_argument("--platform", "'" + path + "' is not valid JSON: " + e.what());
+    }
+    const auto bad = [&](const std::string& field, const std::string& why) {
+        return invalid_argument("--platform", "'" + path + "': field '" + field + "' " + why);
+    };
+    if (!j.is_object()) throw invalid_argument("--platform", "'" + path + "': expected a JSON object");
+    for (const auto& [key, value] : j.items()) {
+        (void)value;
+        if (key != "task_times" && key != "overhead" && key != "latency" && key != "load_changes")
+            throw bad(key, "is unknown; expected task_times, overhead, latency, load_changes");
+    }
+    const auto number = [&](const nlohmann::json& v, const std::string& field) {
+        if (!v.is_number()) throw bad(field, "is " + v.dump() + "; expected a number");
+        return v.get<double>();
+    };
+    platform pl;
+    if (!j.contains("task_times")) throw bad("task_times", "is missing; expected a list of per-task times");
+    const auto& times = j["task_times"];
+    if (!times.is_array() || times.empty())
+        throw bad("task_times", "is " + times.dump() + "; expected a non-empty list of numbers > 0");
+    for (std::size_t i = 0; i < times.size(); ++i) {
+        const std::string field = "task_times[" + std::to_string(i) + "]";
+        const double v = number(times[i], field);
+        if (!(v > 0.0) || !std::isfinite(v)) throw bad(field, "is " + show(v) + "; expected a finite value > 0");
+        pl.task_times.push_back(v);
+    }
+    for (const char* field : {"overhead", "latency"}) {
+        if (!j.contains(field)) continue;
+        const double v = number(j[field], field);
+        if (!(v >= 0.0) || !std::isfinite(v)) throw bad(field, "is " + show(v) + "; expected a finite value >= 0");
+        (std::string(field) == "overhead" ? pl.overhead : pl.latency) = v;
+    }
+    if (j.contains("load_changes")) {
+        const auto& list = j["load_changes"];
+        if (!list.is_array()) throw bad("load_changes", "is " + list.dump() + "; expected a list of objects");
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            const std::string at = "load_changes[" + std::to_string(i) + "]";
+            const auto& item = list[i];
+            if (!item.is_object())
+                throw bad(at, "is " + item.dump() + "; expected {\"worker\": W, \"time\": T, \"factor\": F}");
+            for (const auto& [key, value] : item.items()) {
+                (void)value;
+                if (key != "worker" && key != "time" && key != "factor")
+                    throw bad(at + "." + key, "is unknown; expected worker, time, factor");
+            }
+            for (const char* key : {"worker", "time", "factor"})
+                if (!item.contains(key)) throw bad(at + "." + key, "is missing");
+            load_change c;
+            const auto& w = item["worker"];
+            if (!w.is_number_integer() || w.get<long long>() < 0 ||
+                w.get<long long>() >= static_cast<long long>(pl.task_times.size()))
+                throw bad(at + ".worker", "is " + w.dump() + "; expected 0.." + std::to_string(pl.task_times.size() - 1));
+            c.worker = w.get<int>();
+            c.time = number(item["time"], at + ".time");
+            c.factor = number(item["factor"], at + ".factor");
+            if (!(c.time >= 0.0) || !std::isfinite(c.time))
+                throw bad(at + ".time", "is " + show(c.time) + "; expected a finite value >= 0");
+            if (!(c.factor > 0.0) || !std::isfinite(c.factor))
+                throw bad(at + ".factor", "is " + show(c.factor) + "; expected a finite value > 0");
+            pl.load_changes.push_back(c);
+        }
+    }
+    return pl;
+}
+
+std::vector<double> task_costs(const workload& w) {
+    if (w.tasks < 1) throw invalid_argument("--tasks", "is " + std::to_string(w.tasks) + "; expected >= 1");
+    const auto n = static_cast<std::size_t>(w.tasks);
+    const double s = static_cast<double>(w.tasks);
+    std::vector<double> costs(n, 1.0);
+    switch (w.shape) {
+    case workload_shape::uniform:
+        break;
+    case workload_shape::increasing:
+        for (std::size_t i = 0; i < n; ++i) costs[i] = 2.0 * (static_cast<double>(i) + 0.5) / s;
+        break;
+    case workload_shape::decreasing:
+        for (std::size_t i = 0; i < n; ++i) costs[i] = 2.0 * (s - static_cast<double>(i) - 0.5) / s;
+        break;
+    case workload_shape::random: {
+        std::mt19937_64 gen(w.seed);
+        for (auto& c : costs) c = 0.1 + 1.8 * static_cast<double>(gen() >> 11) * 0x1.0p-53;
+        normalise_mean(costs);
+        break;
+    }
+    case workload_shape::mandelbrot: {
+        const auto& profile = mandelbrot_profile();
+        const double last = static_cast<double>(profile.size() - 1);
+        for (std::size_t i = 0; i < n; ++i) {
+            const double x = std::clamp((static_cast<double>(i) + 0.5) / s * static_cast<double>(profile.size()) - 0.5,
+                                        0.0, last);
+            const auto lo = static_cast<std::size_t>(x);
+            const std::size_t hi = std::min(lo + 1, profile.size() - 1);
+            const double frac = x - static_cast<double>(lo);
+            costs[i] = profile[lo] * (1.0 - frac) + profile[hi] * frac;
+        }
+        normalise_mean(costs);
+        break;
+    }
+    default:
+        throw invalid_argument("--shape", "is " + std::to_string(static_cast<int>(w.shape)) + "; not a shape");
+    }
+    return costs;
+}
+
+result simulate(const platform& pl, const workload& wl, const std::string& technique,
+                const technique_options& options, const run_options& run) {
+    validate(pl);
+    const std::vector<double> costs = task_costs(wl);
+    const int p = static_cast<int>(pl.task_times.size());
+    const auto up = static_cast<std::size_t>(p);
+    farmer f(wl.tasks, p, make_technique(technique, options, p), options.min_chunk);
+
+    std::vector<double> prefix(costs.size() + 1, 0.0);
+    for (std::size_t i = 0; i < costs.size(); ++i) prefix[i + 1] = prefix[i] + costs[i];
+
+    std::vector<worker_load> loads(up);
+    for (const auto& c : pl.load_changes) loads[static_cast<std::size_t>(c.worker)].changes.emplace_back(c.time, c.factor);
+    for (auto& l : loads)
+        std::stable_sort(l.changes.begin(), l.changes.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+
+    result out;
+    out.total_work = prefix.back();
+    out.lower_bound = fluid_bound(pl, out.total_work);
+    out.workers.resize(up);
+    std::vector<worker_state> state(up);
+    std::vector<int> parked;
+
+    std::vector<arrival> storage;
+    storage.reserve(up);
+    std::priority_queue<arrival, std::vector<arrival>, std::greater<>> arrivals(std::greater<>{}, std::move(storage));
+    for (int w = 0; w < p; ++w) arrivals.push({pl.latency, w});
+
+    // Answers worker w's request, the answer's service starting at `at`; returns when the service ends.
+    const auto answer = [&](int w, double at) {
+        const double served = at + pl.overhead;
+        const decision d = f.request(w);
+        const auto j = static_cast<std::size_t>(w);
+        if (d.what == decision::kind::wait) {
+            parked.push_back(w);
+        } else if (d.what == decision::kind::assign) {
+            const auto first = static_cast<std::size_t>(d.work.first);
+            const auto count = static_cast<std::size_t>(d.work.count);
+            const double base = (prefix[first + count] - prefix[first]) * pl.task_times[j];
+            const double start = served + pl.latency;
+            double end = start + base, seconds = base;
+            if (!loads[j].changes.empty()) {
+                end = compute_end(loads[j], start, base);
+                seconds = end - start;
+            }
+            auto& s = state[j];
+            s.holds = true;
+            s.calibration = d.calibration;
+            if (d.calibration) s.sample = simulated_sample(pl, loads[j], j, start);
+            s.seconds = seconds;
+            s.computed = true;
+            s.last_end = end;
+            auto& r = out.workers[j];
+            if (!d.calibration) r.chunks.push_back(d.work.count);
+            r.tasks += d.work.count;
+            r.finish = end;
+            ++out.chunks;
+            if (run.keep_trace) out.trace.push_back({w, d.work.first, d.work.count, start, end, d.calibration});
+            arrivals.push({end + pl.latency, w});
+        }
+        return served;
+    };
+
+    double farmer_free = 0.0;
+    while (!arrivals.empty()) {
+        const arrival a = arrivals.top();
+        arrivals.pop();
+        double now = std::max(a.time, farmer_free);
+        auto& s = state[static_cast<std::size_t>(a.worker)];
+        if (s.holds) {
+            const bool was_calibrating = f.calibrating();
+            s.holds = false;
+            f.complete(a.worker, s.seconds, s.calibration ? &s.sample : nullptr);
+            if (was_calibrating && !f.calibrating()) {
+                out.calibration_end = now;
+                std::sort(parked.begin(), parked.end());
+                const std::vector<int> waiting = std::move(parked);
+                parked.clear();
+                for (int w : waiting) now = answer(w, now);
+            }
+        }
+        farmer_free = answer(a.worker, now);
+    }
+    if (!f.done())
+        throw internal_error("simulator: no request left with " + std::to_string(f.tasks() - f.completed_tasks()) +
+                             " tasks not completed (technique '" + technique + "')");
+
+    // Metrics.
+    double max_finish = 0.0, sum = 0.0;
+    for (std::size_t j = 0; j < up; ++j) {
+        const double t = out.workers[j].finish;
+        max_finish = std::max(max_finish, t);
+        sum += t;
+        if (state[j].computed) out.makespan = std::max(out.makespan, state[j].last_end + pl.latency);
+    }
+    const double mean = sum / p;
+    double squares = 0.0;
+    for (const auto& r : out.workers) squares += (r.finish - mean) * (r.finish - mean);
+    const double stddev = std::sqrt(squares / p);
+    out.cov = mean > 0.0 ? stddev / mean : 0.0;
+    out.percent_imbalance = p > 1 && max_finish > 0.0 ? (max_finish - mean) / max_finish * p / (p - 1) * 100.0 : 0.0;
+    out.k = f.policy().installment_factor();
+    if (const auto* c = f.calibration()) out.calibration_note = c->note;
+    return out;
+}
+
+}  // namespace pfarm::sim

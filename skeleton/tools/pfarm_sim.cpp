@@ -1,2 +1,139 @@
-// Being written.
-int main() { return 1; }
+// pfarm-sim: runs a technique through the farmer state machine in simulated time (pfarm/simulator.hpp has
+// the model) and prints the makespan against the fluid lower bound, the imbalance and every worker's chunks.
+#include "options.hpp"
+
+#include "pfarm/error.hpp"
+#include "pfarm/simulator.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+
+namespace {
+
+/// Shortest text that reads back as the same double.
+std::string exact(double v) {
+    char buffer[32];
+    const auto r = std::to_chars(buffer, buffer + sizeof buffer, v);
+    return std::string(buffer, r.ptr);
+}
+
+void write_trace(const std::string& path, const pfarm::sim::result& r) {
+    std::ofstream out(path);
+    if (!out) throw pfarm::invalid_argument("--trace", "cannot write '" + path + "'");
+    out << "worker,first,count,start,end,calibration\n";
+    std::string line;
+    for (const auto& c : r.trace) {
+        line.clear();
+        line += std::to_string(c.worker) + ',' + std::to_string(c.first) + ',' + std::to_string(c.count) + ',' +
+                exact(c.start) + ',' + exact(c.end) + ',' + (c.calibration ? '1' : '0') + '\n';
+        out << line;
+    }
+    if (!out.flush()) throw pfarm::invalid_argument("--trace", "writing '" + path + "' failed");
+}
+
+nlohmann::json to_json(const std::string& technique, const pfarm::sim::workload& wl, const pfarm::sim::result& r) {
+    nlohmann::json workers = nlohmann::json::array();
+    for (const auto& w : r.workers)
+        workers.push_back({{"chunks", w.chunks}, {"tasks", w.tasks}, {"finish", w.finish}});
+    nlohmann::json out{{"technique", technique},
+                       {"tasks", wl.tasks},
+                       {"shape", pfarm::sim::to_string(wl.shape)},
+                       {"makespan", r.makespan},
+                       {"lower_bound", r.lower_bound},
+                       {"ratio", r.makespan / r.lower_bound},
+                       {"total_work", r.total_work},
+                       {"percent_imbalance", r.percent_imbalance},
+                       {"cov", r.cov},
+                       {"chunks", r.chunks},
+                       {"calibration_end", r.calibration_end},
+                       {"workers", workers}};
+    if (wl.shape == pfarm::sim::workload_shape::random) out["seed"] = wl.seed;
+    if (r.k) out["k"] = *r.k;
+    if (!r.calibration_note.empty()) out["calibration_note"] = r.calibration_note;
+    return out;
+}
+
+void print_summary(const std::string& technique, const pfarm::sim::workload& wl, const pfarm::sim::result& r) {
+    std::cout << std::setprecision(6);
+    std::cout << "technique        " << technique << "\n"
+              << "tasks            " << wl.tasks << " (" << pfarm::sim::to_string(wl.shape) << "), " << r.workers.size()
+              << " workers\n"
+              << "makespan         " << r.makespan << "\n"
+              << "lower bound      " << r.lower_bound << "\n"
+              << "ratio            " << r.makespan / r.lower_bound << "\n"
+              << "imbalance        " << r.percent_imbalance << " %\n"
+              << "COV              " << r.cov << "\n"
+              << "chunks           " << r.chunks << "\n"
+              << "k                ";
+    if (r.k)
+        std::cout << *r.k << "\n";
+    else
+        std::cout << "-\n";
+    std::cout << "calibration end  " << r.calibration_end << "\n";
+    if (!r.calibration_note.empty()) std::cout << "calibration note " << r.calibration_note << "\n";
+    std::cout << "\n"
+              << "worker    chunks     tasks      finish\n";
+    for (std::size_t j = 0; j < r.workers.size(); ++j) {
+        const auto& w = r.workers[j];
+        std::cout << std::setw(6) << j << std::setw(10) << w.chunks.size() << std::setw(10) << w.tasks << std::setw(12)
+                  << w.finish << "\n";
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"pfarm-sim: runs a technique through the farmer state machine in simulated time"};
+    pfarm::tools::technique_args args;
+    pfarm::sim::workload wl;
+    std::string task_times, platform_file, shape = "uniform", trace;
+    std::optional<double> overhead, latency;
+    std::vector<std::string> load_changes;
+    bool json = false;
+    app.add_option("--tasks,-S", wl.tasks, "tasks S >= 1")->required();
+    auto* times_option = app.add_option("--task-times", task_times, "per-worker time per unit task t1,...,tP");
+    auto* platform_option =
+        app.add_option("--platform", platform_file,
+                       "JSON platform {\"task_times\": [...], \"overhead\": x, \"latency\": y, \"load_changes\": "
+                       "[{\"worker\": w, \"time\": t, \"factor\": f}]}");
+    times_option->excludes(platform_option);
+    app.add_option("--overhead", overhead, "farmer service time per request (default 0; overrides the platform file)");
+    app.add_option("--latency", latency, "one-way message latency (default 0; overrides the platform file)");
+    app.add_option("--load-change", load_changes,
+                   "WORKER:TIME:FACTOR: from TIME on, WORKER's task time is multiplied by FACTOR (repeatable; "
+                   "added to the platform file's)")
+        ->take_all();
+    app.add_option("--shape", shape, "task cost profile: uniform, increasing, decreasing, random, mandelbrot")
+        ->capture_default_str();
+    app.add_option("--seed", wl.seed, "seed of the random shape")->capture_default_str();
+    app.add_flag("--json", json, "print a JSON object instead of the summary");
+    app.add_option("--trace", trace, "write one CSV row per chunk: worker,first,count,start,end,calibration");
+    pfarm::tools::add_technique_options(app, args, false);
+    app.footer(pfarm::tools::technique_list());
+    return pfarm::tools::run_tool("pfarm-sim", app, argc, argv, [&] {
+        pfarm::sim::platform pl;
+        if (platform_option->count() > 0)
+            pl = pfarm::sim::load_platform(platform_file);
+        else if (times_option->count() > 0)
+            pl.task_times = pfarm::tools::parse_list(task_times, "--task-times");
+        else
+            throw pfarm::invalid_argument("--task-times", "is required (or --platform FILE)");
+        if (overhead) pl.overhead = *overhead;
+        if (latency) pl.latency = *latency;
+        for (const auto& text : load_changes) pl.load_changes.push_back(pfarm::sim::parse_load_change(text));
+        wl.shape = pfarm::sim::parse_shape(shape);
+        const auto r = pfarm::sim::simulate(pl, wl, args.technique, args.options, {!trace.empty()});
+        if (!trace.empty()) write_trace(trace, r);
+        if (json)
+            std::cout << to_json(args.technique, wl, r).dump() << "\n";
+        else
+            print_summary(args.technique, wl, r);
+        return 0;
+    });
+}

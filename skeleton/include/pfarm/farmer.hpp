@@ -11,8 +11,9 @@
 //                           f.calibrating() is false (the calibration barrier has passed)
 //   the loop is over when   f.done()
 //
-// A worker holds at most one outstanding chunk: request() while one is outstanding is an internal error
-// (prefetch, which the MPI issue adds, will be a second slot here, not a special case in a driver).
+// A worker holds at most `max_outstanding` chunks (1, or 2 with prefetch: it asks for the next chunk before
+// computing the current one); complete() always completes its oldest chunk. Calibration tasks are one at a
+// time whatever the limit.
 #pragma once
 
 #include "pfarm/technique.hpp"
@@ -33,7 +34,8 @@ struct decision {
 class farmer {
 public:
     /// `tasks` >= 1 (else invalid_argument "tasks"), `workers` >= 1 (else invalid_argument "workers").
-    farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk = 1);
+    farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk = 1,
+           int max_outstanding = 1);
 
     /// Worker `worker` asks for work (its previous chunk, if any, must have been complete()d).
     decision request(int worker);
@@ -58,8 +60,9 @@ public:
 private:
     enum class phase { calibrating, scheduling };
     struct worker_state {
-        task_count outstanding = 0;  ///< size of the chunk in flight, 0 when none
-        bool calibrated = false;     ///< its calibration task is done
+        task_count outstanding[2] = {0, 0};  ///< sizes of the chunks in flight, oldest first
+        int held = 0;                        ///< how many of them are in flight
+        bool calibrated = false;             ///< its calibration task is done
         bool stopped = false;
     };
 
@@ -79,6 +82,7 @@ private:
     task_count completed_ = 0;   ///< tasks whose chunk has completed
     int calibration_pending_ = 0;
     int active_ = 0;             ///< workers not stopped
+    int max_outstanding_ = 1;
 };
 
 }  // namespace pfarm

@@ -78,6 +78,7 @@ struct result {
     task_count chunks = 0;           ///< chunks handed out, calibration tasks included
     std::optional<double> k;         ///< the technique's installment factor, where it has one
     double calibration_end = 0.0;    ///< simulated time of the calibration barrier, 0 when none
+    std::string calibration_note;    ///< the calibration's note (a repair, a statistical fit's fallback), or empty
     std::vector<worker_result> workers;
     std::vector<chunk_record> trace;  ///< every chunk in hand-out order, when asked for
 };
@@ -88,7 +89,9 @@ struct run_options {
 
 /// Runs `technique` with `options` over `platform` and `workload`. Ties in simulated time are served in
 /// increasing worker index; when the calibration barrier passes, the waiting workers are served in
-/// increasing worker index. Throws pfarm::invalid_argument on bad input.
+/// increasing worker index. Statistical calibration reads simulated monitors (availability 1/factor, latency
+/// the round trip, benchmark 1/task_time; simulator.cpp documents the whole model). Throws
+/// pfarm::invalid_argument on bad input.
 result simulate(const platform& platform, const workload& workload, const std::string& technique,
                 const technique_options& options, const run_options& run = {});
 

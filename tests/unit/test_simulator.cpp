@@ -1,0 +1,512 @@
+// The discrete-event simulator (pfarm/simulator.hpp; the model is documented at the top of simulator.cpp):
+// bounds for every technique, the seed 004 worked example, load changes, the message/overhead timing model,
+// the workload shapes, scale, and input validation.
+#include "pfarm/error.hpp"
+#include "pfarm/registry.hpp"
+#include "pfarm/simulator.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace sim = pfarm::sim;
+using pfarm::task_count;
+using sizes = std::vector<task_count>;
+using sim::workload_shape;
+
+sim::platform make_platform(std::vector<double> times, double overhead = 0.0, double latency = 0.0) {
+    sim::platform p;
+    p.task_times = std::move(times);
+    p.overhead = overhead;
+    p.latency = latency;
+    return p;
+}
+
+sim::workload make_workload(task_count tasks, workload_shape shape = workload_shape::uniform, std::uint64_t seed = 1) {
+    sim::workload w;
+    w.tasks = tasks;
+    w.shape = shape;
+    w.seed = seed;
+    return w;
+}
+
+/// Options under which every registered technique runs: its required parameters set (the others ignore them).
+pfarm::technique_options runnable_options() {
+    pfarm::technique_options o;
+    o.chunk = 7;       // css: chunk size (required)
+    o.overhead = 0.5;  // fsc: scheduling overhead h
+    o.sigma = 0.3;     // fsc: task-time standard deviation
+    return o;
+}
+
+sizes prefix(const sizes& s, std::size_t n) {
+    return sizes(s.begin(), s.begin() + static_cast<long>(std::min(n, s.size())));
+}
+
+/// Every task handed out exactly once, in order; worker totals and chunk counts agree with the trace.
+void expect_consistent(const sim::result& r, task_count tasks) {
+    task_count total = 0, listed = 0, calibration = 0;
+    for (const auto& w : r.workers) {
+        total += w.tasks;
+        listed += static_cast<task_count>(w.chunks.size());
+        const task_count extra = w.tasks - std::accumulate(w.chunks.begin(), w.chunks.end(), task_count{0});
+        EXPECT_TRUE(extra == 0 || extra == 1) << "a worker computes at most one calibration task";
+        calibration += extra;
+    }
+    EXPECT_EQ(total, tasks);
+    EXPECT_EQ(r.chunks, listed + calibration);
+    if (!r.trace.empty()) {
+        ASSERT_EQ(static_cast<task_count>(r.trace.size()), r.chunks);
+        task_count next = 0;
+        for (const auto& c : r.trace) {
+            EXPECT_EQ(c.first, next);
+            EXPECT_GE(c.count, 1);
+            EXPECT_LT(c.start, c.end);
+            next += c.count;
+        }
+        EXPECT_EQ(next, tasks);
+    }
+}
+
+void expect_invalid(const std::function<void()>& body, const std::string& argument) {
+    try {
+        body();
+        ADD_FAILURE() << "no pfarm::invalid_argument (expected one naming " << argument << ")";
+    } catch (const pfarm::invalid_argument& e) {
+        EXPECT_EQ(e.argument(), argument) << e.what();
+    }
+}
+
+std::filesystem::path temp_file(const std::string& name, const std::string& text) {
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("pfarm_test_simulator_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                       "_" + name);
+    std::ofstream(path) << text;
+    return path;
+}
+
+// --- bounds -------------------------------------------------------------------------------------------------
+
+TEST(SimulatorBounds, MakespanAtLeastLowerBoundForEveryTechnique) {
+    struct scenario {
+        const char* name;
+        sim::platform platform;
+        task_count tasks;
+    };
+    std::vector<scenario> scenarios{
+        {"equal", make_platform({1, 1, 1, 1}), 500},
+        {"heterogeneous, overhead and latency", make_platform({1, 2, 3, 4}, 0.01, 0.005), 500},
+        {"one worker", make_platform({0.5}), 37},
+        {"more workers than tasks", make_platform({1, 2, 1, 3, 1}), 3},
+    };
+    sim::platform loaded = make_platform({1, 1.5, 2}, 0.02, 0.01);
+    loaded.load_changes = {{0, 40.0, 3.0}, {2, 10.0, 0.5}, {0, 120.0, 1.0}};
+    scenarios.push_back({"load changes", loaded, 400});
+
+    // Every registered technique, plus multi under each calibration mode.
+    std::vector<std::pair<std::string, pfarm::technique_options>> runs_of;
+    for (const auto& info : pfarm::techniques()) runs_of.emplace_back(info.name, runnable_options());
+    for (auto mode : {pfarm::calibration_mode::univariate, pfarm::calibration_mode::multivariate}) {
+        auto o = runnable_options();
+        o.calibration = mode;
+        runs_of.emplace_back("multi", o);
+    }
+    int runs = 0;
+    for (const auto& [name, options] : runs_of) {
+        for (const auto& s : scenarios) {
+            for (auto shape : {workload_shape::uniform, workload_shape::increasing, workload_shape::decreasing,
+                               workload_shape::random, workload_shape::mandelbrot}) {
+                SCOPED_TRACE(name + " / " + s.name + " / " + sim::to_string(shape));
+                const auto r = sim::simulate(s.platform, make_workload(s.tasks, shape, 7), name, options,
+                                             {.keep_trace = true});
+                EXPECT_GE(r.makespan, r.lower_bound * (1.0 - 1e-12));
+                EXPECT_GT(r.lower_bound, 0.0);
+                EXPECT_NEAR(r.total_work, static_cast<double>(s.tasks), 1e-9 * static_cast<double>(s.tasks));
+                EXPECT_GE(r.percent_imbalance, 0.0);
+                EXPECT_GE(r.cov, 0.0);
+                expect_consistent(r, s.tasks);
+                ++runs;
+            }
+        }
+    }
+    EXPECT_GT(runs, 0);
+}
+
+TEST(SimulatorBounds, StaticWithinOneTaskTimeOfTheBound) {
+    for (double t : {1.0, 2.5}) {
+        for (task_count tasks : {1000, 1003, 7}) {
+            SCOPED_TRACE("task time " + std::to_string(t) + ", tasks " + std::to_string(tasks));
+            const auto r = sim::simulate(make_platform({t, t, t, t}), make_workload(tasks), "static", {});
+            EXPECT_DOUBLE_EQ(r.lower_bound, static_cast<double>(tasks) * t / 4.0);
+            EXPECT_GE(r.makespan, r.lower_bound);
+            EXPECT_LE(r.makespan - r.lower_bound, t);
+            EXPECT_EQ(r.chunks, 4);
+            EXPECT_EQ(r.calibration_end, 0.0);
+            EXPECT_FALSE(r.k.has_value());
+        }
+    }
+}
+
+// --- seed 004 worked example ----------------------------------------------------------------------------------
+
+// Seed 004 (Gonzalez-Velez & Cole 2009), Table 1: SCH_MULTI, k = 2, four workers of 1, 2, 3, 4 time units per
+// task, 68 tasks. Calibration (one task each) ends at t = 4 (the slowest worker); S' = 64 tasks remain and
+// F = (0.48, 0.24, 0.16, 0.12), constant (the workers keep their speed, so the refreshed F is the same).
+// Derived by hand (t relative to the barrier, R = unassigned, chunk = max(1, floor(R/2 F_i + 0.5)), ties in
+// increasing worker index):
+//   t=0  first round, same S' = 64: 15, 8, 5, 4                                    R 32
+//   t=15 w1: 8 (R 24), w3: 2 (R 22)     t=16 w2: 3 (R 19), w4: 1 (R 18)
+//   t=20 w4: 1 (R 17)   t=21 w3: 1 (R 16)   t=22 w2: 2 (R 14)   t=23 w1: 3 (R 11)
+//   t=24 w3: 1 (R 10), w4: 1 (R 9)   t=26 w1: 2 (R 7), w2: 1 (R 6)   t=27 w3: 1 (R 5)
+//   t=28 w1: 1, w2: 1, w4: 1 (R 2)   t=29 w1: 1 (R 1)   t=30 w1: 1 (R 0)
+// Finishes (relative): w1 31, w2 30, w3 30, w4 32. The paper's lists agree until t = 27 (w1 15,8,3;
+// w2 8,3,2; w3 5,2,1; w4 4,1,1,1); its last single tasks follow a hand rule the paper does not state.
+TEST(SimulatorSeed004, Table1) {
+    pfarm::technique_options o;
+    o.k = 2;
+    const auto r = sim::simulate(make_platform({1, 2, 3, 4}), make_workload(68), "multi", o, {.keep_trace = true});
+    expect_consistent(r, 68);
+    EXPECT_EQ(r.calibration_end, 4.0);
+    double last = 0.0;
+    for (const auto& w : r.workers) last = std::max(last, w.finish);
+    EXPECT_EQ(last - r.calibration_end, 32.0);
+    EXPECT_EQ(r.makespan, 36.0);
+    ASSERT_TRUE(r.k.has_value());
+    EXPECT_EQ(*r.k, 2.0);
+    ASSERT_EQ(r.workers.size(), 4u);
+
+    // The first round after calibration.
+    for (std::size_t j = 0; j < 4; ++j) ASSERT_FALSE(r.workers[j].chunks.empty());
+    EXPECT_EQ(r.workers[0].chunks[0], 15);
+    EXPECT_EQ(r.workers[1].chunks[0], 8);
+    EXPECT_EQ(r.workers[2].chunks[0], 5);
+    EXPECT_EQ(r.workers[3].chunks[0], 4);
+
+    // The paper's Table 1 until t = 27 after the barrier.
+    EXPECT_EQ(prefix(r.workers[0].chunks, 3), (sizes{15, 8, 3}));
+    EXPECT_EQ(prefix(r.workers[1].chunks, 3), (sizes{8, 3, 2}));
+    EXPECT_EQ(prefix(r.workers[2].chunks, 3), (sizes{5, 2, 1}));
+    EXPECT_EQ(prefix(r.workers[3].chunks, 4), (sizes{4, 1, 1, 1}));
+
+    // The whole run, as derived above.
+    EXPECT_EQ(r.workers[0].chunks, (sizes{15, 8, 3, 2, 1, 1, 1}));
+    EXPECT_EQ(r.workers[1].chunks, (sizes{8, 3, 2, 1, 1}));
+    EXPECT_EQ(r.workers[2].chunks, (sizes{5, 2, 1, 1, 1}));
+    EXPECT_EQ(r.workers[3].chunks, (sizes{4, 1, 1, 1, 1}));
+    EXPECT_EQ(r.workers[0].finish, 35.0);
+    EXPECT_EQ(r.workers[1].finish, 34.0);
+    EXPECT_EQ(r.workers[2].finish, 34.0);
+    EXPECT_EQ(r.workers[3].finish, 36.0);
+    EXPECT_EQ(r.chunks, 4 + 7 + 5 + 5 + 5);
+    EXPECT_NEAR(r.lower_bound, 68.0 / (1.0 + 1.0 / 2 + 1.0 / 3 + 1.0 / 4), 1e-12);
+
+    // Calibration chunks first, one task each, in worker order; every worker starts at t = 0.
+    for (int j = 0; j < 4; ++j) {
+        EXPECT_TRUE(r.trace[static_cast<std::size_t>(j)].calibration);
+        EXPECT_EQ(r.trace[static_cast<std::size_t>(j)].worker, j);
+        EXPECT_EQ(r.trace[static_cast<std::size_t>(j)].start, 0.0);
+    }
+    // Metrics of the finish times (35, 34, 34, 36).
+    const double mean = 34.75;
+    EXPECT_NEAR(r.percent_imbalance, (36.0 - mean) / 36.0 * 4.0 / 3.0 * 100.0, 1e-12);
+    EXPECT_NEAR(r.cov, std::sqrt((0.0625 + 0.5625 + 0.5625 + 1.5625) / 4.0) / mean, 1e-12);
+}
+
+// --- load changes ---------------------------------------------------------------------------------------------
+
+TEST(SimulatorLoadChange, SlowedWorkerGetsFewerTasksAndTheBoundRises) {
+    const auto base = make_platform({1, 1, 1, 1});
+    auto slowed = base;
+    slowed.load_changes = {{1, 100.0, 4.0}};
+    // Equal workers calibrate to CV = 0, so k = ln(S)^0 = 1 and the first round would hand out everything:
+    // pin k = 4 so that multi keeps tasks back and can react to the slowdown (its first chunks of 125 end
+    // at t = 126, after the change).
+    auto o = runnable_options();
+    o.k = 4;
+    const auto before = sim::simulate(base, make_workload(2000), "multi", o);
+    const auto after = sim::simulate(slowed, make_workload(2000), "multi", o);
+    expect_consistent(after, 2000);
+    EXPECT_LT(after.workers[1].tasks, before.workers[1].tasks);
+    EXPECT_GT(after.lower_bound, before.lower_bound);
+    EXPECT_DOUBLE_EQ(before.lower_bound, 500.0);
+    // 400 units of work by t = 100, then 3 + 1/4 units per second: 100 + 1600 / 3.25.
+    EXPECT_NEAR(after.lower_bound, 100.0 + 1600.0 / 3.25, 1e-9);
+    EXPECT_GE(after.makespan, after.lower_bound);
+}
+
+TEST(SimulatorLoadChange, ComputeTimeIsIntegratedOverTheChanges) {
+    // One worker, 10 unit tasks of 1 s; from t = 5 its task time doubles, from t = 9 it is 4x (the earlier
+    // change at t = 9 is replaced by the later one given at the same time).
+    auto p = make_platform({1});
+    p.load_changes = {{0, 5.0, 2.0}, {0, 9.0, 3.0}, {0, 9.0, 4.0}};
+    const auto r = sim::simulate(p, make_workload(10), "static", {}, {.keep_trace = true});
+    // [0,5): 5 tasks; [5,9): 2 tasks; then 3 tasks at 4 s each: 9 + 12 = 21.
+    ASSERT_EQ(r.trace.size(), 1u);
+    EXPECT_DOUBLE_EQ(r.trace[0].end, 21.0);
+    EXPECT_DOUBLE_EQ(r.makespan, 21.0);
+    EXPECT_DOUBLE_EQ(r.lower_bound, 21.0);
+    EXPECT_EQ(r.percent_imbalance, 0.0);
+    EXPECT_EQ(r.cov, 0.0);
+}
+
+TEST(SimulatorLoadChange, StatisticalCalibrationReadsTheSimulatedMonitors) {
+    // dealdyn-lr fits t = c0 + c1 a' with a' = availability x benchmark / max(benchmark); the simulated
+    // monitors read availability 1/factor and benchmark 1/task_time, so the fit exists on a heterogeneous
+    // platform and the slow workers get less.
+    auto p = make_platform({1, 2, 4, 1});
+    p.load_changes = {{3, 0.0, 2.0}};
+    const auto r = sim::simulate(p, make_workload(400), "dealdyn-lr", {});
+    expect_consistent(r, 400);
+    EXPECT_TRUE(r.calibration_note.empty()) << r.calibration_note;
+    EXPECT_GT(r.workers[0].tasks, r.workers[1].tasks);
+    EXPECT_GT(r.workers[1].tasks, r.workers[2].tasks);
+    EXPECT_GT(r.workers[0].tasks, r.workers[3].tasks);  // worker 3 runs at half speed from t = 0
+    // Equal workers: every a' is 1, the fit is singular, and calibration falls back to times-only (a note).
+    const auto equal = sim::simulate(make_platform({1, 1, 1}), make_workload(300), "dealdyn-lr", {});
+    expect_consistent(equal, 300);
+    EXPECT_FALSE(equal.calibration_note.empty());
+}
+
+// --- the message and service model ----------------------------------------------------------------------------
+
+TEST(SimulatorTiming, OverheadAndLatency) {
+    // ss, one worker, 3 unit tasks; overhead 0.5, latency 0.25: request arrives 0.25, served until 0.75,
+    // reply arrives 1.0, compute 1-2, next request arrives 2.25, ... last result reaches the farmer at 6.25.
+    const auto r = sim::simulate(make_platform({1}, 0.5, 0.25), make_workload(3), "ss", {}, {.keep_trace = true});
+    ASSERT_EQ(r.trace.size(), 3u);
+    EXPECT_DOUBLE_EQ(r.trace[0].start, 1.0);
+    EXPECT_DOUBLE_EQ(r.trace[1].start, 3.0);
+    EXPECT_DOUBLE_EQ(r.trace[2].start, 5.0);
+    EXPECT_DOUBLE_EQ(r.workers[0].finish, 6.0);
+    EXPECT_DOUBLE_EQ(r.makespan, 6.25);
+    EXPECT_DOUBLE_EQ(r.lower_bound, 3.0);
+}
+
+TEST(SimulatorTiming, TheFarmerServesOneRequestAtATimeTiesByWorkerIndex) {
+    // Both requests arrive at 0; worker 0 is served first (0-1), worker 1 queues (1-2).
+    const auto r = sim::simulate(make_platform({1, 1}, 1.0), make_workload(4), "ss", {}, {.keep_trace = true});
+    ASSERT_EQ(r.trace.size(), 4u);
+    const std::vector<std::pair<int, double>> expected{{0, 1.0}, {1, 2.0}, {0, 3.0}, {1, 4.0}};
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_EQ(r.trace[i].worker, expected[i].first) << i;
+        EXPECT_DOUBLE_EQ(r.trace[i].start, expected[i].second) << i;
+    }
+    EXPECT_DOUBLE_EQ(r.makespan, 5.0);
+}
+
+TEST(SimulatorTiming, ParkedWorkersAreAnsweredFirstWhenTheBarrierPasses) {
+    // multi, worker 0 slow (4 s/task), worker 1 fast (1 s/task), overhead 1. Calibration: w0 served 0-1,
+    // computes 1-5; w1 served 1-2, computes 2-3, asks at 3 and gets `wait` (3-4). w0's result at 5 passes the
+    // barrier: the parked w1 is answered first (5-6), then w0 (6-7).
+    const auto r = sim::simulate(make_platform({4, 1}, 1.0), make_workload(20), "multi", {}, {.keep_trace = true});
+    EXPECT_DOUBLE_EQ(r.calibration_end, 5.0);
+    ASSERT_GE(r.trace.size(), 4u);
+    EXPECT_TRUE(r.trace[0].calibration && r.trace[1].calibration);
+    EXPECT_EQ(r.trace[2].worker, 1);
+    EXPECT_DOUBLE_EQ(r.trace[2].start, 6.0);
+    EXPECT_EQ(r.trace[3].worker, 0);
+    EXPECT_DOUBLE_EQ(r.trace[3].start, 7.0);
+    expect_consistent(r, 20);
+}
+
+TEST(SimulatorTiming, MoreWorkersThanTasks) {
+    for (const char* technique : {"gss", "multi", "static"}) {
+        SCOPED_TRACE(technique);
+        const auto r = sim::simulate(make_platform({1, 1, 1, 1, 1}), make_workload(3), technique, runnable_options());
+        expect_consistent(r, 3);
+        EXPECT_EQ(r.workers[3].finish, 0.0);
+        EXPECT_EQ(r.workers[4].finish, 0.0);
+        EXPECT_DOUBLE_EQ(r.makespan, 1.0);
+        EXPECT_DOUBLE_EQ(r.percent_imbalance, (1.0 - 0.6) / 1.0 * 5.0 / 4.0 * 100.0);
+    }
+}
+
+// --- workload shapes ----------------------------------------------------------------------------------------
+
+TEST(SimulatorWorkload, ShapesHaveMeanCostOne) {
+    for (auto shape : {workload_shape::uniform, workload_shape::increasing, workload_shape::decreasing,
+                       workload_shape::random, workload_shape::mandelbrot}) {
+        EXPECT_EQ(sim::parse_shape(sim::to_string(shape)), shape);
+        for (task_count n : {1, 2, 1000, 4097}) {
+            SCOPED_TRACE(sim::to_string(shape) + " " + std::to_string(n));
+            const auto c = sim::task_costs(make_workload(n, shape, 3));
+            ASSERT_EQ(static_cast<task_count>(c.size()), n);
+            EXPECT_NEAR(std::accumulate(c.begin(), c.end(), 0.0), static_cast<double>(n), 1e-9 * static_cast<double>(n));
+            for (double v : c) EXPECT_GT(v, 0.0);
+        }
+    }
+    const auto inc = sim::task_costs(make_workload(100, workload_shape::increasing));
+    const auto dec = sim::task_costs(make_workload(100, workload_shape::decreasing));
+    EXPECT_TRUE(std::is_sorted(inc.begin(), inc.end()));
+    EXPECT_TRUE(std::equal(inc.begin(), inc.end(), dec.rbegin()));
+    EXPECT_DOUBLE_EQ(inc.front(), 0.01);
+    EXPECT_DOUBLE_EQ(inc.back(), 1.99);
+
+    const auto a = sim::task_costs(make_workload(1000, workload_shape::random, 5));
+    const auto b = sim::task_costs(make_workload(1000, workload_shape::random, 5));
+    const auto c = sim::task_costs(make_workload(1000, workload_shape::random, 6));
+    EXPECT_EQ(a, b);
+    EXPECT_NE(a, c);
+    EXPECT_GT(*std::min_element(a.begin(), a.end()), 0.05);
+    EXPECT_LT(*std::max_element(a.begin(), a.end()), 2.0);
+
+    // Mandelbrot columns: cheap at the left edge (x = -2), expensive through the set, symmetric work away
+    // from it; far from uniform.
+    const auto m = sim::task_costs(make_workload(1000, workload_shape::mandelbrot));
+    const auto [lo, hi] = std::minmax_element(m.begin(), m.end());
+    EXPECT_GT(*hi / *lo, 10.0);
+    EXPECT_LT(m.front(), 1.0);
+    EXPECT_GT(m[600], 1.0);  // x = -0.2: through the main cardioid
+}
+
+// --- scale ------------------------------------------------------------------------------------------------------
+
+TEST(SimulatorScale, GssAndSsWithAThousandWorkers) {
+#ifdef NDEBUG
+    const task_count tasks = 1'000'000;  // the spec's size: a million tasks, a thousand workers
+#else
+    const task_count tasks = 200'000;  // Debug builds: the same shape of run, smaller
+#endif
+    std::vector<double> times(1000);
+    for (std::size_t j = 0; j < times.size(); ++j) times[j] = 1.0 + 0.25 * static_cast<double>(j % 7);
+    auto p = make_platform(times, 1e-4, 5e-5);
+    p.load_changes = {{3, 50.0, 2.0}, {999, 10.0, 0.5}};
+    for (const char* technique : {"gss", "ss"}) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto r = sim::simulate(p, make_workload(tasks, workload_shape::random), technique, {});
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::cout << "[ timing   ] " << technique << ": " << tasks << " tasks x 1000 workers in " << seconds << " s\n";
+        expect_consistent(r, tasks);
+        EXPECT_GE(r.makespan, r.lower_bound);
+        if (std::string(technique) == "ss") EXPECT_EQ(r.chunks, tasks);
+        EXPECT_LT(seconds, 60.0);
+    }
+}
+
+// --- input validation -------------------------------------------------------------------------------------------
+
+TEST(SimulatorInput, BadInputsThrow) {
+    const auto run = [](sim::platform p, task_count tasks = 10, const std::string& technique = "gss",
+                        pfarm::technique_options o = {}) {
+        return [=] { sim::simulate(p, make_workload(tasks), technique, o); };
+    };
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    expect_invalid(run(make_platform({1, 1}), 0), "--tasks");
+    expect_invalid(run(make_platform({1, 1}), -3), "--tasks");
+    expect_invalid(run(make_platform({})), "--task-times");
+    for (double bad : {0.0, -1.0, nan, inf}) {
+        expect_invalid(run(make_platform({1, bad})), "--task-times");
+        if (bad != 0.0) {
+            expect_invalid(run(make_platform({1}, bad, 0.0)), "--overhead");
+            expect_invalid(run(make_platform({1}, 0.0, bad)), "--latency");
+        }
+    }
+    const auto with_change = [](sim::load_change c) {
+        auto p = make_platform({1, 1});
+        p.load_changes = {c};
+        return p;
+    };
+    expect_invalid(run(with_change({2, 1.0, 2.0})), "--load-change");
+    expect_invalid(run(with_change({-1, 1.0, 2.0})), "--load-change");
+    expect_invalid(run(with_change({0, -1.0, 2.0})), "--load-change");
+    expect_invalid(run(with_change({0, nan, 2.0})), "--load-change");
+    expect_invalid(run(with_change({0, 1.0, 0.0})), "--load-change");
+    expect_invalid(run(with_change({0, 1.0, inf})), "--load-change");
+    expect_invalid(run(make_platform({1}), 10, "no-such-technique"), "technique");
+    expect_invalid(run(make_platform({1}), 10, "css"), "--chunk");
+    EXPECT_THROW(sim::parse_shape("spiral"), pfarm::unknown_name);
+    expect_invalid([] { sim::parse_shape("spiral"); }, "--shape");
+    expect_invalid([] { sim::task_costs(make_workload(0)); }, "--tasks");
+
+    // Legal edge cases.
+    EXPECT_NO_THROW(sim::simulate(with_change({1, 0.0, 1.0}), make_workload(1), "gss", {}));
+}
+
+TEST(SimulatorInput, ParseLoadChange) {
+    const auto c = sim::parse_load_change("2:100:1.5");
+    EXPECT_EQ(c.worker, 2);
+    EXPECT_EQ(c.time, 100.0);
+    EXPECT_EQ(c.factor, 1.5);
+    const auto d = sim::parse_load_change("0:0:0.25");
+    EXPECT_EQ(d.worker, 0);
+    EXPECT_EQ(d.time, 0.0);
+    EXPECT_EQ(d.factor, 0.25);
+    for (const char* bad : {"", "2:100", "2:100:", "2:100:1.5:3", "a:1:1", "1:x:1", "1:1:y", "1:1:0", "1:-1:2",
+                            "-1:0:1", "1.5:0:1", "1:1:2x", "1:1:nan", "1:inf:2"})
+        expect_invalid([bad] { sim::parse_load_change(bad); }, "--load-change");
+}
+
+TEST(SimulatorInput, JsonPlatformFile) {
+    const auto good = temp_file("good.json", R"({"task_times": [1, 2.5, 3], "overhead": 0.01, "latency": 0.002,
+        "load_changes": [{"worker": 1, "time": 10, "factor": 2}, {"worker": 0, "time": 5.5, "factor": 0.5}]})");
+    const auto p = sim::load_platform(good.string());
+    EXPECT_EQ(p.task_times, (std::vector<double>{1, 2.5, 3}));
+    EXPECT_EQ(p.overhead, 0.01);
+    EXPECT_EQ(p.latency, 0.002);
+    ASSERT_EQ(p.load_changes.size(), 2u);
+    EXPECT_EQ(p.load_changes[0].worker, 1);
+    EXPECT_EQ(p.load_changes[0].time, 10.0);
+    EXPECT_EQ(p.load_changes[0].factor, 2.0);
+    EXPECT_EQ(p.load_changes[1].worker, 0);
+    EXPECT_EQ(p.load_changes[1].time, 5.5);
+    EXPECT_EQ(p.load_changes[1].factor, 0.5);
+    EXPECT_NO_THROW(sim::simulate(p, make_workload(100), "fss", {}));
+
+    const auto minimal = temp_file("minimal.json", R"({"task_times": [2]})");
+    const auto m = sim::load_platform(minimal.string());
+    EXPECT_EQ(m.task_times, (std::vector<double>{2}));
+    EXPECT_EQ(m.overhead, 0.0);
+    EXPECT_EQ(m.latency, 0.0);
+    EXPECT_TRUE(m.load_changes.empty());
+
+    // Malformed files: the message names the file and the field.
+    const std::vector<std::pair<std::string, std::string>> bad{
+        {"{\"task_times\": [1, 2", ""},
+        {"[1, 2]", ""},
+        {R"({"overhead": 1})", "task_times"},
+        {R"({"task_times": []})", "task_times"},
+        {R"({"task_times": 3})", "task_times"},
+        {R"({"task_times": [1, "2"]})", "task_times[1]"},
+        {R"({"task_times": [1, 0]})", "task_times[1]"},
+        {R"({"task_times": [1], "overhead": -1})", "overhead"},
+        {R"({"task_times": [1], "latency": "fast"})", "latency"},
+        {R"({"task_times": [1], "overheads": 1})", "overheads"},
+        {R"({"task_times": [1], "load_changes": {}})", "load_changes"},
+        {R"({"task_times": [1], "load_changes": [{"worker": 1, "time": 0, "factor": 2}]})", "load_changes[0].worker"},
+        {R"({"task_times": [1], "load_changes": [{"worker": 0, "time": -1, "factor": 2}]})", "load_changes[0].time"},
+        {R"({"task_times": [1], "load_changes": [{"worker": 0, "time": 1, "factor": 0}]})", "load_changes[0].factor"},
+        {R"({"task_times": [1], "load_changes": [{"worker": 0, "time": 1}]})", "load_changes[0].factor"},
+        {R"({"task_times": [1], "load_changes": [{"worker": 0.5, "time": 1, "factor": 1}]})", "load_changes[0].worker"},
+    };
+    for (std::size_t i = 0; i < bad.size(); ++i) {
+        const auto path = temp_file("bad" + std::to_string(i) + ".json", bad[i].first);
+        SCOPED_TRACE(bad[i].first);
+        try {
+            sim::load_platform(path.string());
+            ADD_FAILURE() << "no exception";
+        } catch (const pfarm::invalid_argument& e) {
+            const std::string what = e.what();
+            EXPECT_EQ(e.argument(), "--platform");
+            EXPECT_NE(what.find(path.string()), std::string::npos) << what;
+            if (!bad[i].second.empty()) EXPECT_NE(what.find("'" + bad[i].second + "'"), std::string::npos) << what;
+        }
+        std::filesystem::remove(path);
+    }
+    expect_invalid([] { sim::load_platform("/nonexistent/pfarm/platform.json"); }, "--platform");
+    std::filesystem::remove(good);
+    std::filesystem::remove(minimal);
+}
+
+}  // namespace
