@@ -29,9 +29,8 @@ std::vector<double> parse_list(const std::string& text, const std::string& argum
     return values;
 }
 
-void add_technique_options(CLI::App& app, technique_args& args, bool with_times) {
-    auto& o = args.options;
-    app.add_option("--technique,-t", args.technique, "scheduling technique (see the list below)")->required();
+void add_technique_options(CLI::App& app, std::string& technique, technique_options& o, bool with_times) {
+    app.add_option("--technique,-t", technique, "scheduling technique (see the list below)")->required();
     app.add_option("--min-chunk", o.min_chunk, "no chunk below K except the last (default 1)");
     app.add_option("--chunk", o.chunk, "css chunk size K");
     app.add_option("--factor", o.factor, "factoring ratio x of fss/dfss (default 2)");
@@ -43,7 +42,7 @@ void add_technique_options(CLI::App& app, technique_args& args, bool with_times)
     app.add_option_function<std::string>(
         "--calibration", [&o](const std::string& s) { o.calibration = parse_calibration_mode(s); },
         "multi's calibration: times (default), univariate, multivariate");
-    app.add_option("--overhead-h", o.overhead, "fsc: scheduling overhead h per chunk, in task-time units");
+    app.add_option("--overhead-h", o.overhead, "fsc, awf-d, awf-e: scheduling overhead h per chunk, in task-time units");
     app.add_option("--sigma", o.sigma, "fsc: standard deviation of task times, in task-time units");
     app.add_option_function<std::string>(
         "--weights", [&o](const std::string& s) { o.weights = parse_list(s, "--weights"); },

@@ -20,7 +20,10 @@ struct technique_args {
 /// Adds --technique and every technique parameter (--min-chunk, --chunk, --factor, --first, --last,
 /// --stages, --static-percent, --weights, --run-queue, --k, --overhead-h, --sigma) to `app`.
 /// `with_times` adds --times (pfarm-chunks; the simulator has --task-times instead).
-void add_technique_options(CLI::App& app, technique_args& args, bool with_times);
+void add_technique_options(CLI::App& app, std::string& technique, technique_options& options, bool with_times);
+inline void add_technique_options(CLI::App& app, technique_args& args, bool with_times) {
+    add_technique_options(app, args.technique, args.options, with_times);
+}
 
 /// Parses "1,2.5,3" into numbers; throws pfarm::invalid_argument naming `argument` on malformed input.
 std::vector<double> parse_list(const std::string& text, const std::string& argument);

@@ -40,7 +40,7 @@ struct technique_options {
     std::vector<double> times;            ///< --times: per-task time of each worker (pfarm-chunks, simulator)
     std::optional<double> k;              ///< --k: pin multi's installment factor
     std::optional<calibration_mode> calibration;  ///< --calibration: multi's mode (default times-only)
-    std::optional<double> overhead;       ///< --overhead h: scheduling overhead per chunk (fsc)
+    std::optional<double> overhead;       ///< --overhead-h h: scheduling overhead per chunk (fsc, awf-d, awf-e)
     std::optional<double> sigma;          ///< --sigma: std deviation of task times (fsc)
 };
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 namespace pfarm {
 
@@ -14,6 +15,9 @@ struct resource_sample {
     std::optional<double> latency;       ///< seconds, round trip to the farmer
     std::optional<double> benchmark;     ///< bm_i, higher is faster
     std::optional<int> cores;            ///< cores available to this process
+    /// Which group this worker belongs to, for the hierarchical farmer: workers with equal keys share a node
+    /// (by default the host name; see docs/monitors.md for the finer package and NUMA groupings).
+    std::optional<std::string> node_key;
 };
 
 }  // namespace pfarm

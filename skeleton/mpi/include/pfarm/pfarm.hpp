@@ -1,0 +1,13 @@
+// pfarm: everything, in one include (the C++ API; the C API is <pfarm.h>).
+#pragma once
+
+#include "pfarm/calibration.hpp"  // fitness F, CV, k; statistical calibration
+#include "pfarm/error.hpp"        // pfarm::error and its family
+#include "pfarm/farm.hpp"         // pfarm::farm: the MPI task farm
+#include "pfarm/farmer.hpp"       // the transport-free farmer state machine
+#include "pfarm/metrics.hpp"      // imbalance, COV
+#include "pfarm/monitors.hpp"     // resource monitors
+#include "pfarm/mpi.hpp"          // RAII over MPI
+#include "pfarm/registry.hpp"     // techniques by name
+#include "pfarm/round_robin.hpp"  // chunk sequences (pfarm-chunks)
+#include "pfarm/simulator.hpp"    // the discrete-event simulator

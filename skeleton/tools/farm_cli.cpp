@@ -1,0 +1,80 @@
+#include "farm_cli.hpp"
+
+#include "pfarm/error.hpp"
+
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+namespace pfarm::tools {
+
+void add_farm_options(CLI::App& app, farm_options& o) {
+    add_technique_options(app, o.technique, o.parameters, false);
+    app.get_option("--technique")->required(false)->default_str(o.technique);
+    app.add_flag("--farmer-computes", o.farmer_computes, "rank 0 computes chunks too");
+    app.add_flag("--prefetch", o.prefetch, "workers ask for the next chunk before computing the current one");
+    app.add_flag("--replicated-input", o.replicated_input, "every rank holds the input: only indices travel");
+    app.add_option("--trace", o.trace, "write a trace of every chunk: FILE.csv or FILE.json");
+    app.add_option_function<std::string>(
+        "--progress",
+        [&o](const std::string& s) {
+            if (s == "auto") o.progress = progress_mode::automatic;
+            else if (s == "plain") o.progress = progress_mode::plain;
+            else if (s == "quiet") o.progress = progress_mode::quiet;
+            else throw invalid_argument("--progress", "is '" + s + "'; expected auto, plain or quiet");
+        },
+        "progress on stderr: auto (a bar on a terminal, lines otherwise), plain, quiet");
+    app.add_flag_callback("--quiet", [&o] { o.progress = progress_mode::quiet; }, "no progress output");
+    app.add_option_function<std::string>(
+        "--slowdown", [&o](const std::string& s) { o.slowdown = parse_list(s, "--slowdown"); },
+        "emulated slowdown per rank f0,f1,... (>= 1; or PFARM_SLOWDOWN)");
+    app.add_option_function<std::vector<std::string>>(
+        "--load-change",
+        [&o](const std::vector<std::string>& items) {
+            for (const auto& item : items) {
+                std::string text = item;
+                for (char& c : text)
+                    if (c == ':') c = ',';
+                const auto v = parse_list(text, "--load-change");
+                if (v.size() != 3) throw invalid_argument("--load-change", "'" + item + "' is not RANK:TIME:FACTOR");
+                o.load_changes.push_back({static_cast<int>(v[0]), v[1], v[2]});
+            }
+        },
+        "emulated load change RANK:TIME:FACTOR, repeatable (or PFARM_LOAD_CHANGES)");
+}
+
+void print_report(std::ostream& out, const farm_report& r) {
+    out << "technique " << r.technique << ", " << r.ranks << " rank(s)" << (r.sequential ? " (sequential)" : "") << ", "
+        << r.tasks << " tasks\n";
+    out << std::fixed << std::setprecision(3) << "makespan " << r.makespan << " s, imbalance " << r.percent_imbalance
+        << " %, cov " << std::setprecision(4) << r.cov;
+    if (r.k) out << ", k " << *r.k;
+    out << "\n";
+    for (int q = 0; q < r.ranks; ++q) {
+        const auto i = static_cast<std::size_t>(q);
+        if (r.tasks_per_rank[i] == 0 && q == 0 && !r.sequential) continue;
+        out << "  rank " << q << ": " << r.tasks_per_rank[i] << " tasks in " << r.chunks_per_rank[i].size()
+            << " chunks, busy " << std::setprecision(3) << r.busy_per_rank[i] << " s\n";
+    }
+}
+
+nlohmann::json report_json(const farm_report& r) {
+    nlohmann::json j{{"technique", r.technique},       {"ranks", r.ranks},
+                     {"workers", r.workers},           {"sequential", r.sequential},
+                     {"tasks", r.tasks},               {"makespan", r.makespan},
+                     {"percent_imbalance", r.percent_imbalance}, {"cov", r.cov},
+                     {"tasks_per_rank", r.tasks_per_rank},       {"chunks_per_rank", r.chunks_per_rank},
+                     {"busy_per_rank", r.busy_per_rank},         {"finish_per_rank", r.finish_per_rank},
+                     {"farmer_cpu_seconds", r.farmer_cpu_seconds}};
+    if (r.k) j["k"] = *r.k;
+    if (r.calibration) {
+        j["calibration"] = {{"mode", to_string(r.calibration->mode)},
+                            {"times", r.calibration->times},
+                            {"fitness", r.calibration->fitness},
+                            {"cv", r.calibration->stats.cv},
+                            {"note", r.calibration->note}};
+    }
+    return j;
+}
+
+}  // namespace pfarm::tools

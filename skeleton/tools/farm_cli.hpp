@@ -1,0 +1,25 @@
+// Command-line options of a farm, shared by every app (one spelling each), and the report's two renderings.
+#pragma once
+
+#include "options.hpp"
+
+#include "pfarm/farm.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <iosfwd>
+
+namespace pfarm::tools {
+
+/// Adds --technique and its parameters (options.hpp) and the farm's own options: --farmer-computes,
+/// --prefetch, --replicated-input, --trace FILE, --progress auto|plain|quiet, --quiet, --slowdown f0,f1,...
+/// (per rank), --load-change RANK:TIME:FACTOR (repeatable). The defaults are whatever `options` holds.
+void add_farm_options(CLI::App& app, farm_options& options);
+
+/// A human summary of a farm (rank 0): technique, makespan, per-rank tasks/chunks/busy, imbalance, k.
+void print_report(std::ostream& out, const farm_report& report);
+
+/// The report as JSON (the trace excluded).
+nlohmann::json report_json(const farm_report& report);
+
+}  // namespace pfarm::tools

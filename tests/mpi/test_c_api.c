@@ -1,0 +1,86 @@
+/* The C API from a C translation unit compiled as C: the six enum scheduling modes, pfarm_run with options,
+ * a failing task, and bad arguments. */
+#include <pfarm.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures = 0;
+static int rank = 0;
+
+#define CHECK(cond, what)                                                       \
+    do {                                                                        \
+        if (!(cond)) {                                                          \
+            ++failures;                                                         \
+            fprintf(stderr, "[rank %d] %s:%d: %s\n", rank, __FILE__, __LINE__, what); \
+        }                                                                       \
+    } while (0)
+
+static void cube(const void *in, void *out) {
+    const double x = *(const double *)in;
+    *(double *)out = x * x * x;
+}
+
+static void pair(const void *in, void *out) {
+    const int x = *(const int *)in;
+    ((int *)out)[0] = x;
+    ((int *)out)[1] = -x;
+}
+
+static void fails_at_7(const void *in, void *out) {
+    const int x = *(const int *)in;
+    if (x == 7) pfarm_fail_task("seven is not allowed");
+    *(int *)out = x;
+}
+
+int main(int argc, char **argv) {
+    enum { n = 64 };
+    double in[n], out[n];
+    int iin[n], iout[2 * n];
+    const enum scheduling modes[] = {SCH_TRAD, SCH_DEAL, SCH_DEALDYN_LR, SCH_DEALDYN_MV, SCH_DEALDYN_SM, SCH_MULTI};
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    for (int i = 0; i < n; ++i) in[i] = i * 0.5, iin[i] = i;
+
+    for (int m = 0; m < 6; ++m) {
+        memset(out, 0, sizeof out);
+        pfarm(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, modes[m]);
+        if (pfarm_status() != PFARM_OK) fprintf(stderr, "mode %d: %s\n", m, pfarm_error_message());
+        CHECK(pfarm_status() == PFARM_OK, "an enum scheduling mode failed");
+        if (rank == 0)
+            for (int i = 0; i < n; ++i) CHECK(out[i] == in[i] * in[i] * in[i], "wrong output");
+    }
+
+    pfarm_options o;
+    pfarm_options_init(&o);
+    o.technique = "gss";
+    o.min_chunk = 3;
+    o.prefetch = 1;
+    pfarm_result r;
+    CHECK(pfarm_run(pair, iin, n, MPI_INT, iout, 2 * n, MPI_INT, MPI_COMM_WORLD, &o, &r) == PFARM_OK, "pfarm_run");
+    if (rank == 0) {
+        for (int i = 0; i < n; ++i) CHECK(iout[2 * i] == i && iout[2 * i + 1] == -i, "two outputs per task");
+        CHECK(r.makespan > 0.0, "makespan");
+    }
+
+    pfarm(fails_at_7, iin, n, MPI_INT, iout, n, MPI_INT, MPI_COMM_WORLD, SCH_TRAD);
+    CHECK(pfarm_status() == PFARM_ERROR_WORKER, "a failing task is not PFARM_ERROR_WORKER");
+    CHECK(pfarm_error_task() == 7, "the failed task is not 7");
+    CHECK(strstr(pfarm_error_message(), "seven is not allowed") != NULL, "the message is lost");
+
+    pfarm(cube, in, n, MPI_DOUBLE, out, n + 1, MPI_DOUBLE, MPI_COMM_WORLD, SCH_MULTI);
+    CHECK(pfarm_status() == PFARM_ERROR_ARGUMENT && strstr(pfarm_error_message(), "out_length"), "out_length not named");
+    pfarm(cube, in, 0, MPI_DOUBLE, out, 0, MPI_DOUBLE, MPI_COMM_WORLD, SCH_MULTI);
+    CHECK(pfarm_status() == PFARM_ERROR_ARGUMENT, "zero tasks accepted");
+    pfarm(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, (enum scheduling)42);
+    CHECK(pfarm_status() == PFARM_ERROR_ARGUMENT && strstr(pfarm_error_message(), "technique"), "bad enum not named");
+    o.technique = "no-such-technique";
+    CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_ARGUMENT,
+          "unknown technique accepted");
+
+    int total = 0;
+    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("c api: %s\n", total == 0 ? "ok" : "FAILED");
+    MPI_Finalize();
+    return total == 0 ? 0 : 1;
+}

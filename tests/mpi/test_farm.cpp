@@ -1,0 +1,194 @@
+// The MPI farm under mpiexec (through pfarm_mpi_test). One scenario per run, named by argv[1]:
+//   techniques  every registered technique (statistical ones read the real monitors) x {plain, farmer computes, prefetch, replicated input}: each task runs
+//               exactly once (counted on the rank that ran it, summed), outputs equal a sequential run, in order
+//   failure     task 7 of 100 throws: every rank gets pfarm::worker_error naming task 7, nobody hangs
+//   edges       more workers than tasks; zero tasks and an unknown technique give invalid_argument everywhere
+//   slowdown    emulated slowdowns 1, 1, 2, 4 on four workers: multi gives the slow ones fewer tasks
+//   single      one rank: sequential, and the report says so
+#include "pfarm/farm.hpp"
+#include "pfarm/mpi.hpp"
+#include "pfarm/registry.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+int rank_ = 0, size_ = 1, failures_ = 0;
+
+#define CHECK(cond, ...)                                                                    \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
+            ++failures_;                                                                    \
+            std::fprintf(stderr, "[rank %d] %s:%d: CHECK(%s) failed: ", rank_, __FILE__, __LINE__, #cond); \
+            std::fprintf(stderr, __VA_ARGS__);                                              \
+            std::fprintf(stderr, "\n");                                                     \
+        }                                                                                   \
+    } while (0)
+
+double f(double x) { return std::sin(x) * 3.0 + x; }
+
+pfarm::farm_options options_for(const std::string& technique) {
+    pfarm::farm_options o;
+    o.technique = technique;
+    o.parameters.chunk = 7;        // css
+    o.parameters.overhead = 0.01;  // fsc
+    o.parameters.sigma = 0.5;
+    return o;
+}
+
+void techniques() {
+    const int tasks = 157;
+    std::vector<double> in(tasks), out(tasks), expected(tasks);
+    for (int i = 0; i < tasks; ++i) in[static_cast<std::size_t>(i)] = 0.1 * i, expected[static_cast<std::size_t>(i)] = f(0.1 * i);
+    std::vector<int> runs(tasks, 0);
+    const char* modes[] = {"plain", "farmer-computes", "prefetch", "replicated"};
+    for (const auto& t : pfarm::techniques()) {
+        for (int mode = 0; mode < 4; ++mode) {
+            auto o = options_for(t.name);
+            o.farmer_computes = mode == 1;
+            o.prefetch = mode == 2;
+            o.replicated_input = mode == 3;
+            std::fill(out.begin(), out.end(), -1.0);
+            std::fill(runs.begin(), runs.end(), 0);
+            pfarm::farm_report r;
+            try {
+                r = pfarm::farm(MPI_COMM_WORLD, std::span<const double>(in), std::span<double>(out),
+                                [&](const double& x, double& y) {
+                                    const auto i = static_cast<std::size_t>(std::lround(x / 0.1));
+                                    ++runs[i];
+                                    y = f(x);
+                                },
+                                o);
+            } catch (const std::exception& e) {
+                CHECK(false, "%s/%s threw: %s", t.name.c_str(), modes[mode], e.what());
+                continue;
+            }
+            std::vector<int> total(tasks, 0);
+            MPI_Reduce(runs.data(), total.data(), tasks, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+            if (rank_ != 0) continue;
+            int wrong = 0, twice = 0;
+            for (int i = 0; i < tasks; ++i) {
+                wrong += out[static_cast<std::size_t>(i)] != expected[static_cast<std::size_t>(i)];
+                twice += total[static_cast<std::size_t>(i)] != 1;
+            }
+            CHECK(wrong == 0, "%s/%s: %d outputs differ from the sequential run", t.name.c_str(), modes[mode], wrong);
+            CHECK(twice == 0, "%s/%s: %d tasks did not run exactly once", t.name.c_str(), modes[mode], twice);
+            pfarm::task_count sum = 0;
+            for (auto n : r.tasks_per_rank) sum += n;
+            CHECK(sum == tasks, "%s/%s: the report counts %lld tasks", t.name.c_str(), modes[mode], static_cast<long long>(sum));
+            CHECK(mode == 1 || r.tasks_per_rank[0] == 0, "%s: the farmer computed without being asked", t.name.c_str());
+        }
+    }
+}
+
+void failure() {
+    std::vector<int> in(100), out(100);
+    for (int i = 0; i < 100; ++i) in[static_cast<std::size_t>(i)] = i;
+    for (bool prefetch : {false, true})
+        for (bool computes : {false, true}) {
+            auto o = options_for("ss");
+            o.prefetch = prefetch;
+            o.farmer_computes = computes;
+            bool caught = false;
+            try {
+                pfarm::farm(MPI_COMM_WORLD, in, out,
+                            [](const int& x, int& y) {
+                                if (x == 7) throw std::runtime_error("bad parameter 7");
+                                y = 2 * x;
+                            },
+                            o);
+            } catch (const pfarm::worker_error& e) {
+                caught = true;
+                CHECK(e.task() == 7, "worker_error names task %lld", static_cast<long long>(e.task()));
+                CHECK(std::string(e.what()).find("bad parameter 7") != std::string::npos, "message: %s", e.what());
+            }
+            CHECK(caught, "no worker_error (prefetch %d, farmer computes %d)", prefetch, computes);
+        }
+}
+
+void edges() {
+    std::vector<double> in2{1.0, 2.0}, out2(2);
+    for (const char* t : {"gss", "multi", "static", "dtss"}) {
+        auto r = pfarm::farm(MPI_COMM_WORLD, in2, out2, [](const double& x, double& y) { y = x + 1; }, options_for(t));
+        if (rank_ == 0) CHECK(out2[0] == 2.0 && out2[1] == 3.0, "%s: more workers than tasks", t);
+    }
+    std::vector<double> none, none_out;
+    bool zero = false, unknown = false, ratio = false;
+    try {
+        pfarm::farm(MPI_COMM_WORLD, none, none_out, [](const double&, double&) {}, options_for("gss"));
+    } catch (const pfarm::invalid_argument& e) {
+        zero = e.argument() == "in";
+    }
+    try {
+        pfarm::farm(MPI_COMM_WORLD, in2, out2, [](const double&, double&) {}, options_for("nope"));
+    } catch (const pfarm::invalid_argument& e) {
+        unknown = e.argument() == "technique";
+    }
+    std::vector<double> out3(3);
+    try {
+        pfarm::farm(MPI_COMM_WORLD, std::span<const double>(in2), std::span<double>(out3),
+                    [](const double&, std::span<double>) {}, options_for("gss"));
+    } catch (const pfarm::invalid_argument& e) {
+        ratio = e.argument() == "out";
+    }
+    CHECK(zero, "zero tasks: no invalid_argument naming 'in'");
+    CHECK(unknown, "unknown technique: no invalid_argument naming 'technique'");
+    CHECK(ratio, "3 outputs for 2 tasks: no invalid_argument naming 'out'");
+    // Two outputs per task.
+    std::vector<double> out4(4);
+    pfarm::farm(MPI_COMM_WORLD, std::span<const double>(in2), std::span<double>(out4),
+                [](const double& x, std::span<double> y) { y[0] = x, y[1] = -x; }, options_for("ss"));
+    if (rank_ == 0) CHECK(out4[0] == 1 && out4[1] == -1 && out4[2] == 2 && out4[3] == -2, "two outputs per task");
+}
+
+void slowdown() {
+    const int tasks = 240;
+    std::vector<int> in(tasks), out(tasks);
+    auto o = options_for("multi");
+    o.slowdown = {1, 1, 1, 2, 4};  // rank 0 is the farmer
+    const auto r = pfarm::farm(MPI_COMM_WORLD, in, out,
+                               [](const int&, int& y) {
+                                   std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                                   y = 1;
+                               },
+                               o);
+    if (rank_ != 0) return;
+    const auto& n = r.tasks_per_rank;
+    std::fprintf(stderr, "slowdown 1,1,2,4: tasks %lld %lld %lld %lld, k %.3f\n", static_cast<long long>(n[1]),
+                 static_cast<long long>(n[2]), static_cast<long long>(n[3]), static_cast<long long>(n[4]), r.k.value_or(0));
+    CHECK(n[4] < n[3] && n[3] < std::min(n[1], n[2]), "task counts not ordered by speed");
+}
+
+void single() {
+    std::vector<double> in{1, 2, 3}, out(3);
+    const auto r = pfarm::farm(MPI_COMM_WORLD, in, out, [](const double& x, double& y) { y = x * 10; }, options_for("multi"));
+    CHECK(r.sequential, "one rank but the report is not sequential");
+    CHECK(out[2] == 30.0, "sequential outputs");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    pfarm::mpi::environment env(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    const std::string scenario = argc > 1 ? argv[1] : "";
+    if (scenario == "techniques") techniques();
+    else if (scenario == "failure") failure();
+    else if (scenario == "edges") edges();
+    else if (scenario == "slowdown") slowdown();
+    else if (scenario == "single") single();
+    else {
+        std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
+        return 2;
+    }
+    int total = 0;
+    MPI_Allreduce(&failures_, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank_ == 0) std::printf("%s: %s\n", scenario.c_str(), total == 0 ? "ok" : "FAILED");
+    return total == 0 ? 0 : 1;
+}
