@@ -43,6 +43,9 @@
 // Simulated monitors (statistical calibration, dealdyn-lr/-mv and multi --calibration): each calibration
 // result carries the worker's reading at the start of its calibration task: availability = min(1, 1/factor),
 // run_queue = max(1, factor), latency = 2 x latency (the round trip), benchmark = 1 / task_time, cores = 1.
+// A scripted platform (platform::monitors) replaces these: a scripted availability a_j is worker j's CPU share,
+// so simulate() divides its task time by a_j before anything else, and it reads a_j x min(1, 1/factor);
+// scripted latency and benchmark readings are returned as they are.
 // Otherwise the technique sees the platform only through measured times: options.times is passed through
 // unchanged.
 #include "pfarm/simulator.hpp"
@@ -142,6 +145,21 @@ void validate(const platform& pl) {
     check_non_negative(pl.overhead, "--overhead");
     check_non_negative(pl.latency, "--latency");
     for (const auto& c : pl.load_changes) check_load_change(c, pl.task_times.size(), "--load-change");
+    if (!pl.monitors.empty() && pl.monitors.size() != pl.task_times.size())
+        throw invalid_argument("monitors", "has " + std::to_string(pl.monitors.size()) + " entries; expected one per worker (" +
+                                               std::to_string(pl.task_times.size()) + ")");
+    for (std::size_t i = 0; i < pl.monitors.size(); ++i) {
+        const auto& m = pl.monitors[i];
+        if (m.availability && !(*m.availability > 0.0 && *m.availability <= 1.0))
+            throw invalid_argument("availability", "of worker " + std::to_string(i) + " is " + show(*m.availability) +
+                                                       "; expected a value in (0, 1]");
+        if (m.latency && !(std::isfinite(*m.latency) && *m.latency >= 0.0))
+            throw invalid_argument("latency reading", "of worker " + std::to_string(i) + " is " + show(*m.latency) +
+                                                          "; expected a finite value >= 0");
+        if (m.benchmark && !(std::isfinite(*m.benchmark) && *m.benchmark > 0.0))
+            throw invalid_argument("benchmark", "of worker " + std::to_string(i) + " is " + show(*m.benchmark) +
+                                                    "; expected a finite value > 0");
+    }
 }
 
 // --- load changes --------------------------------------------------------------------------------------
@@ -217,6 +235,12 @@ resource_sample simulated_sample(const platform& pl, const worker_load& load, st
     s.latency = 2.0 * pl.latency;
     s.benchmark = 1.0 / pl.task_times[worker];
     s.cores = 1;
+    if (!pl.monitors.empty()) {
+        const resource_sample& scripted = pl.monitors[worker];
+        if (scripted.availability) s.availability = *scripted.availability * *s.availability;
+        if (scripted.latency) s.latency = scripted.latency;
+        if (scripted.benchmark) s.benchmark = scripted.benchmark;
+    }
     return s;
 }
 
@@ -297,8 +321,8 @@ platform load_platform(const std::string& path) {
     if (!j.is_object()) throw invalid_argument("--platform", "'" + path + "': expected a JSON object");
     for (const auto& [key, value] : j.items()) {
         (void)value;
-        if (key != "task_times" && key != "overhead" && key != "latency" && key != "load_changes")
-            throw bad(key, "is unknown; expected task_times, overhead, latency, load_changes");
+        if (key != "task_times" && key != "overhead" && key != "latency" && key != "load_changes" && key != "monitors")
+            throw bad(key, "is unknown; expected task_times, overhead, latency, load_changes, monitors");
     }
     const auto number = [&](const nlohmann::json& v, const std::string& field) {
         if (!v.is_number()) throw bad(field, "is " + v.dump() + "; expected a number");
@@ -351,6 +375,23 @@ platform load_platform(const std::string& path) {
             pl.load_changes.push_back(c);
         }
     }
+    if (j.contains("monitors")) {
+        const auto& list = j["monitors"];
+        if (!list.is_array() || list.size() != pl.task_times.size())
+            throw bad("monitors", "is " + list.dump() + "; expected a list of one object per worker");
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            const std::string at = "monitors[" + std::to_string(i) + "]";
+            if (!list[i].is_object()) throw bad(at, "is " + list[i].dump() + "; expected an object");
+            resource_sample s;
+            for (const auto& [key, value] : list[i].items()) {
+                if (key == "availability") s.availability = number(value, at + ".availability");
+                else if (key == "latency") s.latency = number(value, at + ".latency");
+                else if (key == "benchmark") s.benchmark = number(value, at + ".benchmark");
+                else throw bad(at + "." + key, "is unknown; expected availability, latency, benchmark");
+            }
+            pl.monitors.push_back(s);
+        }
+    }
     return pl;
 }
 
@@ -394,9 +435,12 @@ std::vector<double> task_costs(const workload& w) {
     return costs;
 }
 
-result simulate(const platform& pl, const workload& wl, const std::string& technique,
+result simulate(const platform& given, const workload& wl, const std::string& technique,
                 const technique_options& options, const run_options& run) {
-    validate(pl);
+    validate(given);
+    platform pl = given;  // a scripted availability is the worker's CPU share: it stretches its task time
+    for (std::size_t j = 0; j < pl.monitors.size(); ++j)
+        if (pl.monitors[j].availability) pl.task_times[j] /= *pl.monitors[j].availability;
     const std::vector<double> costs = task_costs(wl);
     const int p = static_cast<int>(pl.task_times.size());
     const auto up = static_cast<std::size_t>(p);

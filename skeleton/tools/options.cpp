@@ -57,7 +57,7 @@ void add_technique_options(CLI::App& app, std::string& technique, technique_opti
 }
 
 std::vector<resource_sample> samples_from(int workers, const std::string& availability, const std::string& latency,
-                                          const std::string& benchmark) {
+                                          const std::string& benchmark, const char* latency_option) {
     std::vector<resource_sample> samples;
     if (availability.empty() && latency.empty() && benchmark.empty()) return samples;
     samples.resize(static_cast<std::size_t>(std::max(workers, 0)));
@@ -70,7 +70,7 @@ std::vector<resource_sample> samples_from(int workers, const std::string& availa
         for (std::size_t i = 0; i < values.size(); ++i) samples[i].*field = values[i];
     };
     fill(availability, "--availability", &resource_sample::availability);
-    fill(latency, "--latency", &resource_sample::latency);
+    fill(latency, latency_option, &resource_sample::latency);
     fill(benchmark, "--benchmark", &resource_sample::benchmark);
     return samples;
 }

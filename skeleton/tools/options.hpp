@@ -31,7 +31,7 @@ std::vector<double> parse_list(const std::string& text, const std::string& argum
 /// Per-worker monitor readings from comma lists (each may be empty); no samples when all three are empty.
 /// Throws invalid_argument naming the option whose count differs from `workers`.
 std::vector<resource_sample> samples_from(int workers, const std::string& availability, const std::string& latency,
-                                          const std::string& benchmark);
+                                          const std::string& benchmark, const char* latency_option = "--latency");
 
 /// The text of `--help`'s technique list: one line per technique with its description.
 std::string technique_list();

@@ -115,6 +115,11 @@ int main(int argc, char** argv) {
     app.add_flag("--json", json, "print a JSON object instead of the summary");
     app.add_option("--trace", trace, "write one CSV row per chunk: worker,first,count,start,end,calibration");
     pfarm::tools::add_technique_options(app, args, false);
+    std::string availability, latency_readings, benchmark;
+    app.add_option("--availability", availability,
+                   "scripted availability a1,...,aP in (0,1]: each worker's CPU share (stretches its task time)");
+    app.add_option("--latency-readings", latency_readings, "scripted latency readings l1,...,lP (seconds)");
+    app.add_option("--benchmark", benchmark, "scripted benchmark readings bm1,...,bmP");
     app.footer(pfarm::tools::technique_list());
     return pfarm::tools::run_tool("pfarm-sim", app, argc, argv, [&] {
         pfarm::sim::platform pl;
@@ -127,6 +132,9 @@ int main(int argc, char** argv) {
         if (overhead) pl.overhead = *overhead;
         if (latency) pl.latency = *latency;
         for (const auto& text : load_changes) pl.load_changes.push_back(pfarm::sim::parse_load_change(text));
+        if (!availability.empty() || !latency_readings.empty() || !benchmark.empty())
+            pl.monitors = pfarm::tools::samples_from(static_cast<int>(pl.task_times.size()), availability,
+                                                     latency_readings, benchmark, "--latency-readings");
         wl.shape = pfarm::sim::parse_shape(shape);
         const auto r = pfarm::sim::simulate(pl, wl, args.technique, args.options, {!trace.empty()});
         if (!trace.empty()) write_trace(trace, r);

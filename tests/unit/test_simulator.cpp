@@ -510,3 +510,54 @@ TEST(SimulatorInput, JsonPlatformFile) {
 }
 
 }  // namespace
+
+namespace {
+
+// Issue 3: statistical calibration in the simulator on a scripted platform. Equal base speeds; the scripted
+// availabilities 1, 0.7, 0.5, 0.85 are the workers' CPU shares, so the less available ones are slower, and the
+// calibrations (times fitted to availability, eq. 5, or to latency and squared availability, eq. 6) give them
+// fewer tasks. The linear models only approximate t ~ 1/a, so the single rounds land within 15% of the bound
+// here (measured 1.10 and 1.03) and multi, which corrects F as times arrive, within 2% (1.001). Far below
+// a = 0.5 the approximation degrades: with a = 0.3, dealdyn-lr measured 1.37 (docs/calibration.md).
+TEST(SimulatorScripted, StatisticalCalibrationGivesLessToLessAvailableWorkers) {
+    pfarm::sim::platform pl;
+    pl.task_times = {1.0, 1.0, 1.0, 1.0};
+    const double a[] = {1.0, 0.7, 0.5, 0.85}, l[] = {2e-4, 1e-4, 3e-4, 1.5e-4};
+    for (int j = 0; j < 4; ++j) {
+        pfarm::resource_sample s;
+        s.availability = a[j];
+        s.latency = l[j];
+        pl.monitors.push_back(s);
+    }
+    pfarm::sim::workload wl;
+    wl.tasks = 4000;
+    const std::pair<const char*, std::optional<pfarm::calibration_mode>> runs[] = {
+        {"dealdyn-lr", std::nullopt},
+        {"dealdyn-mv", std::nullopt},
+        {"multi", pfarm::calibration_mode::univariate},
+        {"multi", pfarm::calibration_mode::multivariate}};
+    for (const auto& [name, mode] : runs) {
+        pfarm::technique_options o;
+        o.calibration = mode;
+        const auto r = pfarm::sim::simulate(pl, wl, name, o);
+        const auto n = [&](int j) { return r.workers[static_cast<std::size_t>(j)].tasks; };
+        EXPECT_GT(n(0), n(3)) << name;
+        EXPECT_GT(n(3), n(1)) << name;
+        EXPECT_GT(n(1), n(2)) << name;
+        EXPECT_LT(r.makespan / r.lower_bound, mode ? 1.02 : 1.15) << name;
+    }
+}
+
+TEST(SimulatorScripted, ReadingsMustBeOnePerWorkerAndInRange) {
+    pfarm::sim::platform pl;
+    pl.task_times = {1.0, 1.0};
+    pl.monitors.resize(1);
+    pfarm::sim::workload wl;
+    wl.tasks = 10;
+    EXPECT_THROW(pfarm::sim::simulate(pl, wl, "gss", {}), pfarm::invalid_argument);
+    pl.monitors.resize(2);
+    pl.monitors[1].availability = 1.5;
+    EXPECT_THROW(pfarm::sim::simulate(pl, wl, "gss", {}), pfarm::invalid_argument);
+}
+
+}  // namespace

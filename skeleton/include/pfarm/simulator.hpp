@@ -4,6 +4,7 @@
 // predicts is what an MPI run does, for every technique, without mpirun.
 #pragma once
 
+#include "pfarm/sample.hpp"
 #include "pfarm/technique.hpp"
 
 #include <cstdint>
@@ -34,10 +35,15 @@ struct platform {
     double overhead = 0.0;           ///< farmer service time per request (>= 0)
     double latency = 0.0;            ///< one-way message latency (>= 0)
     std::vector<load_change> load_changes;
+    /// Scripted monitor readings, one per worker, or none. A scripted availability a_j is the CPU share
+    /// worker j gets: it stretches the worker's task time by 1/a_j (on top of load changes), and its monitors
+    /// read a_j x min(1, 1/factor). Scripted latency and benchmark replace the simulated readings.
+    std::vector<resource_sample> monitors;
 };
 
 /// Reads a platform from JSON: {"task_times": [...], "overhead": x, "latency": y,
-/// "load_changes": [{"worker": 0, "time": 10.0, "factor": 2.0}, ...]} (only task_times is required).
+/// "load_changes": [{"worker": 0, "time": 10.0, "factor": 2.0}, ...],
+/// "monitors": [{"availability": 0.5, "latency": 1e-4, "benchmark": 300}, ...]} (only task_times is required).
 /// Throws pfarm::invalid_argument naming the file and the field on malformed input.
 platform load_platform(const std::string& path);
 
