@@ -112,7 +112,8 @@ topology_summary hwloc_monitor::topology() {
         hwloc_obj_t pu = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, static_cast<unsigned>(i));
         if (!pu || !hwloc_bitmap_isset(bound.set, pu->os_index)) continue;
         t.bound_pus.push_back(pu->os_index);
-        if (hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu)) cores.insert(core->logical_index);
+        if (hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu))
+            cores.insert(core->logical_index);
         if (hwloc_obj_t pack = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, pu))
             packages.insert(pack->logical_index);
     }

@@ -36,8 +36,8 @@ bool has_reading(const resource_sample& s, reading r) noexcept {
     return false;
 }
 
-void require_readings(const resource_sample& sample, std::initializer_list<reading> needed,
-                      std::string_view purpose, std::span<const std::string> failures) {
+void require_readings(const resource_sample& sample, std::span<const reading> needed, std::string_view purpose,
+                      std::span<const std::string> failures) {
     std::string missing;
     for (reading r : needed) {
         if (has_reading(sample, r)) continue;
@@ -47,7 +47,7 @@ void require_readings(const resource_sample& sample, std::initializer_list<readi
     if (missing.empty()) return;
     std::string message = std::string(purpose) + " needs " + missing + ", which no monitor provided";
     if (failures.empty()) {
-        message += " (no monitor that reads it is in use)";
+        message += " (no monitor in use reads it)";
     } else {
         message += "; failed monitors:";
         for (const std::string& f : failures) message += "\n  " + f;
@@ -55,33 +55,37 @@ void require_readings(const resource_sample& sample, std::initializer_list<readi
     throw error(message);
 }
 
-void validate_sample(const resource_sample& s, const std::string& argument) {
-    auto check = [&](const std::optional<double>& value, const char* field, bool ok, const char* range) {
-        if (!value) return;
-        if (!std::isfinite(*value) || !ok)
-            throw invalid_argument(argument, std::string(field) + " is " + detail::format_number(*value) +
-                                                 "; expected " + range);
+namespace {
+
+/// What is wrong with a sample's values, or nothing.
+std::optional<std::string> sample_problem(const resource_sample& s) {
+    auto bad = [](const std::optional<double>& value, bool in_range) {
+        return value && (!std::isfinite(*value) || !in_range);
     };
-    check(s.availability, "availability", s.availability && *s.availability > 0 && *s.availability <= 1,
-          "in (0, 1]");
-    check(s.run_queue, "run_queue", s.run_queue && *s.run_queue >= 1, ">= 1");
-    check(s.load1, "load1", s.load1 && *s.load1 >= 0, ">= 0");
-    check(s.latency, "latency", s.latency && *s.latency >= 0, ">= 0 seconds");
-    check(s.benchmark, "benchmark", s.benchmark && *s.benchmark > 0, "> 0");
-    if (s.cores && *s.cores < 1)
-        throw invalid_argument(argument, "cores is " + std::to_string(*s.cores) + "; expected >= 1");
+    auto describe = [](const char* field, double value, const char* range) {
+        return std::string(field) + " is " + detail::format_number(value) + "; expected " + range;
+    };
+    if (bad(s.availability, s.availability > 0.0 && s.availability <= 1.0))
+        return describe("availability", *s.availability, "in (0, 1]");
+    if (bad(s.run_queue, s.run_queue >= 1.0)) return describe("run_queue", *s.run_queue, ">= 1");
+    if (bad(s.load1, s.load1 >= 0.0)) return describe("load1", *s.load1, ">= 0");
+    if (bad(s.latency, s.latency >= 0.0)) return describe("latency", *s.latency, ">= 0 seconds");
+    if (bad(s.benchmark, s.benchmark > 0.0)) return describe("benchmark", *s.benchmark, "> 0");
+    if (s.cores && *s.cores < 1) return "cores is " + std::to_string(*s.cores) + "; expected >= 1";
+    return std::nullopt;
+}
+
+}  // namespace
+
+void validate_sample(const resource_sample& s, const std::string& argument) {
+    if (auto problem = sample_problem(s)) throw invalid_argument(argument, *problem);
 }
 
 scripted_monitor::scripted_monitor(std::vector<resource_sample> script) : script_(std::move(script)) {
     if (script_.empty()) throw invalid_argument("script", "is empty; expected at least one sample");
-    for (std::size_t i = 0; i < script_.size(); ++i) {
-        try {
-            validate_sample(script_[i], "script");
-        } catch (const invalid_argument& e) {
-            throw invalid_argument("script", "sample " + std::to_string(i) + ": " +
-                                                 std::string(e.what()).substr(std::string("script: ").size()));
-        }
-    }
+    for (std::size_t i = 0; i < script_.size(); ++i)
+        if (auto problem = sample_problem(script_[i]))
+            throw invalid_argument("script", "sample " + std::to_string(i) + ": " + *problem);
 }
 
 resource_sample scripted_monitor::read() {
@@ -98,16 +102,15 @@ std::vector<std::unique_ptr<monitor>> scripted_monitor::per_worker(std::span<con
     std::vector<std::unique_ptr<monitor>> monitors;
     monitors.reserve(availability.size());
     for (std::size_t j = 0; j < availability.size(); ++j) {
+        const std::string worker = "worker " + std::to_string(j) + ": ";
+        resource_sample a, l;
+        a.availability = availability[j];
+        l.latency = latency[j];
+        if (auto problem = sample_problem(a)) throw invalid_argument("availability", worker + *problem);
+        if (auto problem = sample_problem(l)) throw invalid_argument("latency", worker + *problem);
         resource_sample s;
         s.availability = availability[j];
         s.latency = latency[j];
-        try {
-            validate_sample(s, "worker " + std::to_string(j));
-        } catch (const invalid_argument& e) {
-            const bool bad_availability = !(std::isfinite(availability[j]) && availability[j] > 0 &&
-                                            availability[j] <= 1);
-            throw invalid_argument(bad_availability ? "availability" : "latency", e.what());
-        }
         monitors.push_back(std::make_unique<scripted_monitor>(std::vector<resource_sample>{s}));
     }
     return monitors;

@@ -26,6 +26,14 @@ void add_farm_options(CLI::App& app, farm_options& o) {
         "progress on stderr: auto (a bar on a terminal, lines otherwise), plain, quiet");
     app.add_flag_callback("--quiet", [&o] { o.progress = progress_mode::quiet; }, "no progress output");
     app.add_option_function<std::string>(
+        "--monitors",
+        [&o](const std::string& s) {
+            std::stringstream in(s);
+            std::string name;
+            while (std::getline(in, name, ',')) o.monitors.push_back(name);
+        },
+        "extra monitors whose readings go to the trace: loadavg, benchmark, latency (comma-separated)");
+    app.add_option_function<std::string>(
         "--slowdown", [&o](const std::string& s) { o.slowdown = parse_list(s, "--slowdown"); },
         "emulated slowdown per rank f0,f1,... (>= 1; or PFARM_SLOWDOWN)");
     app.add_option_function<std::vector<std::string>>(

@@ -54,8 +54,12 @@ bool has_reading(const resource_sample& sample, reading r) noexcept;
 /// Checks `sample` against the user's choice: when a reading in `needed` is missing, throws pfarm::error
 /// "<purpose> needs <readings>, which no monitor provided" followed by `failures` (why monitors failed).
 /// This is how the farm goes on without a reading only where nobody needs it.
-void require_readings(const resource_sample& sample, std::initializer_list<reading> needed,
-                      std::string_view purpose, std::span<const std::string> failures = {});
+void require_readings(const resource_sample& sample, std::span<const reading> needed, std::string_view purpose,
+                      std::span<const std::string> failures = {});
+inline void require_readings(const resource_sample& sample, std::initializer_list<reading> needed,
+                             std::string_view purpose, std::span<const std::string> failures = {}) {
+    require_readings(sample, std::span<const reading>(needed.begin(), needed.size()), purpose, failures);
+}
 
 /// Checks a sample's values: availability in (0, 1], run_queue >= 1, load1 >= 0, latency >= 0,
 /// benchmark > 0, cores >= 1, all finite; throws pfarm::invalid_argument naming `argument` otherwise.

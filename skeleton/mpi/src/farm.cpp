@@ -43,6 +43,7 @@ namespace {
 
 constexpr int tag_request = 1;
 constexpr int tag_reply = 2;
+constexpr int tag_clock = 3;
 
 enum request_kind : std::int32_t { request_work = 1, final_results = 2, failure = 3 };
 enum reply_kind : std::int32_t { assign_work = 1, stop_work = 2, abort_work = 3 };
@@ -180,6 +181,43 @@ struct outcome_header {
 };
 
 double now() { return MPI_Wtime(); }
+
+/// Clock alignment for traces: rank 0 exchanges one ping-pong with each worker in turn (Cristian's method).
+/// Returns, on rank 0, each rank's offset: worker time since its start minus farmer time since the farmer's
+/// start at the same instant (0 elsewhere), so that farmer_time = worker_time - offset. Error: half a round trip.
+std::vector<double> clock_offsets(MPI_Comm comm, int rank, int ranks, double t0) {
+    std::vector<double> offsets(static_cast<std::size_t>(rank == 0 ? ranks : 0), 0.0);
+    if (rank == 0) {
+        for (int r = 1; r < ranks; ++r) {
+            const double sent = now() - t0;
+            double theirs = 0.0;
+            mpi::check(MPI_Send(&sent, 1, MPI_DOUBLE, r, tag_clock, comm), "MPI_Send");
+            mpi::check(MPI_Recv(&theirs, 1, MPI_DOUBLE, r, tag_clock, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+            const double received = now() - t0;
+            offsets[static_cast<std::size_t>(r)] = theirs - (sent + received) / 2.0;
+        }
+    } else {
+        double ping = 0.0;
+        mpi::check(MPI_Recv(&ping, 1, MPI_DOUBLE, 0, tag_clock, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+        const double mine = now() - t0;
+        mpi::check(MPI_Send(&mine, 1, MPI_DOUBLE, 0, tag_clock, comm), "MPI_Send");
+    }
+    return offsets;
+}
+
+/// `text` as a JSON string literal.
+std::string json_string(const std::string& text) {
+    std::string out = "\"";
+    for (char c : text) {
+        if (c == '"' || c == '\\') out += '\\', out += c;
+        else if (static_cast<unsigned char>(c) < 0x20) {
+            char buffer[8];
+            std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
+            out += buffer;
+        } else out += c;
+    }
+    return out + "\"";
+}
 
 double cpu_seconds() {
     rusage u{};
@@ -424,7 +462,7 @@ void write_trace(const std::string& path, const farm_report& r) {
     out << std::setprecision(9);
     const auto opt = [](const std::optional<double>& v) { return v ? std::to_string(*v) : std::string(); };
     if (path.size() >= 5 && path.substr(path.size() - 5) == ".json") {
-        out << "{\"summary\":{\"technique\":\"" << r.technique << "\",\"ranks\":" << r.ranks << ",\"tasks\":" << r.tasks
+        out << "{\"summary\":{\"technique\":" << json_string(r.technique) << ",\"ranks\":" << r.ranks << ",\"tasks\":" << r.tasks
             << ",\"makespan\":" << r.makespan << ",\"percent_imbalance\":" << r.percent_imbalance
             << ",\"cov\":" << r.cov;
         if (r.k) out << ",\"k\":" << *r.k;
@@ -508,9 +546,9 @@ class farmer_driver {
 public:
     farmer_driver(MPI_Comm comm, int ranks, const std::byte* in, std::byte* out, task_count tasks,
                   const task_kernel& kernel, const farm_options& options, const shared_setup& setup,
-                  std::unique_ptr<technique> policy, double t0, sampler& monitors)
+                  std::unique_ptr<technique> policy, double t0, sampler& monitors, std::vector<double> offsets)
         : comm_(comm), ranks_(ranks), in_(in), out_(out), kernel_(kernel), options_(options), setup_(setup),
-          monitors_(monitors),
+          monitors_(monitors), offsets_(std::move(offsets)),
           offset_(setup.config.farmer_computes ? 0 : 1), t0_(t0),
           report_(empty_report(options, ranks, tasks)), progress_(options.progress, tasks),
           farmer_(tasks, ranks - offset_, std::move(policy), options.parameters.min_chunk, setup.config.prefetch ? 2 : 1) {
@@ -635,8 +673,8 @@ private:
         if (!inflight_[w].empty()) {
             chunk_trace& c = report_.trace[inflight_[w].front()];
             inflight_[w].pop_front();
-            c.started = h.started;
-            c.finished = h.finished;
+            c.started = h.started - offsets_[static_cast<std::size_t>(rank)];
+            c.finished = h.finished - offsets_[static_cast<std::size_t>(rank)];
             c.received = t;
             c.sample = sample;
         }
@@ -779,6 +817,7 @@ private:
     const farm_options& options_;
     const shared_setup& setup_;
     sampler& monitors_;
+    std::vector<double> offsets_;  ///< per rank: its clock minus the farmer's (clock_offsets)
     int offset_;
     double t0_;
     farm_report report_;
@@ -985,6 +1024,7 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
     if (ranks == 1) return run_sequential(in, out, tasks, kernel, options);
     mpi::check(MPI_Barrier(comm.get()), "MPI_Barrier");
     const double t0 = now();  // every rank's clock starts here: worker times are relative to it
+    const std::vector<double> offsets = clock_offsets(comm.get(), rank, ranks, t0);
     sampler monitors(setup.config.monitors);
     monitors.start(comm.get(), rank);  // collective: latency probe, benchmark kernel (part of the makespan)
     if (setup.config.monitors & benchmark_weights) {
@@ -999,7 +1039,8 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
         }
     }
     if (rank == 0)
-        return farmer_driver(comm.get(), ranks, in, out, tasks, kernel, options, setup, std::move(policy), t0, monitors)
+        return farmer_driver(comm.get(), ranks, in, out, tasks, kernel, options, setup, std::move(policy), t0, monitors,
+                             offsets)
             .run();
     return worker_driver(comm.get(), rank, in, kernel, setup, t0, monitors).run(options, ranks);
 }

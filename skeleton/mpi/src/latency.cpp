@@ -19,7 +19,8 @@ void validate(MPI_Comm comm, const latency_options& o) {
     check(MPI_Comm_get_attr(comm, MPI_TAG_UB, &tag_ub, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");
     const int upper = found && tag_ub ? *tag_ub : 32767;
     if (o.tag < 0 || o.tag > upper)
-        throw invalid_argument("tag", "is " + std::to_string(o.tag) + "; expected in [0, " + std::to_string(upper) + "]");
+        throw invalid_argument("tag",
+                               "is " + std::to_string(o.tag) + "; expected in [0, " + std::to_string(upper) + "]");
 }
 
 void validate_peer(MPI_Comm comm, int peer) {
