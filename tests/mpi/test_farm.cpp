@@ -139,6 +139,14 @@ void edges() {
     CHECK(zero, "zero tasks: no invalid_argument naming 'in'");
     CHECK(unknown, "unknown technique: no invalid_argument naming 'technique'");
     CHECK(ratio, "3 outputs for 2 tasks: no invalid_argument naming 'out'");
+    // Only rank 0's buffers count: workers pass an empty output (and, with replicated input, their own input).
+    std::vector<double> out_rank0_only(rank_ == 0 ? 4 : 0);
+    auto replicated = options_for("gss");
+    replicated.replicated_input = true;
+    pfarm::farm(MPI_COMM_WORLD, std::span<const double>(in2), std::span<double>(out_rank0_only),
+                [](const double& x, std::span<double> y) { y[0] = x, y[1] = x * x; }, replicated);
+    if (rank_ == 0)
+        CHECK(out_rank0_only == (std::vector<double>{1, 1, 2, 4}), "outputs per task taken from a worker's buffer");
     // Two outputs per task.
     std::vector<double> out4(4);
     pfarm::farm(MPI_COMM_WORLD, std::span<const double>(in2), std::span<double>(out4),

@@ -57,7 +57,10 @@ int run(pfarm_worker_fn worker, const void* in_data, int in_length, MPI_Datatype
                 kernel.bad_message = "is " + std::to_string(out_length) + "; expected a positive multiple of in_length " +
                                      std::to_string(in_length);
         }
-        const std::size_t ratio = in_length > 0 && out_length > 0 ? static_cast<std::size_t>(out_length / in_length) : 1;
+        // Outputs per task from rank 0's lengths, the only ones that count.
+        long long outputs = in_length > 0 && out_length > 0 ? out_length / in_length : 1;
+        pfarm::mpi::check(MPI_Bcast(&outputs, 1, MPI_LONG_LONG, 0, comm), "MPI_Bcast");
+        const auto ratio = static_cast<std::size_t>(outputs > 0 ? outputs : 1);
         kernel.in_bytes = in_bytes;
         kernel.out_bytes = out_bytes * ratio;
         kernel.run = [worker](pfarm::task_count, const std::byte* in, std::byte* out) {

@@ -140,9 +140,12 @@ farm_report run_farm(MPI_Comm comm, const std::byte* in, std::byte* out, task_co
 template <class In, class Out, class F>
     requires std::is_trivially_copyable_v<In> && std::is_trivially_copyable_v<Out>
 farm_report farm(MPI_Comm comm, std::span<const In> in, std::span<Out> out, F&& fn, const farm_options& options = {}) {
-    const std::size_t ratio = in.empty() ? 1 : out.size() / in.size();
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
+    // Outputs per task come from rank 0's buffers, the only ones that count: a worker's own `out` may be empty.
+    unsigned long long outputs = in.empty() ? 1 : out.size() / in.size();
+    MPI_Bcast(&outputs, 1, MPI_UNSIGNED_LONG_LONG, 0, comm);
+    const auto ratio = static_cast<std::size_t>(outputs);
     detail::task_kernel kernel;
     // Only rank 0's sizes count; the engine broadcasts the verdict so every rank throws together.
     if (rank == 0 && !in.empty() && (out.size() % in.size() != 0 || ratio == 0)) {
