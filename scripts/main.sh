@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The main job. Until the calcium-channel app lands (apps issue), it simulates seed 004's worked example:
-# four workers with calibration times 1, 2, 3, 4 and 68 tasks under the adaptive multi-round scheme.
+# The main job: the calcium-channel parameter sweep of seed 004 (apps/calcium/README.md) on local MPI ranks,
+# small by default (49 experiments of 10^4 channels x 10^4 steps, about 20 s on 2 cores). Extra arguments go to
+# pfarm-calcium (e.g. --technique gss, --preset light); PFARM_RANKS sets the number of ranks (default 2).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-./build/release/skeleton/tools/pfarm-sim --technique multi --tasks 68 --task-times 1,2,3,4 "$@"
+ranks=${PFARM_RANKS:-2}
+exec mpiexec -n "$ranks" --oversubscribe build/release/apps/calcium/pfarm-calcium --output out/calcium "$@"

@@ -1,0 +1,168 @@
+// pfarm-calcium: the calcium-channel parameter sweep of seed 004 section 5, farmed over MPI by pfarm.
+// Each task is one experiment (a voltage pulse applied to N stochastic L-type channels); its output is the
+// fixed-size summary (six doubles) that lands on rank 0 in sweep order; the worker that ran it writes the
+// experiment's data file and gnuplot script itself. See apps/calcium/README.md.
+#include "pfarm/calcium/model.hpp"
+#include "pfarm/calcium/sweep.hpp"
+
+#include "farm_cli.hpp"
+#include "options.hpp"
+
+#include "pfarm/error.hpp"
+#include "pfarm/farm.hpp"
+#include "pfarm/mpi.hpp"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+namespace ca = pfarm::calcium;
+
+/// A task: which experiment, and its peak voltage (also derivable from the index; carried for clarity).
+struct experiment_input {
+    std::uint64_t index = 0;
+    double peak_mV = 0.0;
+};
+static_assert(std::is_trivially_copyable_v<experiment_input>);
+static_assert(std::is_trivially_copyable_v<ca::summary>);
+
+/// Rank 0 makes the output directory; every rank learns whether it could, so all fail together.
+void prepare_output(const ca::sweep_config& c, int rank) {
+    int ok = 1;
+    std::string message;
+    if (rank == 0) {
+        std::error_code ec;
+        std::filesystem::create_directories(c.output, ec);
+        if (!ec && !c.summary_only) std::filesystem::create_directories(ca::experiments_dir(c), ec);
+        if (ec || !std::filesystem::is_directory(c.output)) {
+            ok = 0;
+            message = "cannot create directory '" + c.output + "'" + (ec ? ": " + ec.message() : "");
+        }
+    }
+    pfarm::mpi::check(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    if (!ok) throw pfarm::invalid_argument("--output", rank == 0 ? message : "rank 0 cannot create the directory");
+}
+
+int run(const ca::sweep_config& c, const pfarm::farm_options& options, bool json) {
+    int rank = 0;
+    pfarm::mpi::check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+    ca::validate(c);  // the same arguments on every rank: every rank throws together
+    prepare_output(c, rank);
+
+    const std::uint64_t experiments = ca::experiment_count(c);
+    // Every rank builds the inputs (16 bytes a task), so --replicated-input works. The outputs land on rank 0,
+    // but every rank sizes `out` like `in`: farm() derives the outputs per task from out.size() / in.size()
+    // on each rank, and an empty `out` beside a full `in` would mean zero.
+    std::vector<experiment_input> in(experiments);
+    for (std::uint64_t i = 0; i < experiments; ++i) in[i] = {i, ca::voltage_of(c, i)};
+    std::vector<ca::summary> out(experiments);
+    auto experiment = [&c](const experiment_input& task, ca::summary& result) {
+        const ca::trace t = ca::simulate(c.model, c.proto, task.peak_mV, {c.seed, task.index});
+        result = ca::summarize(t, c.proto, c.model, task.peak_mV);
+        if (!c.summary_only) ca::write_experiment_files(c, task.index, task.peak_mV, t, result);
+    };
+    const pfarm::farm_report report = pfarm::farm(MPI_COMM_WORLD, std::span<const experiment_input>(in),
+                                                  std::span<ca::summary>(out), experiment, options);
+    if (rank != 0) return 0;
+    for (std::uint64_t i = 0; i < experiments; ++i)  // every row is the experiment it should be
+        if (out[i].peak_voltage_mV != in[i].peak_mV)
+            throw pfarm::internal_error("summary row " + std::to_string(i) + " does not belong to experiment " +
+                                        std::to_string(i));
+
+    ca::write_sweep_files(c, out);
+    const std::vector<ca::iv_point> curve = ca::iv_curve(c, out);
+    const ca::iv_point& peak = ca::iv_peak(curve);
+    if (json) {
+        nlohmann::json j = pfarm::tools::report_json(report);
+        j["output"] = c.output;
+        j["experiments"] = experiments;
+        j["voltages"] = ca::voltage_count(c);
+        j["iv_peak_mV"] = peak.voltage_mV;
+        j["iv_peak_pA"] = peak.plateau_mean_pA;
+        std::cout << j.dump(2) << "\n";
+    } else {
+        pfarm::tools::print_report(std::cout, report);
+        std::cout << "calcium sweep: " << experiments << " experiments over " << ca::voltage_count(c)
+                  << " voltages, " << c.proto.channels << " channels x " << c.proto.steps << " steps ("
+                  << ca::to_string(c.proto.update) << ")\n";
+        std::cout << std::setprecision(6) << "I-V peak: " << peak.plateau_mean_pA << " pA (plateau) at "
+                  << peak.voltage_mV << " mV\n";
+        std::cout << "output: " << c.output << " (summary.csv, iv.dat, iv.gp, iv.png, sweep.json"
+                  << (c.summary_only ? "" : "; experiments/exp_*.dat and .gp") << ")\n";
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    pfarm::mpi::environment env(&argc, &argv);
+
+    CLI::App app{
+        "pfarm-calcium: a parameter sweep of stochastic L-type calcium channels on a spherical cell (seed 004 "
+        "section 5), farmed over MPI. Experiment i pulses from the holding voltage to v-min + (i mod V) x "
+        "voltage-step; rows of OUTPUT/summary.csv are in experiment order. Model: a literature reconstruction "
+        "(apps/calcium/README.md)."};
+    app.set_help_flag("-h,--help", "print this help and exit");
+    ca::sweep_config c;
+    pfarm::farm_options options;
+    bool json = false;
+    std::string preset, update = "per-channel";
+    double dt_us = c.proto.dt_s * 1e6;
+
+    app.add_option("--preset", preset,
+                   "light | medium | heavy (Table 5) | single-round (Table 3); explicit options override it");
+    app.add_option("--channels", c.proto.channels, "channels N per experiment")->capture_default_str();
+    app.add_option("--steps", c.proto.steps, "time steps T per experiment (of --dt, 10 us)")->capture_default_str();
+    app.add_option("--peak-duration", c.proto.peak_duration_s, "pulse duration, s (within steps x dt)")
+        ->capture_default_str();
+    app.add_option("--pulse-start", c.proto.pulse_start_s, "pulse start, s (default: the pulse is centred)");
+    app.add_option("--voltage-step", c.v_step_mV, "step of the peak-voltage grid, mV")->capture_default_str();
+    app.add_option("--v-min", c.v_min_mV, "lowest peak voltage, mV")->capture_default_str();
+    app.add_option("--v-max", c.v_max_mV, "highest peak voltage, mV")->capture_default_str();
+    app.add_option("--experiments", c.experiments,
+                   "experiments S (default: one per grid voltage; more repeat the grid with new random numbers)");
+    app.add_option("--holding-voltage", c.proto.holding_mV, "holding voltage, mV")->capture_default_str();
+    app.add_option("--dt", dt_us, "time step, us")->capture_default_str();
+    app.add_option("--seed", c.seed, "global seed (experiment i draws from Philox under (seed, i))")
+        ->capture_default_str();
+    app.add_option("--update", update, "per-channel (O(N) per step, the paper's cost) | population (binomial)")
+        ->capture_default_str();
+    app.add_option("--temperature", c.model.temperature_C, "temperature, C (rates x 3^((T-21)/10); GHK)")
+        ->capture_default_str();
+    app.add_option("--permeability", c.model.permeability_cm3_s, "single-channel GHK permeability, cm^3/s")
+        ->capture_default_str();
+    app.add_option("--ca-out", c.model.ca_out_mM, "[Ca]o, mM")->capture_default_str();
+    app.add_option("--ca-rest", c.model.ca_rest_nM, "[Ca]i at rest, nM")->capture_default_str();
+    app.add_option("--radius", c.model.radius_um, "cell radius, um")->capture_default_str();
+    app.add_option("--kappa", c.model.kappa, "endogenous buffer capacity")->capture_default_str();
+    app.add_option("--tau", c.model.tau_ms, "[Ca]i clearance time constant, ms (inf: none)")->capture_default_str();
+    app.add_option("--output", c.output, "output directory (shared by all nodes for multi-node runs)")
+        ->capture_default_str();
+    app.add_flag("--summary-only", c.summary_only, "write only the sweep's files, no per-experiment files");
+    app.add_option("--trace-stride", c.trace_stride, "write every k-th step to the data files")
+        ->capture_default_str();
+    app.add_flag("--json", json, "print the farm report as JSON (with the output directory)");
+    pfarm::tools::add_farm_options(app, options);
+    app.footer("Presets (seed 004): light, medium, heavy (Table 5), single-round (Table 3).\n\n" +
+               pfarm::tools::technique_list());
+
+    return pfarm::tools::run_tool("pfarm-calcium", app, argc, argv, [&] {
+        c.proto.dt_s = dt_us * 1e-6;
+        c.proto.update = ca::parse_update_method(update);
+        if (!preset.empty())
+            ca::apply_preset(c, preset, [&app](const char* option) { return app.count(option) > 0; });
+        return run(c, options, json);
+    });
+}

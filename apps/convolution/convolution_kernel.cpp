@@ -1,0 +1,68 @@
+#include "convolution_kernel.hpp"
+
+#include "pfarm/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace pfarm::apps::convolution {
+
+namespace {
+
+/// splitmix64 (Steele, Lea & Flood 2014): a tiny generator whose output is fixed by the seed everywhere.
+struct splitmix64 {
+    std::uint64_t state;
+    std::uint64_t next() {
+        std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-52 - 1.0; }  // [-1, 1)
+};
+
+}  // namespace
+
+problem make_problem(int n, std::uint64_t seed) {
+    if (n < 1 || n > max_n)
+        throw invalid_argument("--size", "is " + std::to_string(n) + "; expected 1 to " + std::to_string(max_n));
+    problem p;
+    p.n = n;
+    const auto size = static_cast<std::size_t>(p.iterations());
+    splitmix64 rng{seed};
+    p.x = rng.uniform();
+    p.a0.resize(size);
+    p.b.resize(size);
+    p.c.resize(size);
+    for (auto* v : {&p.a0, &p.b, &p.c})
+        for (double& e : *v) e = rng.uniform();
+    return p;
+}
+
+std::vector<double> sequential(const problem& p) {
+    std::vector<double> a(p.a0);
+    const std::int64_t last = p.iterations();
+    for (std::int64_t i = 1; i <= last; ++i)
+        for (std::int64_t j = i; j <= last; ++j)
+            a[static_cast<std::size_t>(i - 1)] = a[static_cast<std::size_t>(i - 1)] +
+                                                 p.x * p.b[static_cast<std::size_t>(j - 1)] * p.c[static_cast<std::size_t>(j - i)];
+    return a;
+}
+
+comparison compare(std::span<const double> got, std::span<const double> expected, double tolerance) {
+    comparison r;
+    if (got.size() != expected.size()) {
+        r.mismatches = static_cast<std::int64_t>(std::max(got.size(), expected.size()));
+        r.max_abs_error = INFINITY;
+        return r;
+    }
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        const double e = std::abs(got[i] - expected[i]);
+        if (!(e <= tolerance * (1.0 + std::abs(expected[i])))) ++r.mismatches;  // NaN counts as a mismatch
+        r.max_abs_error = std::isnan(e) ? e : std::max(r.max_abs_error, e);
+    }
+    return r;
+}
+
+}  // namespace pfarm::apps::convolution

@@ -1,0 +1,143 @@
+// pfarm-convolution: the adjoint convolution of seed 000, one task per iteration I of the outer loop (costs
+// decreasing with I), checked against the sequential loop. README.md beside this file has examples.
+#include "convolution_kernel.hpp"
+
+#include "farm_cli.hpp"
+#include "pfarm/farm.hpp"
+#include "pfarm/mpi.hpp"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <numeric>
+#include <optional>
+
+namespace {
+
+namespace cv = pfarm::apps::convolution;
+constexpr const char* tool = "pfarm-convolution";
+
+struct app_args {
+    int n = 120;
+    std::uint64_t seed = 1;
+    std::string verify = "sequential";
+    double tolerance = 1e-9;
+    bool json = false;
+};
+
+/// Rank 0 alone speaks on std::cout and std::cerr: every rank parses the same arguments and throws the same
+/// errors, so one message is enough.
+class root_speaks {
+public:
+    explicit root_speaks(int rank) {
+        if (rank != 0) out_ = std::cout.rdbuf(nullptr), err_ = std::cerr.rdbuf(nullptr);
+    }
+    ~root_speaks() {
+        if (out_) std::cout.rdbuf(out_), std::cerr.rdbuf(err_);
+    }
+    root_speaks(const root_speaks&) = delete;
+    root_speaks& operator=(const root_speaks&) = delete;
+
+private:
+    std::streambuf* out_ = nullptr;
+    std::streambuf* err_ = nullptr;
+};
+
+int run(const app_args& a, const pfarm::farm_options& farm) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (a.verify != "sequential" && a.verify != "none")
+        throw pfarm::invalid_argument("--verify", "is '" + a.verify + "'; expected sequential or none");
+    if (!(a.tolerance >= 0.0))
+        throw pfarm::invalid_argument("--tolerance", "is " + std::to_string(a.tolerance) + "; expected >= 0");
+    // Every rank generates the same arrays from the seed: only task indices travel.
+    const cv::problem p = cv::make_problem(a.n, a.seed);
+
+    std::vector<std::int64_t> index(static_cast<std::size_t>(p.iterations()));
+    std::iota(index.begin(), index.end(), std::int64_t{1});  // I = 1 .. N*N
+    std::vector<double> out(index.size());
+    const pfarm::farm_report report =
+        pfarm::farm(MPI_COMM_WORLD, std::span<const std::int64_t>(index), std::span<double>(out),
+                    [&p](const std::int64_t& i, double& ai) { ai = cv::element(p, i); }, farm);
+    if (rank != 0) return 0;
+
+    const double checksum = std::accumulate(out.begin(), out.end(), 0.0);
+    std::optional<cv::comparison> check;
+    double verify_seconds = 0.0;
+    if (a.verify == "sequential") {
+        const auto start = std::chrono::steady_clock::now();
+        const std::vector<double> expected = cv::sequential(p);
+        verify_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        check = cv::compare(out, expected, a.tolerance);
+    }
+
+    if (a.json) {
+        nlohmann::json j = pfarm::tools::report_json(report);
+        j["app"] = "convolution";
+        j["size"] = p.n;
+        j["iterations"] = p.iterations();
+        j["inner_iterations"] = static_cast<double>(p.iterations()) * static_cast<double>(p.iterations() + 1) / 2.0;
+        j["seed"] = a.seed;
+        j["checksum"] = checksum;
+        j["verification"] = a.verify;
+        j["verified"] = check ? nlohmann::json(check->ok()) : nlohmann::json(nullptr);
+        if (check) {
+            j["max_abs_error"] = check->max_abs_error;
+            j["mismatches"] = check->mismatches;
+            j["tolerance"] = a.tolerance;
+            j["verify_seconds"] = verify_seconds;
+        }
+        std::cout << j.dump() << "\n";
+    } else {
+        std::cout << tool << ": N = " << p.n << ", " << p.iterations() << " tasks (iterations I of the outer loop), seed "
+                  << a.seed << "\n";
+        std::cout << "checksum (sum of A) " << std::setprecision(17) << checksum << std::defaultfloat << "\n";
+        if (check)
+            std::cout << (check->ok() ? "verified: matches the sequential loop"
+                                      : "NOT verified: " + std::to_string(check->mismatches) +
+                                            " elements differ from the sequential loop")
+                      << " (max |error| " << std::setprecision(3) << check->max_abs_error << ", " << std::fixed
+                      << verify_seconds << " s)\n"
+                      << std::defaultfloat;
+        pfarm::tools::print_report(std::cout, report);
+    }
+    if (check && !check->ok()) {
+        std::cerr << tool << ": verification failed: " << check->mismatches
+                  << " elements differ from the sequential loop (max |error| " << check->max_abs_error << ")\n";
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    pfarm::mpi::environment env(&argc, &argv);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    root_speaks quiet(rank);
+
+    CLI::App app{"pfarm-convolution: the adjoint convolution of seed 000 farmed one outer iteration per task "
+                 "(decreasing costs), checked against the sequential loop"};
+    app_args a;
+    pfarm::farm_options farm;
+    farm.replicated_input = true;  // every rank generates the arrays from the seed
+    pfarm::tools::add_farm_options(app, farm);
+    app.add_option("--size,-n", a.n, "N: the loop has N*N iterations, the I-th costs N*N - I + 1 (default 120; "
+                                     "seed 000 used 800)");
+    app.add_option("--seed", a.seed, "seed of the random arrays X, A, B, C (default 1)");
+    app.add_option("--verify", a.verify, "sequential (recompute on rank 0 and compare, default) or none");
+    app.add_option("--tolerance", a.tolerance, "accepted |error| / (1 + |A|) against the sequential loop (default 1e-9)");
+    app.add_flag("--json", a.json, "print the report and the result as one JSON object");
+    try {
+        return pfarm::tools::run_tool(tool, app, argc, argv, [&] { return run(a, farm); });
+    } catch (const std::exception& e) {
+        // Anything else leaves the other ranks waiting: say why, then end the whole job.
+        std::fprintf(stderr, "%s: rank %d: %s\n", tool, rank, e.what());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return 1;
+    }
+}

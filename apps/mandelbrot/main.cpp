@@ -1,0 +1,198 @@
+// pfarm-mandelbrot: the Mandelbrot set of seed 000 (MSetLSM) farmed one column (or row) per task, checked
+// against the sequential loop, optionally written as a PGM image. README.md beside this file has examples.
+#include "mandelbrot_kernel.hpp"
+
+#include "farm_cli.hpp"
+#include "pfarm/farm.hpp"
+#include "pfarm/mpi.hpp"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <numeric>
+#include <optional>
+#include <sstream>
+
+namespace {
+
+namespace mb = pfarm::apps::mandelbrot;
+constexpr const char* tool = "pfarm-mandelbrot";
+
+struct app_args {
+    mb::params image;
+    std::string by = "columns";
+    std::string verify = "sequential";
+    std::string output;
+    bool json = false;
+};
+
+/// Rank 0 alone speaks on std::cout and std::cerr: every rank parses the same arguments and throws the same
+/// errors, so one message is enough.
+class root_speaks {
+public:
+    explicit root_speaks(int rank) {
+        if (rank != 0) out_ = std::cout.rdbuf(nullptr), err_ = std::cerr.rdbuf(nullptr);
+    }
+    ~root_speaks() {
+        if (out_) std::cout.rdbuf(out_), std::cerr.rdbuf(err_);
+    }
+    root_speaks(const root_speaks&) = delete;
+    root_speaks& operator=(const root_speaks&) = delete;
+
+private:
+    std::streambuf* out_ = nullptr;
+    std::streambuf* err_ = nullptr;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string hex(std::uint64_t v) {
+    std::ostringstream s;
+    s << std::hex << std::setw(16) << std::setfill('0') << v;
+    return s.str();
+}
+
+/// --output must be writable before the farm runs: rank 0 tries, every rank learns the verdict.
+void check_output(MPI_Comm comm, int rank, const std::string& path) {
+    int ok = 1;
+    if (rank == 0 && !path.empty()) ok = std::ofstream(path, std::ios::binary).is_open() ? 1 : 0;
+    pfarm::mpi::check(MPI_Bcast(&ok, 1, MPI_INT, 0, comm), "MPI_Bcast");
+    if (!ok) throw pfarm::invalid_argument("--output", "'" + path + "' cannot be written");
+}
+
+int run(const app_args& a, const pfarm::farm_options& farm) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const mb::params& p = a.image;
+    mb::validate(p);
+    const mb::decomposition by = mb::parse_decomposition(a.by);
+    if (a.verify != "sequential" && a.verify != "none")
+        throw pfarm::invalid_argument("--verify", "is '" + a.verify + "'; expected sequential or none");
+    check_output(MPI_COMM_WORLD, rank, a.output);
+
+    // One task per column (seed 000's unit) or per row; the task's input is its index, known to every rank.
+    const bool columns = by == mb::decomposition::columns;
+    const int tasks = columns ? p.nx : p.ny;
+    const std::size_t per_task = static_cast<std::size_t>(columns ? p.ny : p.nx);
+    std::vector<int> index(static_cast<std::size_t>(tasks));
+    std::iota(index.begin(), index.end(), 0);
+    std::vector<std::uint32_t> out(index.size() * per_task);
+    const pfarm::farm_report report = pfarm::farm(
+        MPI_COMM_WORLD, std::span<const int>(index), std::span<std::uint32_t>(out),
+        [&p, columns](const int& i, std::span<std::uint32_t> levels) {
+            if (columns) mb::column(p, i, levels);
+            else mb::row(p, i, levels);
+        },
+        farm);
+    if (rank != 0) return 0;
+
+    // The image as MSet[ix][iy] (column-major), whatever the decomposition.
+    std::vector<std::uint32_t> mset;
+    if (columns) {
+        mset = std::move(out);
+    } else {
+        mset.resize(out.size());
+        for (std::size_t iy = 0; iy < static_cast<std::size_t>(p.ny); ++iy)
+            for (std::size_t ix = 0; ix < static_cast<std::size_t>(p.nx); ++ix)
+                mset[ix * static_cast<std::size_t>(p.ny) + iy] = out[iy * static_cast<std::size_t>(p.nx) + ix];
+    }
+    const mb::summary s = mb::summarize(mset, p.maxiter);
+
+    std::optional<bool> verified;
+    std::size_t mismatches = 0;
+    double verify_seconds = 0.0;
+    if (a.verify == "sequential") {
+        const auto start = std::chrono::steady_clock::now();
+        const std::vector<std::uint32_t> expected = mb::sequential(p);
+        verify_seconds = seconds_since(start);
+        for (std::size_t i = 0; i < mset.size(); ++i) mismatches += mset[i] != expected[i] ? 1 : 0;
+        verified = mismatches == 0;
+    }
+    if (!a.output.empty()) {
+        std::ofstream file(a.output, std::ios::binary);
+        mb::write_pgm(file, p, mset);
+        file.close();
+        if (!file) throw pfarm::invalid_argument("--output", "'" + a.output + "' could not be written");
+    }
+
+    if (a.json) {
+        nlohmann::json j = pfarm::tools::report_json(report);
+        j["app"] = "mandelbrot";
+        j["width"] = p.nx;
+        j["height"] = p.ny;
+        j["xmin"] = p.xmin, j["xmax"] = p.xmax, j["ymin"] = p.ymin, j["ymax"] = p.ymax;
+        j["max_iter"] = p.maxiter;
+        j["bailout"] = p.bailout;
+        j["by"] = mb::to_string(by);
+        j["checksum"] = hex(s.checksum);
+        j["inside"] = s.inside;
+        j["iterations"] = s.iterations;
+        j["verification"] = a.verify;
+        j["verified"] = verified ? nlohmann::json(*verified) : nlohmann::json(nullptr);
+        if (verified) j["mismatches"] = mismatches, j["verify_seconds"] = verify_seconds;
+        if (!a.output.empty()) j["output"] = a.output;
+        std::cout << j.dump() << "\n";
+    } else {
+        std::cout << tool << ": " << p.nx << " x " << p.ny << " points of [" << p.xmin << ", " << p.xmax << "] x ["
+                  << p.ymin << ", " << p.ymax << "], max " << p.maxiter << " iterations, bailout " << p.bailout << "; "
+                  << tasks << " tasks (" << mb::to_string(by) << ")\n";
+        std::cout << "checksum " << hex(s.checksum) << ", " << s.inside << " points inside, " << s.iterations
+                  << " iterations\n";
+        if (verified)
+            std::cout << (*verified ? "verified: identical to the sequential MSetLSM"
+                                    : "NOT verified: differs from the sequential MSetLSM at " +
+                                          std::to_string(mismatches) + " points")
+                      << " (" << std::fixed << std::setprecision(3) << verify_seconds << " s)\n"
+                      << std::defaultfloat;
+        if (!a.output.empty()) std::cout << "image written to " << a.output << "\n";
+        pfarm::tools::print_report(std::cout, report);
+    }
+    if (verified && !*verified) {
+        std::cerr << tool << ": verification failed: " << mismatches << " points differ from the sequential MSetLSM\n";
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    pfarm::mpi::environment env(&argc, &argv);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    root_speaks quiet(rank);
+
+    CLI::App app{"pfarm-mandelbrot: the Mandelbrot set (seed 000's MSetLSM) farmed one column or row per task, "
+                 "checked against the sequential loop"};
+    app_args a;
+    pfarm::farm_options farm;
+    farm.replicated_input = true;  // a task's input is its index, which every rank holds
+    pfarm::tools::add_farm_options(app, farm);
+    app.add_option("--width,--nx", a.image.nx, "points along x: the columns (default 600)");
+    app.add_option("--height,--ny", a.image.ny, "points along y: the rows (default 600)");
+    app.add_option("--max-iter", a.image.maxiter, "iterations per point at most (default 2000)");
+    app.add_option("--xmin", a.image.xmin, "domain left edge (default -2: seed 000 uses [-2, 2] x [-2, 2])");
+    app.add_option("--xmax", a.image.xmax, "domain right edge (default 2)");
+    app.add_option("--ymin", a.image.ymin, "domain bottom edge (default -2)");
+    app.add_option("--ymax", a.image.ymax, "domain top edge (default 2)");
+    app.add_option("--bailout", a.image.bailout,
+                   "MSetLevel iterates while x^2 + y^2 < BAILOUT: 2 as in seed 000 (default), 4 for |z| < 2");
+    app.add_option("--by", a.by, "one task per column (default, seed 000) or per row: columns|rows");
+    app.add_option("--verify", a.verify, "sequential (recompute on rank 0 and compare, default) or none");
+    app.add_option("--output,-o", a.output, "write the image to FILE as a binary PGM");
+    app.add_flag("--json", a.json, "print the report and the result as one JSON object");
+    try {
+        return pfarm::tools::run_tool(tool, app, argc, argv, [&] { return run(a, farm); });
+    } catch (const std::exception& e) {
+        // Anything else leaves the other ranks waiting: say why, then end the whole job.
+        std::fprintf(stderr, "%s: rank %d: %s\n", tool, rank, e.what());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return 1;
+    }
+}

@@ -1,0 +1,158 @@
+// pfarm-matmul: matrix multiplication Z = X Y (seeds 001, 003) farmed one row of Z per task, in one of seed
+// 001's four loop shapes, checked against the sequential loop or by Freivalds' test. README.md has examples.
+#include "matmul_kernel.hpp"
+
+#include "farm_cli.hpp"
+#include "pfarm/farm.hpp"
+#include "pfarm/mpi.hpp"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <numeric>
+#include <optional>
+
+namespace {
+
+namespace mm = pfarm::apps::matmul;
+constexpr const char* tool = "pfarm-matmul";
+
+struct app_args {
+    int n = 512;
+    std::string shape = "uniform";
+    std::uint64_t seed = 1;
+    std::string verify = "sequential";
+    int rounds = 2;
+    double tolerance = 1e-9;
+    bool json = false;
+};
+
+/// Rank 0 alone speaks on std::cout and std::cerr: every rank parses the same arguments and throws the same
+/// errors, so one message is enough.
+class root_speaks {
+public:
+    explicit root_speaks(int rank) {
+        if (rank != 0) out_ = std::cout.rdbuf(nullptr), err_ = std::cerr.rdbuf(nullptr);
+    }
+    ~root_speaks() {
+        if (out_) std::cout.rdbuf(out_), std::cerr.rdbuf(err_);
+    }
+    root_speaks(const root_speaks&) = delete;
+    root_speaks& operator=(const root_speaks&) = delete;
+
+private:
+    std::streambuf* out_ = nullptr;
+    std::streambuf* err_ = nullptr;
+};
+
+int run(const app_args& a, const pfarm::farm_options& farm) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const mm::shape loop = mm::parse_shape(a.shape);
+    if (a.verify != "sequential" && a.verify != "freivalds" && a.verify != "none")
+        throw pfarm::invalid_argument("--verify", "is '" + a.verify + "'; expected sequential, freivalds or none");
+    if (a.rounds < 1) throw pfarm::invalid_argument("--rounds", "is " + std::to_string(a.rounds) + "; expected >= 1");
+    if (!(a.tolerance >= 0.0))
+        throw pfarm::invalid_argument("--tolerance", "is " + std::to_string(a.tolerance) + "; expected >= 0");
+    // Every rank generates X and Y from the seed (seed 003: every node holds the input matrices).
+    const mm::problem p = mm::make_problem(a.n, loop, a.seed);
+    const auto n = static_cast<std::size_t>(p.n);
+
+    std::vector<int> index(n);
+    std::iota(index.begin(), index.end(), 0);
+    std::vector<double> z(n * n);
+    const pfarm::farm_report report =
+        pfarm::farm(MPI_COMM_WORLD, std::span<const int>(index), std::span<double>(z),
+                    [&p](const int& i, std::span<double> zi) { mm::row(p, i, zi); }, farm);
+    if (rank != 0) return 0;
+
+    const double checksum = std::accumulate(z.begin(), z.end(), 0.0);
+    std::int64_t work = 0;
+    for (int i = 0; i < p.n; ++i) work += p.work(i);
+    std::optional<bool> verified;
+    double error = 0.0, verify_seconds = 0.0;
+    std::int64_t mismatches = 0;
+    const auto start = std::chrono::steady_clock::now();
+    if (a.verify == "sequential") {
+        const mm::comparison c = mm::compare(z, mm::sequential(p), a.tolerance);
+        error = c.max_rel_error, mismatches = c.mismatches, verified = c.ok();
+    } else if (a.verify == "freivalds") {
+        error = mm::freivalds_error(p, z, a.rounds, a.seed);
+        verified = error <= a.tolerance;
+    }
+    verify_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+    if (a.json) {
+        nlohmann::json j = pfarm::tools::report_json(report);
+        j["app"] = "matmul";
+        j["size"] = p.n;
+        j["shape"] = mm::to_string(loop);
+        j["seed"] = a.seed;
+        j["multiply_adds"] = work;
+        j["checksum"] = checksum;
+        j["verification"] = a.verify;
+        j["verified"] = verified ? nlohmann::json(*verified) : nlohmann::json(nullptr);
+        if (verified) {
+            j["max_error"] = error;
+            j["tolerance"] = a.tolerance;
+            j["verify_seconds"] = verify_seconds;
+            if (a.verify == "sequential") j["mismatches"] = mismatches;
+            else j["rounds"] = a.rounds;
+        }
+        std::cout << j.dump() << "\n";
+    } else {
+        std::cout << tool << ": " << p.n << " x " << p.n << ", " << mm::to_string(loop) << " loop, " << p.n
+                  << " tasks (rows of Z), " << work << " multiply-adds, seed " << a.seed << "\n";
+        std::cout << "checksum (sum of Z) " << std::setprecision(17) << checksum << std::defaultfloat << "\n";
+        if (verified) {
+            const std::string how = a.verify == "sequential" ? "the sequential loop" : "Freivalds' test";
+            std::cout << (*verified ? "verified: matches " + how : "NOT verified: differs from " + how) << " (max error "
+                      << std::setprecision(3) << error << ", " << std::fixed << verify_seconds << " s)\n"
+                      << std::defaultfloat;
+        }
+        pfarm::tools::print_report(std::cout, report);
+    }
+    if (verified && !*verified) {
+        std::cerr << tool << ": verification failed (" << a.verify << "): max error " << error << " above "
+                  << a.tolerance << "\n";
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    pfarm::mpi::environment env(&argc, &argv);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    root_speaks quiet(rank);
+
+    CLI::App app{"pfarm-matmul: Z = X Y farmed one row of Z per task (seeds 001, 003), in a uniform, increasing, "
+                 "decreasing or random loop shape (seed 001), checked"};
+    app_args a;
+    pfarm::farm_options farm;
+    farm.replicated_input = true;  // every rank generates X and Y from the seed
+    pfarm::tools::add_farm_options(app, farm);
+    app.add_option("--size,-n", a.n, "n: X, Y and Z are n x n; n tasks (default 512)");
+    app.add_option("--shape", a.shape,
+                   "loop shape (seed 001, Fig. 1): uniform (default), increasing, decreasing or random: row i of X "
+                   "holds n, i+1, n-i or a random number of nonzeros, and its task costs that times n");
+    app.add_option("--seed", a.seed, "seed of the random matrices (default 1)");
+    app.add_option("--verify", a.verify,
+                   "sequential (seed 001's serial loop on rank 0, O(n^3); default), freivalds (O(n^2) per round) or none");
+    app.add_option("--rounds", a.rounds, "random vectors of Freivalds' test (default 2)");
+    app.add_option("--tolerance", a.tolerance, "accepted relative error (default 1e-9)");
+    app.add_flag("--json", a.json, "print the report and the result as one JSON object");
+    try {
+        return pfarm::tools::run_tool(tool, app, argc, argv, [&] { return run(a, farm); });
+    } catch (const std::exception& e) {
+        // Anything else leaves the other ranks waiting: say why, then end the whole job.
+        std::fprintf(stderr, "%s: rank %d: %s\n", tool, rank, e.what());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return 1;
+    }
+}
