@@ -395,7 +395,71 @@ platform load_platform(const std::string& path) {
     return pl;
 }
 
+/// A farm trace's header line: finds the columns replayed as costs. True when `fields` is that header.
+bool number_of_header(const std::vector<std::string>& fields, int& first, int& count, int& started, int& finished) {
+    if (fields.empty() || fields[0] != "rank") return false;
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        if (fields[i] == "first") first = static_cast<int>(i);
+        if (fields[i] == "count") count = static_cast<int>(i);
+        if (fields[i] == "started") started = static_cast<int>(i);
+        if (fields[i] == "finished") finished = static_cast<int>(i);
+    }
+    return true;
+}
+
+std::vector<double> load_costs(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw invalid_argument("--costs", "cannot read '" + path + "'");
+    std::vector<std::pair<task_count, double>> indexed;  // from a trace: (first task, time)
+    std::vector<double> plain;
+    std::string line;
+    int first = -1, count = -1, started = -1, finished = -1;
+    std::size_t number = 0;
+    const auto bad = [&](const std::string& what) {
+        return invalid_argument("--costs", path + ":" + std::to_string(number) + ": " + what);
+    };
+    while (std::getline(in, line)) {
+        ++number;
+        if (line.empty() || line[0] == '#') continue;
+        std::vector<std::string> fields;
+        std::stringstream split(line);
+        for (std::string f; std::getline(split, f, ',');) fields.push_back(f);
+        if (number_of_header(fields, first, count, started, finished)) continue;
+        const auto value = [&](int column) {
+            if (column < 0 || static_cast<std::size_t>(column) >= fields.size()) throw bad("missing column");
+            char* end = nullptr;
+            const double v = std::strtod(fields[static_cast<std::size_t>(column)].c_str(), &end);
+            if (end == fields[static_cast<std::size_t>(column)].c_str() || !std::isfinite(v)) throw bad("not a number");
+            return v;
+        };
+        if (first >= 0) {
+            if (value(count) != 1.0) throw bad("a chunk of more than one task: record costs with technique ss");
+            const double t = value(finished) - value(started);
+            indexed.emplace_back(static_cast<task_count>(value(first)), t > 0.0 ? t : 1e-9);
+        } else {
+            const double v = value(0);
+            if (!(v > 0.0)) throw bad("cost " + fields[0] + " is not > 0");
+            plain.push_back(v);
+        }
+    }
+    if (first >= 0) {
+        std::sort(indexed.begin(), indexed.end());
+        for (std::size_t i = 0; i < indexed.size(); ++i) {
+            if (indexed[i].first != static_cast<task_count>(i)) throw invalid_argument("--costs", path + ": task " + std::to_string(i) + " is missing");
+            plain.push_back(indexed[i].second);
+        }
+    }
+    if (plain.empty()) throw invalid_argument("--costs", path + ": no costs");
+    return plain;
+}
+
 std::vector<double> task_costs(const workload& w) {
+    if (!w.costs.empty()) {
+        if (static_cast<task_count>(w.costs.size()) != w.tasks)
+            throw invalid_argument("--costs", "has " + std::to_string(w.costs.size()) + " costs for " +
+                                                  std::to_string(w.tasks) + " tasks");
+        return w.costs;
+    }
     if (w.tasks < 1) throw invalid_argument("--tasks", "is " + std::to_string(w.tasks) + "; expected >= 1");
     const auto n = static_cast<std::size_t>(w.tasks);
     const double s = static_cast<double>(w.tasks);

@@ -43,7 +43,7 @@ nlohmann::json to_json(const std::string& technique, const pfarm::sim::workload&
         workers.push_back({{"chunks", w.chunks}, {"tasks", w.tasks}, {"finish", w.finish}});
     nlohmann::json out{{"technique", technique},
                        {"tasks", wl.tasks},
-                       {"shape", pfarm::sim::to_string(wl.shape)},
+                       {"shape", wl.costs.empty() ? pfarm::sim::to_string(wl.shape) : std::string("measured")},
                        {"makespan", r.makespan},
                        {"lower_bound", r.lower_bound},
                        {"ratio", r.makespan / r.lower_bound},
@@ -62,7 +62,7 @@ nlohmann::json to_json(const std::string& technique, const pfarm::sim::workload&
 void print_summary(const std::string& technique, const pfarm::sim::workload& wl, const pfarm::sim::result& r) {
     std::cout << std::setprecision(6);
     std::cout << "technique        " << technique << "\n"
-              << "tasks            " << wl.tasks << " (" << pfarm::sim::to_string(wl.shape) << "), " << r.workers.size()
+              << "tasks            " << wl.tasks << " (" << (wl.costs.empty() ? pfarm::sim::to_string(wl.shape) : std::string("measured costs")) << "), " << r.workers.size()
               << " workers\n"
               << "makespan         " << r.makespan << "\n"
               << "lower bound      " << r.lower_bound << "\n"
@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
     std::optional<double> overhead, latency;
     std::vector<std::string> load_changes;
     bool json = false;
-    app.add_option("--tasks,-S", wl.tasks, "tasks S >= 1")->required();
+    app.add_option("--tasks,-S", wl.tasks, "tasks S >= 1 (required unless --costs gives them)");
     auto* times_option = app.add_option("--task-times", task_times, "per-worker time per unit task t1,...,tP");
     auto* platform_option =
         app.add_option("--platform", platform_file,
@@ -112,6 +112,10 @@ int main(int argc, char** argv) {
     app.add_option("--shape", shape, "task cost profile: uniform, increasing, decreasing, random, mandelbrot")
         ->capture_default_str();
     app.add_option("--seed", wl.seed, "seed of the random shape")->capture_default_str();
+    std::string costs_file;
+    app.add_option("--costs", costs_file,
+                   "replay measured per-task costs instead of a shape: one number per line, or a farm trace CSV of an "
+                   "ss run (--tasks may then be left out)");
     app.add_flag("--json", json, "print a JSON object instead of the summary");
     app.add_option("--trace", trace, "write one CSV row per chunk: worker,first,count,start,end,calibration");
     pfarm::tools::add_technique_options(app, args, false);
@@ -136,6 +140,10 @@ int main(int argc, char** argv) {
             pl.monitors = pfarm::tools::samples_from(static_cast<int>(pl.task_times.size()), availability,
                                                      latency_readings, benchmark, "--latency-readings");
         wl.shape = pfarm::sim::parse_shape(shape);
+        if (!costs_file.empty()) {
+            wl.costs = pfarm::sim::load_costs(costs_file);
+            if (wl.tasks == 0) wl.tasks = static_cast<pfarm::task_count>(wl.costs.size());
+        }
         const auto r = pfarm::sim::simulate(pl, wl, args.technique, args.options, {!trace.empty()});
         if (!trace.empty()) write_trace(trace, r);
         if (json)

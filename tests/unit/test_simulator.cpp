@@ -561,3 +561,40 @@ TEST(SimulatorScripted, ReadingsMustBeOnePerWorkerAndInRange) {
 }
 
 }  // namespace
+
+namespace {
+
+// Measured costs replace the shape: a farm trace of an ss run (one task per chunk) or a plain list.
+TEST(SimulatorCosts, ReplaysATraceOrAList) {
+    const std::string trace = ::testing::TempDir() + "pfarm-costs-trace.csv";
+    {
+        std::ofstream out(trace);
+        out << "# pfarm trace: technique ss\n"
+            << "rank,first,count,sent,started,finished,received,calibration,availability,run_queue,load1,latency,benchmark\n"
+            << "1,1,1,0,0.5,2.5,2.6,0,,,,,\n"
+            << "2,0,1,0,0.1,1.1,1.2,0,,,,,\n";
+    }
+    EXPECT_EQ(pfarm::sim::load_costs(trace), (std::vector<double>{1.0, 2.0}));
+    const std::string list = ::testing::TempDir() + "pfarm-costs.txt";
+    {
+        std::ofstream out(list);
+        out << "3\n1\n";
+    }
+    pfarm::sim::workload wl;
+    wl.tasks = 2;
+    wl.costs = pfarm::sim::load_costs(list);
+    pfarm::sim::platform pl;
+    pl.task_times = {1.0};
+    const auto r = pfarm::sim::simulate(pl, wl, "ss", {});
+    EXPECT_DOUBLE_EQ(r.makespan, 4.0);
+    EXPECT_DOUBLE_EQ(r.lower_bound, 4.0);
+    wl.tasks = 3;
+    EXPECT_THROW(pfarm::sim::simulate(pl, wl, "ss", {}), pfarm::invalid_argument);
+    {
+        std::ofstream out(list);
+        out << "3\n-1\n";
+    }
+    EXPECT_THROW(pfarm::sim::load_costs(list), pfarm::invalid_argument);
+}
+
+}  // namespace

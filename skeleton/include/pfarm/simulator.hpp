@@ -54,9 +54,18 @@ struct workload {
     task_count tasks = 0;
     workload_shape shape = workload_shape::uniform;
     std::uint64_t seed = 1;  ///< for the random shape
+    /// Measured per-task costs (one per task, > 0), replacing the shape: to replay a real run's tasks.
+    /// Not normalised: with task times of 1 they are seconds.
+    std::vector<double> costs;
 };
 
-/// Per-task costs of a workload (mean 1).
+/// Reads per-task costs from a file: one number per line, or the `count` and `started`/`finished` columns of
+/// a pfarm farm trace CSV (chunks of one task: an `ss` run), in task order. Throws invalid_argument naming the
+/// file and the line.
+
+std::vector<double> load_costs(const std::string& path);
+
+/// Per-task costs of a workload (mean 1 for the shapes; the measured costs as they are).
 std::vector<double> task_costs(const workload& w);
 
 /// One chunk as it ran.

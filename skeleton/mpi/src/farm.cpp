@@ -226,36 +226,63 @@ double cpu_seconds() {
            static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
-/// Waits for a message. With `gentle` (more ranks than cores on this node) it polls with a growing sleep
-/// instead of MPI_Probe's busy wait, so an idle rank frees its core for a rank that computes.
-void wait_message(MPI_Comm comm, int source, int tag, MPI_Status* status, bool gentle) {
+/// Waits for a message and takes it out of MPI's matching (a matched probe: the receive need not match it
+/// again). With `gentle` (more ranks than cores on this node) it polls with a growing sleep instead of
+/// MPI_Mprobe's busy wait, so an idle rank frees its core for a rank that computes.
+MPI_Message wait_message(MPI_Comm comm, int source, int tag, MPI_Status* status, bool gentle) {
+    MPI_Message message = MPI_MESSAGE_NULL;
     if (!gentle) {
-        mpi::check(MPI_Probe(source, tag, comm, status), "MPI_Probe");
-        return;
+        mpi::check(MPI_Mprobe(source, tag, comm, &message, status), "MPI_Mprobe");
+        return message;
     }
     int flag = 0;
     for (int spin = 0; spin < 200; ++spin) {
-        mpi::check(MPI_Iprobe(source, tag, comm, &flag, status), "MPI_Iprobe");
-        if (flag) return;
+        mpi::check(MPI_Improbe(source, tag, comm, &flag, &message, status), "MPI_Improbe");
+        if (flag) return message;
     }
     auto pause = std::chrono::microseconds(2);
     for (;;) {
-        mpi::check(MPI_Iprobe(source, tag, comm, &flag, status), "MPI_Iprobe");
-        if (flag) return;
+        mpi::check(MPI_Improbe(source, tag, comm, &flag, &message, status), "MPI_Improbe");
+        if (flag) return message;
         std::this_thread::sleep_for(pause);
         pause = std::min(pause * 2, std::chrono::microseconds(500));
     }
 }
 
-/// Receives the probed message into `buffer` (grown, never shrunk: no allocation once warm).
-int receive(MPI_Comm comm, const MPI_Status& status, std::vector<std::byte>& buffer) {
+/// Receives the matched message into `buffer` (grown, never shrunk: no allocation once warm).
+int receive(MPI_Message& message, const MPI_Status& status, std::vector<std::byte>& buffer) {
     int bytes = 0;
     mpi::check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
     if (buffer.size() < static_cast<std::size_t>(bytes)) buffer.resize(static_cast<std::size_t>(bytes) * 3 / 2 + 64);
-    mpi::check(MPI_Recv(buffer.data(), bytes, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, comm, MPI_STATUS_IGNORE),
-               "MPI_Recv");
+    mpi::check(MPI_Mrecv(buffer.data(), bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
     return bytes;
 }
+
+/// The chunks a worker holds (at most two, with prefetch), oldest first: a fixed ring, no allocation.
+struct flight {
+    task_count first = 0, count = 0;
+    double sent = 0.0;
+    bool calibration = false;
+};
+class in_flight {
+public:
+    bool empty() const noexcept { return size_ == 0; }
+    void push(const flight& f) {
+        if (size_ == 2) throw internal_error("farm: a worker holds more than two chunks");
+        slots_[(head_ + size_++) % 2] = f;
+    }
+    flight pop() {
+        if (size_ == 0) throw internal_error("farm: results for a chunk that is not in flight");
+        const flight f = slots_[head_];
+        head_ = (head_ + 1) % 2;
+        --size_;
+        return f;
+    }
+
+private:
+    flight slots_[2];
+    int head_ = 0, size_ = 0;
+};
 
 void send_bytes(MPI_Comm comm, const std::vector<std::byte>& buffer, std::size_t bytes, int rank, int tag) {
     mpi::check(MPI_Send(buffer.data(), static_cast<int>(bytes), MPI_BYTE, rank, tag, comm), "MPI_Send");
@@ -552,14 +579,15 @@ public:
           offset_(setup.config.farmer_computes ? 0 : 1), t0_(t0),
           report_(empty_report(options, ranks, tasks)), progress_(options.progress, tasks),
           farmer_(tasks, ranks - offset_, std::move(policy), options.parameters.min_chunk, setup.config.prefetch ? 2 : 1) {
+        tracing_ = !options.trace.empty() || options.record_trace;
         const auto workers = static_cast<std::size_t>(ranks - offset_);
-        inflight_.assign(workers, {});
+        inflight_.assign(workers, in_flight{});
         told_to_stop_.assign(workers, false);
         finished_.assign(workers, false);
         last_queue_.assign(workers, 0.0);
         parked_.reserve(workers);
         remote_left_ = ranks - 1;
-        report_.trace.reserve(1024);
+
     }
 
     farm_report run() {
@@ -573,8 +601,8 @@ public:
                     continue;
                 }
                 MPI_Status status;
-                wait_message(comm_, MPI_ANY_SOURCE, tag_request, &status, setup_.config.gentle_wait != 0);
-                handle(status);
+                MPI_Message message = wait_message(comm_, MPI_ANY_SOURCE, tag_request, &status, setup_.config.gentle_wait != 0);
+                handle(message, status);
             }
         } catch (const worker_error&) {
             throw;
@@ -585,8 +613,8 @@ public:
             if (unanswered_ > 0) reply_end(unanswered_, abort_work);
             while (remote_left_ > 0) {
                 MPI_Status status;
-                wait_message(comm_, MPI_ANY_SOURCE, tag_request, &status, setup_.config.gentle_wait != 0);
-                handle(status);
+                MPI_Message message = wait_message(comm_, MPI_ANY_SOURCE, tag_request, &status, setup_.config.gentle_wait != 0);
+                handle(message, status);
             }
         }
         share_outcome(comm_, outcome_);
@@ -595,9 +623,10 @@ public:
         report_.farmer_cpu_seconds = cpu_seconds() - cpu0;
         report_.k = farmer_.policy().installment_factor();
         if (farmer_.calibration()) report_.calibration = *farmer_.calibration();
+        report_.trace.assign(trace_.begin(), trace_.end());
         finish_report(report_);
         if (!options_.trace.empty()) write_trace(options_.trace, report_);
-        return report_;
+        return std::move(report_);
     }
 
 private:
@@ -618,14 +647,15 @@ private:
         for (;;) {
             int flag = 0;
             MPI_Status status;
-            mpi::check(MPI_Iprobe(MPI_ANY_SOURCE, tag_request, comm_, &flag, &status), "MPI_Iprobe");
+            MPI_Message message = MPI_MESSAGE_NULL;
+            mpi::check(MPI_Improbe(MPI_ANY_SOURCE, tag_request, comm_, &flag, &message, &status), "MPI_Improbe");
             if (!flag) return;
-            handle(status);
+            handle(message, status);
         }
     }
 
-    void handle(const MPI_Status& status) {
-        receive(comm_, status, buffer_);
+    void handle(MPI_Message& message, const MPI_Status& status) {
+        receive(message, status, buffer_);
         request_header h;
         std::memcpy(&h, buffer_.data(), sizeof h);
         const int rank = status.MPI_SOURCE;
@@ -664,19 +694,20 @@ private:
         const auto w = slot(rank);
         const std::size_t bytes = static_cast<std::size_t>(h.count) * kernel_.out_bytes;
         std::memcpy(out_ + static_cast<std::size_t>(h.first) * kernel_.out_bytes, buffer_.data() + sizeof h, bytes);
-        const resource_sample sample = from_wire(h.sample);
-        farmer_.complete(static_cast<int>(w), h.seconds, &sample);
-        if (sample.run_queue && *sample.run_queue >= 1.0 && *sample.run_queue != last_queue_[w]) {
-            last_queue_[w] = *sample.run_queue;
-            farmer_.run_queue_changed(static_cast<int>(w), *sample.run_queue);
-        }
-        if (!inflight_[w].empty()) {
-            chunk_trace& c = report_.trace[inflight_[w].front()];
-            inflight_[w].pop_front();
-            c.started = h.started - offsets_[static_cast<std::size_t>(rank)];
-            c.finished = h.finished - offsets_[static_cast<std::size_t>(rank)];
-            c.received = t;
-            c.sample = sample;
+        const flight f = inflight_[w].pop();
+        if (h.sample.present == 0) {  // no monitor reading: the common, cheap path
+            farmer_.complete(static_cast<int>(w), h.seconds);
+            if (tracing_) trace_.push_back({rank, f.first, f.count, f.sent, h.started - offsets_[static_cast<std::size_t>(rank)],
+                                            h.finished - offsets_[static_cast<std::size_t>(rank)], t, f.calibration, {}});
+        } else {
+            const resource_sample sample = from_wire(h.sample);
+            farmer_.complete(static_cast<int>(w), h.seconds, &sample);
+            if (sample.run_queue && *sample.run_queue >= 1.0 && *sample.run_queue != last_queue_[w]) {
+                last_queue_[w] = *sample.run_queue;
+                farmer_.run_queue_changed(static_cast<int>(w), *sample.run_queue);
+            }
+            if (tracing_) trace_.push_back({rank, f.first, f.count, f.sent, h.started - offsets_[static_cast<std::size_t>(rank)],
+                                            h.finished - offsets_[static_cast<std::size_t>(rank)], t, f.calibration, sample});
         }
         record(rank, h.count, h.seconds, t);
     }
@@ -712,8 +743,7 @@ private:
         }
         const double t = clock();
         report_.chunks_per_rank[static_cast<std::size_t>(rank)].push_back(d.work.count);
-        inflight_[w].push_back(report_.trace.size());
-        report_.trace.push_back({rank, d.work.first, d.work.count, t, 0.0, 0.0, 0.0, d.calibration, {}});
+        inflight_[w].push({d.work.first, d.work.count, t, d.calibration});
         if (rank == 0) {
             own_ = {d.work.first, d.work.count, d.work.first, t, 0.0, d.calibration};
             return;
@@ -794,15 +824,11 @@ private:
             extra -= now() - s0;
         }
         const double t = clock();
-        chunk_trace& c = report_.trace[inflight_[0].front()];
-        inflight_[0].pop_front();
-        c.started = c.sent;
-        c.finished = t;
-        c.received = t;
+        const flight f = inflight_[0].pop();
         const task_count count = own_.count;
         own_.count = 0;
         const resource_sample sample = monitors_.read(own_.calibration);
-        c.sample = sample;
+        if (tracing_) trace_.push_back({0, f.first, f.count, f.sent, f.sent, t, t, f.calibration, sample});
         farmer_.complete(0, seconds, &sample);
         record(0, count, seconds, t);
         serve(0);
@@ -823,7 +849,9 @@ private:
     farm_report report_;
     progress_reporter progress_;
     farmer farmer_;
-    std::vector<std::deque<std::size_t>> inflight_;  ///< trace indices of each worker's chunks in flight
+    std::vector<in_flight> inflight_;  ///< each worker's chunks in flight
+    bool tracing_ = false;             ///< keep a record per chunk (a trace file or record_trace asked for it)
+    std::deque<chunk_trace> trace_;    ///< grows without copying what it holds
     std::vector<bool> told_to_stop_, finished_;
     std::vector<double> last_queue_;
     std::vector<int> parked_;
@@ -881,8 +909,8 @@ private:
 
     void receive_reply(chunk_buffer& c) {
         MPI_Status status;
-        wait_message(comm_, 0, tag_reply, &status, setup_.config.gentle_wait != 0);
-        receive(comm_, status, c.data);
+        MPI_Message message = wait_message(comm_, 0, tag_reply, &status, setup_.config.gentle_wait != 0);
+        receive(message, status, c.data);
         std::memcpy(&c.header, c.data.data(), sizeof c.header);
     }
 

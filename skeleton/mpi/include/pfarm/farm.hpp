@@ -66,6 +66,7 @@ struct farm_options {
     bool prefetch = false;                 ///< a worker asks for its next chunk before computing the current one
     bool replicated_input = false;         ///< every rank holds the input: only task indices travel
     std::string trace;                     ///< write a trace: "run.csv" or "run.json" (rank 0)
+    bool record_trace = false;             ///< keep the per-chunk trace in the report (implied by `trace`)
     progress_mode progress = progress_mode::quiet;
     /// Emulated heterogeneity: rank r sleeps (slowdown[r] - 1) x the compute time of each chunk, freeing its
     /// core. Empty: from the environment variable PFARM_SLOWDOWN="f0,f1,..." if set.
@@ -110,7 +111,7 @@ struct farm_report {
     double percent_imbalance = 0.0;  ///< of the finish times of the ranks that computed
     double cov = 0.0;
     double farmer_cpu_seconds = 0.0; ///< CPU time the farmer process used (shows whether it spun idle)
-    std::vector<chunk_trace> trace;  ///< every chunk, on rank 0
+    std::vector<chunk_trace> trace;  ///< every chunk, on rank 0, when `trace` or `record_trace` was asked for
 };
 
 namespace detail {

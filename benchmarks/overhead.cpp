@@ -1,0 +1,548 @@
+// pfarm-bench-overhead: the farmer's overhead per chunk against raw MPI (benchmarks issue, section 2;
+// DESIGN.md "Metrics": overhead per chunk = farmer round trip for an empty task beside a raw MPI ping-pong
+// measured in the same run; the ratio is the number to report).
+//
+//   mpiexec -n 2 pfarm-bench-overhead [--tasks N] [--repetitions R] [--rate-tasks M] [--output FILE] [--check]
+//                                     [--verbose] [--profile]
+// --verbose prints every repetition: gap percentiles, trimmed mean, mean, and the largest gaps with the chunk
+// they ended (a spike at chunk 1024, 2048, 4096 is a vector of the farm growing).
+// --profile runs only (a), (a') and (b) (for perf or valgrind --tool=callgrind) and prints no JSON.
+//
+// In one run, interleaved repetition by repetition in a rotating order (timed with MPI_Wtime):
+//   (a) raw MPI ping-pong between ranks 1 and 0 of messages of exactly the farm's sizes: a request (the
+//       request header plus one task's result) from the worker, received by rank 0 from MPI_ANY_SOURCE (a
+//       farmer does not know who asks), and a reply (the reply header plus one task's input);
+//   (b) pfarm::farm over ranks 0 and 1 (the flat farmer, one worker), technique ss (chunk size 1), N empty
+//       tasks (double -> double); the arrival times of the results come from the farm's own trace;
+//   (c) the same with prefetch, and with farmer_computes (for reference: rank 0 computes too, so it is a
+//       time per chunk over two computing ranks, not a round trip). The hierarchical farmer and the
+//       decentralised mode do not exist yet: they are reported as "not available";
+//   then, with every rank asking at once, the farmer's maximum request rate (requests served per second,
+//   empty tasks, chunk 1: requests / elapsed) beside the rate of a raw MPI server loop on rank 0.
+// Three statistics per measurement, from the gaps between consecutive requests arriving at rank 0 (with one
+// worker, each gap is one per-chunk round trip): the median gap (blind to a cost paid every few chunks), the
+// trimmed mean (the mean of the gaps up to the 99th percentile: it counts such costs, a page fault as a vector
+// grows, but drops the few gaps in which a rank was preempted for milliseconds on a shared machine), and the
+// mean (elapsed / chunks, which counts everything). Each is the median over the repetitions; a ratio is the
+// median over the repetitions of the ratio within one repetition. `ratio` in the JSON is the flat farmer's
+// trimmed-mean round trip over raw MPI's.
+// While ranks 0 and 1 measure, the other ranks wait in a sleeping barrier, so they leave the cores alone.
+// The message sizes are read from the farm's own traffic (an MPI profiling-interface wrapper of MPI_Send
+// records the largest message each rank sends during an untimed warm-up), so (a) keeps matching (b) when
+// the protocol's headers change. The same wrapper counts the MPI calls per chunk on the farmer and the worker.
+//
+// The last line of the output is one JSON object (also written to --output FILE). --check makes the exit
+// status non-zero when a number in it is not finite and positive; the ratio is reported, never asserted.
+#include "pfarm/farm.hpp"
+#include "pfarm/mpi.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+// ---------------------------------------------------------------------------------------------------------
+// MPI profiling interface: message sizes and call counts, only while `tally.on` (the warm-up run).
+namespace {
+struct mpi_tally {
+    bool on = false;
+    long long send = 0, recv = 0, probe = 0, iprobe = 0, get_count = 0;
+    long long largest = 0;  ///< bytes of the largest message this rank sent (worker: a request, farmer: a reply)
+};
+mpi_tally tally;
+}  // namespace
+
+extern "C" int MPI_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+    if (tally.on) {
+        ++tally.send;
+        int size = 0;
+        PMPI_Type_size(type, &size);
+        tally.largest = std::max(tally.largest, static_cast<long long>(count) * size);
+    }
+    return PMPI_Send(buf, count, type, dest, tag, comm);
+}
+extern "C" int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status) {
+    if (tally.on) ++tally.recv;
+    return PMPI_Recv(buf, count, type, source, tag, comm, status);
+}
+extern "C" int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
+    if (tally.on) ++tally.probe;
+    return PMPI_Probe(source, tag, comm, status);
+}
+extern "C" int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
+    if (tally.on) ++tally.iprobe;
+    return PMPI_Iprobe(source, tag, comm, flag, status);
+}
+extern "C" int MPI_Get_count(const MPI_Status* status, MPI_Datatype type, int* count) {
+    if (tally.on) ++tally.get_count;
+    return PMPI_Get_count(status, type, count);
+}
+
+namespace {
+
+using pfarm::mpi::check;
+
+constexpr int tag_request = 1, tag_reply = 2;
+constexpr double target_ratio = 1.5;
+
+struct settings {
+    long long tasks = 5000;        ///< chunks per pair measurement
+    int repetitions = 15;
+    long long rate_tasks = 5000;   ///< chunks per worker in the all-ranks measurement
+    std::string output;
+    bool check = false;
+    bool verbose = false;  ///< print every repetition's numbers
+    bool profile = false;  ///< only (a) and (b), for a profiler; no JSON
+};
+
+[[noreturn]] void usage(const std::string& why) {
+    throw pfarm::invalid_argument("arguments", why + "; usage: pfarm-bench-overhead [--tasks N] [--repetitions R] "
+                                                     "[--rate-tasks M] [--output FILE] [--check] [--verbose] [--profile]");
+}
+
+settings parse(int argc, char** argv) {
+    settings s;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        const auto value = [&]() -> std::string {
+            if (i + 1 >= argc) usage(a + " needs a value");
+            return argv[++i];
+        };
+        const auto positive = [&](const std::string& text) {
+            char* end = nullptr;
+            const long long v = std::strtoll(text.c_str(), &end, 10);
+            if (text.empty() || *end != '\0' || v < 1) usage(a + " is '" + text + "'; expected an integer >= 1");
+            return v;
+        };
+        if (a == "--tasks") s.tasks = positive(value());
+        else if (a == "--repetitions") s.repetitions = static_cast<int>(positive(value()));
+        else if (a == "--rate-tasks") s.rate_tasks = positive(value());
+        else if (a == "--output") s.output = value();
+        else if (a == "--check") s.check = true;
+        else if (a == "--verbose") s.verbose = true;
+        else if (a == "--profile") s.profile = true;
+        else usage("unknown argument '" + a + "'");
+    }
+    return s;
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) return std::nan("");
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// A barrier that sleeps while it waits: the ranks that are not measuring free their cores. Point-to-point
+/// (tags 90, 91), not MPI_Ibarrier: a non-blocking collective would add its progress function to every MPI
+/// poll loop of the process for the rest of the run, the measured ones included.
+void sleeping_barrier(MPI_Comm comm) {
+    constexpr int tag_arrive = 90, tag_leave = 91;
+    int rank = 0, size = 0;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    char token = 0;
+    const auto await = [&](int source, int tag) {
+        MPI_Request request;
+        check(MPI_Irecv(&token, 1, MPI_CHAR, source, tag, comm, &request), "MPI_Irecv");
+        for (int done = 0;;) {
+            check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+            if (done) return;
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+    };
+    if (rank == 0) {
+        for (int q = 1; q < size; ++q) await(q, tag_arrive);
+        for (int q = 1; q < size; ++q) check(MPI_Send(&token, 1, MPI_CHAR, q, tag_leave, comm), "MPI_Send");
+    } else {
+        check(MPI_Send(&token, 1, MPI_CHAR, 0, tag_arrive, comm), "MPI_Send");
+        await(0, tag_leave);
+    }
+}
+
+/// Max over `world` of a value only some ranks know (the others pass 0).
+double share(MPI_Comm world, double value) {
+    double out = 0.0;
+    check(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, world), "MPI_Allreduce");
+    return out;
+}
+
+/// One measurement on rank 0, in seconds, from the gaps between consecutive requests arriving at rank 0
+/// (with one worker, the per-chunk round trip): their median is robust to a rank being preempted for a
+/// while, but blind to a cost paid every few chunks (a page fault as the farm's trace grows); the trimmed
+/// mean (the gaps up to the 99th percentile) counts such costs and still drops the rare preempted gaps; the
+/// mean (elapsed / chunks) counts everything.
+struct timing {
+    double gap = 0.0;  ///< median gap
+    double gap_p10 = 0.0, gap_p90 = 0.0;
+    double trimmed = 0.0;  ///< mean of the gaps up to the 99th percentile
+    double mean = 0.0;
+    std::vector<std::pair<double, std::size_t>> largest;  ///< the largest gaps and the chunk each one ended
+};
+
+/// The gap statistics of `stamps` (rank 0's clock, taken as each request arrives), and `mean`.
+timing gaps(std::vector<double> stamps, double mean) {
+    std::sort(stamps.begin(), stamps.end());
+    std::vector<std::pair<double, std::size_t>> by_size;
+    by_size.reserve(stamps.size());
+    for (std::size_t i = 1; i < stamps.size(); ++i) by_size.push_back({stamps[i] - stamps[i - 1], i});
+    const double nan = std::nan("");
+    if (by_size.empty()) return {nan, nan, nan, nan, mean, {}};
+    std::sort(by_size.begin(), by_size.end());
+    std::vector<double> g(by_size.size());
+    for (std::size_t i = 0; i < g.size(); ++i) g[i] = by_size[i].first;
+    const auto index = [&](double q) { return static_cast<std::size_t>(q * static_cast<double>(g.size() - 1)); };
+    const std::size_t kept = index(0.99) + 1;
+    double sum = 0.0;
+    for (std::size_t i = 0; i < kept; ++i) sum += g[i];
+    std::vector<std::pair<double, std::size_t>> largest(by_size.rbegin(),
+                                                         by_size.rbegin() + std::min<std::ptrdiff_t>(5, by_size.size()));
+    return {median(g), g[index(0.1)], g[index(0.9)], sum / static_cast<double>(kept), mean, std::move(largest)};
+}
+
+/// Receives a message of at most `buffer.size()` bytes: with `probe`, as the farm does (MPI_Probe, then
+/// MPI_Get_count and MPI_Recv of the probed message), else with one MPI_Recv.
+void receive(MPI_Comm comm, int source, int tag, std::vector<char>& buffer, bool probe, MPI_Status* status) {
+    if (!probe) {
+        check(MPI_Recv(buffer.data(), static_cast<int>(buffer.size()), MPI_BYTE, source, tag, comm, status), "MPI_Recv");
+        return;
+    }
+    MPI_Status probed;
+    check(MPI_Probe(source, tag, comm, &probed), "MPI_Probe");
+    int bytes = 0;
+    check(MPI_Get_count(&probed, MPI_BYTE, &bytes), "MPI_Get_count");
+    check(MPI_Recv(buffer.data(), bytes, MPI_BYTE, probed.MPI_SOURCE, tag, comm, status), "MPI_Recv");
+}
+
+/// (a) and the raw request rate: each of ranks 1.. makes `per_client` round trips to rank 0, which serves
+/// them from MPI_ANY_SOURCE and stamps the time after each receive, as the farmer does. The mean is rank 0's
+/// time from the barrier to its last reply, over the round trips served. With `probe`, both sides receive
+/// the way the farm does (MPI_Probe + MPI_Get_count + MPI_Recv): the MPI part of the farm's cost.
+timing raw_exchange(MPI_Comm comm, long long per_client, std::size_t request_bytes, std::size_t reply_bytes,
+                    bool probe = false) {
+    int rank = 0, size = 0;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    std::vector<char> request(request_bytes, 1), reply(reply_bytes, 2);
+    const long long total = per_client * (size - 1);
+    std::vector<double> stamps(rank == 0 ? static_cast<std::size_t>(total) : 0);
+    check(MPI_Barrier(comm), "MPI_Barrier");
+    const double start = MPI_Wtime();
+    if (rank == 0) {
+        for (long long i = 0; i < total; ++i) {
+            MPI_Status status;
+            receive(comm, MPI_ANY_SOURCE, tag_request, request, probe, &status);
+            stamps[static_cast<std::size_t>(i)] = MPI_Wtime();
+            check(MPI_Send(reply.data(), static_cast<int>(reply_bytes), MPI_BYTE, status.MPI_SOURCE, tag_reply, comm),
+                  "MPI_Send");
+        }
+    } else {
+        for (long long i = 0; i < per_client; ++i) {
+            check(MPI_Send(request.data(), static_cast<int>(request_bytes), MPI_BYTE, 0, tag_request, comm), "MPI_Send");
+            receive(comm, 0, tag_reply, reply, probe, MPI_STATUS_IGNORE);
+        }
+    }
+    const double elapsed = MPI_Wtime() - start;
+    if (rank != 0) return {};
+    return gaps(std::move(stamps), elapsed / static_cast<double>(total));
+}
+
+/// (b), (c) and the pfarm request rate: a farm of `tasks` empty tasks, chunk size 1 (ss). On rank 0: the
+/// median gap between the arrivals of consecutive results (the farm's trace) and makespan / tasks.
+timing empty_farm(MPI_Comm comm, long long tasks, bool prefetch, bool farmer_computes) {
+    std::vector<double> in(static_cast<std::size_t>(tasks), 1.0), out(in.size());
+    pfarm::farm_options options;
+    options.technique = "ss";
+    options.prefetch = prefetch;
+    options.farmer_computes = farmer_computes;
+    const pfarm::farm_report report = pfarm::farm(comm, std::span<const double>(in), std::span<double>(out),
+                                                  [](const double& x, double& y) { y = x; }, options);
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    if (rank != 0) return {};
+    std::vector<double> stamps;
+    stamps.reserve(report.trace.size());
+    for (const auto& c : report.trace)
+        if (c.rank != 0) stamps.push_back(c.received);  // the farmer's own chunks have no message
+    const double mean = report.makespan / static_cast<double>(tasks);
+    if (report.trace.size() < static_cast<std::size_t>(tasks)) {  // no per-chunk trace: the mean is all there is
+        static bool told = false;
+        if (!std::exchange(told, true))
+            std::fprintf(stderr, "pfarm-bench-overhead: the farm report has no per-chunk trace; every statistic of "
+                                 "pfarm is its mean\n");
+        return {mean, mean, mean, mean, mean, {}};
+    }
+    return gaps(std::move(stamps), mean);
+}
+
+/// One measurement's repetitions, in microseconds.
+struct series {
+    std::vector<timing> runs;
+    void add(const timing& t) {
+        runs.push_back({t.gap * 1e6, t.gap_p10 * 1e6, t.gap_p90 * 1e6, t.trimmed * 1e6, t.mean * 1e6, t.largest});
+        for (auto& [gap, chunk] : runs.back().largest) gap *= 1e6;
+    }
+    double gap_us() const { return median(pick(&timing::gap)); }
+    double trimmed_us() const { return median(pick(&timing::trimmed)); }
+    double mean_us() const { return median(pick(&timing::mean)); }
+    std::vector<double> pick(double timing::*field) const {
+        std::vector<double> v;
+        for (const timing& t : runs) v.push_back(t.*field);
+        return v;
+    }
+};
+
+/// The median over the repetitions of a / b, each repetition's a and b measured back to back: this cancels
+/// the slow drifts of a shared machine (another job, a vCPU moved to another core) that the medians of a
+/// and b taken apart keep.
+double paired_ratio(const series& a, const series& b, double timing::*field) {
+    std::vector<double> ratios;
+    for (std::size_t i = 0; i < std::min(a.runs.size(), b.runs.size()); ++i)
+        ratios.push_back(a.runs[i].*field / b.runs[i].*field);
+    return median(ratios);
+}
+
+struct results {
+    int ranks = 0;
+    long long request_bytes = 0, reply_bytes = 0;
+    series raw, raw_probe, flat, prefetch, computes;  ///< ranks 0 and 1
+    series raw_all, all;                   ///< every rank asking; gaps between any two requests
+    double calls[2][5] = {};  ///< per chunk on the farmer [0] and the worker [1]: send recv probe iprobe get_count
+};
+
+std::string json(const results& r, const settings& s) {
+    std::ostringstream o;
+    o.precision(6);
+    const int workers = r.ranks - 1;
+    const auto ratio = [&](const series& x, double timing::*field) { return paired_ratio(x, r.raw, field); };
+    const double headline = ratio(r.flat, &timing::trimmed);
+    o << "{\"benchmark\":\"pfarm-bench-overhead\",\"ranks\":" << r.ranks << ",\"workers\":" << workers
+      << ",\"tasks\":" << s.tasks << ",\"rate_tasks_per_worker\":" << s.rate_tasks << ",\"repetitions\":" << s.repetitions
+      << ",\"statistic\":\"round trips: the mean of the gaps between requests arriving at rank 0 up to their 99th "
+         "percentile (trimmed), median over the repetitions; ratios: median over the repetitions of the ratio "
+         "within one repetition\",\"timer\":\"MPI_Wtime\""
+      << ",\"request_bytes\":" << r.request_bytes << ",\"reply_bytes\":" << r.reply_bytes
+      // the headline: trimmed means
+      << ",\"raw_round_trip_us\":" << r.raw.trimmed_us() << ",\"pfarm_round_trip_us\":" << r.flat.trimmed_us()
+      << ",\"ratio\":" << headline << ",\"target_ratio\":" << target_ratio
+      << ",\"meets_target\":" << (headline <= target_ratio ? "true" : "false")
+      // the same by the other two statistics
+      << ",\"raw_median_round_trip_us\":" << r.raw.gap_us() << ",\"pfarm_median_round_trip_us\":" << r.flat.gap_us()
+      << ",\"median_ratio\":" << ratio(r.flat, &timing::gap)
+      << ",\"raw_mean_round_trip_us\":" << r.raw.mean_us() << ",\"pfarm_mean_round_trip_us\":" << r.flat.mean_us()
+      << ",\"mean_ratio\":" << ratio(r.flat, &timing::mean)
+      // MPI's part: raw MPI received the way the farm receives
+      << ",\"raw_probe_round_trip_us\":" << r.raw_probe.trimmed_us()
+      << ",\"raw_probe_ratio\":" << ratio(r.raw_probe, &timing::trimmed)
+      << ",\"prefetch_round_trip_us\":" << r.prefetch.trimmed_us()
+      << ",\"prefetch_ratio\":" << ratio(r.prefetch, &timing::trimmed)
+      << ",\"prefetch_median_ratio\":" << ratio(r.prefetch, &timing::gap)
+      << ",\"farmer_computes_us_per_chunk\":" << r.computes.mean_us()
+      << ",\"request_rate_per_s\":" << 1e6 / r.all.trimmed_us()
+      << ",\"raw_request_rate_per_s\":" << 1e6 / r.raw_all.trimmed_us()
+      << ",\"request_rate_ratio\":" << paired_ratio(r.raw_all, r.all, &timing::trimmed)
+      << ",\"request_rate_median_per_s\":" << 1e6 / r.all.gap_us()
+      << ",\"raw_request_rate_median_per_s\":" << 1e6 / r.raw_all.gap_us()
+      << ",\"request_rate_mean_per_s\":" << 1e6 / r.all.mean_us()
+      << ",\"raw_request_rate_mean_per_s\":" << 1e6 / r.raw_all.mean_us()
+      << ",\"all_ranks_round_trip_us\":" << r.all.trimmed_us() * workers
+      << ",\"raw_all_ranks_round_trip_us\":" << r.raw_all.trimmed_us() * workers
+      << ",\"farmer_mpi_calls_per_chunk\":{\"send\":" << r.calls[0][0] << ",\"recv\":" << r.calls[0][1]
+      << ",\"probe\":" << r.calls[0][2] << ",\"iprobe\":" << r.calls[0][3] << ",\"get_count\":" << r.calls[0][4]
+      << "},\"worker_mpi_calls_per_chunk\":{\"send\":" << r.calls[1][0] << ",\"recv\":" << r.calls[1][1]
+      << ",\"probe\":" << r.calls[1][2] << ",\"iprobe\":" << r.calls[1][3] << ",\"get_count\":" << r.calls[1][4]
+      << "},\"hierarchical\":\"not available\",\"decentralised\":\"not available\"}";
+    return o.str();
+}
+
+bool sane(const results& r) {
+    for (const series* x : {&r.raw, &r.raw_probe, &r.flat, &r.prefetch, &r.raw_all, &r.all})
+        for (double v : {x->gap_us(), x->mean_us()})
+            if (!std::isfinite(v) || !(v > 0.0)) return false;
+    const double v = r.computes.mean_us();
+    return std::isfinite(v) && v > 0.0 && r.request_bytes > 0 && r.reply_bytes > 0;
+}
+
+void print(const results& r, const settings& s) {
+    const int workers = r.ranks - 1;
+    const double ratio = paired_ratio(r.flat, r.raw, &timing::trimmed);
+    std::printf("pfarm-bench-overhead: %d ranks; %lld empty tasks of chunk size 1 per measurement; %d repetitions, "
+                "interleaved; MPI_Wtime\n",
+                r.ranks, s.tasks, s.repetitions);
+    std::printf("per chunk, from the gaps between consecutive requests arriving at rank 0: their median (blind to\n"
+                "costs paid every few chunks), their trimmed mean (up to the 99th percentile: counts those, drops\n"
+                "the rare gaps a preempted rank makes; the headline), and the mean (elapsed / chunks: counts\n"
+                "everything); each the median over the repetitions; ratios: the median over the repetitions of\n"
+                "the ratio within one repetition\n");
+    std::printf("messages: request %lld B, reply %lld B (the farm's own, read from its traffic)\n", r.request_bytes,
+                r.reply_bytes);
+    std::printf("MPI calls per chunk: farmer send %.2f recv %.2f probe %.2f iprobe %.2f get_count %.2f; "
+                "worker send %.2f recv %.2f probe %.2f iprobe %.2f get_count %.2f\n",
+                r.calls[0][0], r.calls[0][1], r.calls[0][2], r.calls[0][3], r.calls[0][4], r.calls[1][0], r.calls[1][1],
+                r.calls[1][2], r.calls[1][3], r.calls[1][4]);
+    if (s.verbose) {
+        const std::pair<const char*, const series*> all[] = {{"raw", &r.raw},           {"raw-probe", &r.raw_probe},
+                                                             {"flat", &r.flat},
+                                                             {"prefetch", &r.prefetch}, {"computes", &r.computes},
+                                                             {"raw-all", &r.raw_all},   {"pfarm-all", &r.all}};
+        std::printf("repetition  measurement  gap p10 / median / p90 us   trimmed us   mean us   largest gaps: us@chunk\n");
+        for (const auto& [name, x] : all)
+            for (std::size_t i = 0; i < x->runs.size(); ++i) {
+                const timing& t = x->runs[i];
+                std::printf("%10zu  %-11s  %7.3f / %7.3f / %7.3f   %10.3f  %8.3f  ", i, name, t.gap_p10, t.gap, t.gap_p90,
+                            t.trimmed, t.mean);
+                for (const auto& [gap, chunk] : t.largest) std::printf(" %.0f@%zu", gap, chunk);
+                std::printf("\n");
+            }
+    }
+    const auto row = [&](const char* label, const series& x, const char* note) {
+        std::printf("%-42s %8.3f %6.2f | %8.3f %6.2f | %8.3f %6.2f  %s\n", label, x.gap_us(),
+                    paired_ratio(x, r.raw, &timing::gap), x.trimmed_us(), paired_ratio(x, r.raw, &timing::trimmed),
+                    x.mean_us(), paired_ratio(x, r.raw, &timing::mean), note);
+    };
+    std::printf("us per chunk, and / raw                    median  ratio |  trimmed  ratio |     mean  ratio\n");
+    row("(a) raw MPI ping-pong, rank 1 -> 0 -> 1", r.raw, "");
+    row("(a') raw, received as the farm does", r.raw_probe, "MPI_Probe + MPI_Get_count + MPI_Recv");
+    char verdict[64];
+    std::snprintf(verdict, sizeof verdict, "target %s (trimmed %.2f <= %.1f)", ratio <= target_ratio ? "met" : "MISSED",
+                  ratio, target_ratio);
+    row("(b) pfarm flat farmer, ss, 1 worker", r.flat, verdict);
+    row("(c) pfarm flat farmer with prefetch", r.prefetch, "");
+    std::printf("%-42s %8s %6s | %8s %6s | %8.3f %6s  (reference)\n", "    farmer computes too (2 ranks compute)", "",
+                "", "", "", r.computes.mean_us(), "");
+    std::printf("    hierarchical farmer                       not available\n");
+    std::printf("    decentralised mode                        not available\n");
+    std::printf("all %d ranks asking (%d workers), requests served per second by rank 0, and pfarm / raw:\n", r.ranks,
+                workers);
+    std::printf("    from the trimmed mean gap %10.0f pfarm, %10.0f raw MPI, %5.2f\n", 1e6 / r.all.trimmed_us(),
+                1e6 / r.raw_all.trimmed_us(), paired_ratio(r.raw_all, r.all, &timing::trimmed));
+    std::printf("    from the median gap       %10.0f pfarm, %10.0f raw MPI, %5.2f\n", 1e6 / r.all.gap_us(),
+                1e6 / r.raw_all.gap_us(), paired_ratio(r.raw_all, r.all, &timing::gap));
+    std::printf("    from the mean             %10.0f pfarm, %10.0f raw MPI, %5.2f\n", 1e6 / r.all.mean_us(),
+                1e6 / r.raw_all.mean_us(), paired_ratio(r.raw_all, r.all, &timing::mean));
+}
+
+int run(int argc, char** argv) {
+    const settings s = parse(argc, argv);
+    MPI_Comm world;
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &world), "MPI_Comm_dup");
+    int rank = 0, size = 0;
+    MPI_Comm_rank(world, &rank);
+    MPI_Comm_size(world, &size);
+    if (size < 2) throw pfarm::invalid_argument("ranks", "is 1; pfarm-bench-overhead needs at least 2 (mpiexec -n 2)");
+    const bool in_pair = rank < 2;
+    MPI_Comm pair;  // ranks 0 and 1: the farmer and one worker
+    check(MPI_Comm_split(world, in_pair ? 0 : MPI_UNDEFINED, rank, &pair), "MPI_Comm_split");
+    results r;
+    r.ranks = size;
+
+    // Warm-up (untimed): connections and first touch, then the farm's message sizes and MPI calls per chunk.
+    const long long warm = std::min<long long>(s.tasks, 2000);
+    if (in_pair) {
+        empty_farm(pair, 50, false, false);
+        tally = {};
+        tally.on = true;
+        empty_farm(pair, warm, false, false);
+        tally.on = false;
+    }
+    sleeping_barrier(world);
+    // With chunk size 1, the worker's largest message is a request with one result, the farmer's a reply with
+    // one input, whatever tags the protocol uses.
+    r.request_bytes = static_cast<long long>(share(world, rank == 1 ? static_cast<double>(tally.largest) : 0.0));
+    r.reply_bytes = static_cast<long long>(share(world, rank == 0 ? static_cast<double>(tally.largest) : 0.0));
+    const double mine[5] = {static_cast<double>(tally.send), static_cast<double>(tally.recv),
+                            static_cast<double>(tally.probe), static_cast<double>(tally.iprobe),
+                            static_cast<double>(tally.get_count)};
+    for (int role = 0; role < 2; ++role)
+        for (int k = 0; k < 5; ++k) r.calls[role][k] = share(world, rank == role ? mine[k] : 0.0) / static_cast<double>(warm);
+    const auto request_bytes = static_cast<std::size_t>(r.request_bytes), reply_bytes = static_cast<std::size_t>(r.reply_bytes);
+    if (in_pair) raw_exchange(pair, 200, request_bytes, reply_bytes);
+    sleeping_barrier(world);
+
+    if (s.profile) {
+        for (int rep = 0; rep < s.repetitions && in_pair; ++rep) {
+            r.raw.add(raw_exchange(pair, s.tasks, request_bytes, reply_bytes));
+            r.raw_probe.add(raw_exchange(pair, s.tasks, request_bytes, reply_bytes, true));
+            r.flat.add(empty_farm(pair, s.tasks, false, false));
+        }
+        sleeping_barrier(world);
+        if (rank == 0)
+            std::printf("--profile: raw %.3f us, raw with probe %.3f us, flat farmer %.3f us per chunk (median gaps); "
+                        "ratio %.2f\n",
+                        r.raw.gap_us(), r.raw_probe.gap_us(), r.flat.gap_us(), paired_ratio(r.flat, r.raw, &timing::gap));
+        if (pair != MPI_COMM_NULL) MPI_Comm_free(&pair);
+        MPI_Comm_free(&world);
+        return 0;
+    }
+
+    // (a), (b), (c) on ranks 0 and 1, interleaved, so that each repetition's numbers share the machine's
+    // conditions, in a rotating order and each after a sleeping barrier, so that none always runs first
+    // after a sleep (a scheduler favours a process that has slept); the other ranks sleep meanwhile.
+    for (int rep = 0; rep < s.repetitions; ++rep) {
+        for (int k = 0; k < 5; ++k) {
+            if (in_pair) {
+                switch ((rep + k) % 5) {
+                    case 0: r.raw.add(raw_exchange(pair, s.tasks, request_bytes, reply_bytes)); break;
+                    case 1: r.flat.add(empty_farm(pair, s.tasks, false, false)); break;
+                    case 2: r.prefetch.add(empty_farm(pair, s.tasks, true, false)); break;
+                    case 3: r.computes.add(empty_farm(pair, s.tasks, false, true)); break;
+                    default: r.raw_probe.add(raw_exchange(pair, s.tasks, request_bytes, reply_bytes, true)); break;
+                }
+            }
+            sleeping_barrier(world);
+        }
+    }
+
+    // Every rank asking: the farmer's maximum request rate, beside a raw MPI server loop.
+    for (int rep = 0; rep < s.repetitions; ++rep) {
+        for (int k = 0; k < 2; ++k) {
+            if ((rep + k) % 2 == 0)
+                r.raw_all.add(raw_exchange(world, s.rate_tasks, request_bytes, reply_bytes));
+            else
+                r.all.add(empty_farm(world, s.rate_tasks * (size - 1), false, false));
+            sleeping_barrier(world);
+        }
+    }
+
+    int ok = 1;
+    if (rank == 0) {
+        ok = sane(r) ? 1 : 0;
+        print(r, s);
+        const std::string line = json(r, s);
+        std::printf("%s\n", line.c_str());
+        std::fflush(stdout);
+        if (!s.output.empty()) {
+            std::ofstream file(s.output);
+            file << line << "\n";
+            if (!file) ok = 0, std::fprintf(stderr, "pfarm-bench-overhead: cannot write '%s'\n", s.output.c_str());
+        }
+        if (!sane(r)) std::fprintf(stderr, "pfarm-bench-overhead: a measurement is not a finite positive number\n");
+    }
+    check(MPI_Bcast(&ok, 1, MPI_INT, 0, world), "MPI_Bcast");
+    if (pair != MPI_COMM_NULL) MPI_Comm_free(&pair);
+    MPI_Comm_free(&world);
+    return s.check && !ok ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    pfarm::mpi::environment environment(&argc, &argv);
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "pfarm-bench-overhead: %s\n", e.what());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return 1;
+    }
+}
