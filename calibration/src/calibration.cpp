@@ -54,6 +54,15 @@ double installment_factor(std::int64_t total_tasks, double cv) {
     return std::max(1.0, k);
 }
 
+double heterogeneity_ratio(std::span<const double> benchmark, const std::string& argument) {
+    check_times(benchmark, argument);
+    return *std::min_element(benchmark.begin(), benchmark.end()) / *std::max_element(benchmark.begin(), benchmark.end());
+}
+
+std::vector<double> performance_ratio(std::span<const double> times, const std::string& argument) {
+    return fitness_from_times(times, argument);
+}
+
 calibration_result calibrate_times_only(std::span<const double> times, std::int64_t total_tasks) {
     calibration_result r;
     r.mode = calibration_mode::times_only;

@@ -172,3 +172,19 @@ TEST(Calibrate, ModeNames) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Statistics, HeterogeneityAndPerformanceRatios) {
+    // Seed 001's example cluster: 200, 200, 233, 533, 1500 MHz gives HR = 200 / 1500.
+    EXPECT_DOUBLE_EQ(pfarm::heterogeneity_ratio(std::vector<double>{1500, 533, 233, 200, 200}), 200.0 / 1500.0);
+    EXPECT_DOUBLE_EQ(pfarm::heterogeneity_ratio(std::vector<double>{3, 3}), 1.0);
+    EXPECT_THROW(pfarm::heterogeneity_ratio(std::vector<double>{1, 0}), pfarm::invalid_argument);
+    // Seed 003: PF_j = (1/t_j) / sum (1/t_i); times 1, 2, 4 give 4/7, 2/7, 1/7.
+    const auto pf = pfarm::performance_ratio(std::vector<double>{1, 2, 4});
+    EXPECT_NEAR(pf[0], 4.0 / 7.0, 1e-15);
+    EXPECT_NEAR(pf[1], 2.0 / 7.0, 1e-15);
+    EXPECT_NEAR(pf[2], 1.0 / 7.0, 1e-15);
+}
+
+}  // namespace

@@ -34,6 +34,15 @@ std::vector<double> fitness_from_times(std::span<const double> times, const std:
 /// out more than the remaining work in the first round.
 double installment_factor(std::int64_t total_tasks, double cv);
 
+/// Heterogeneity ratio of seed 001 (section 3.2): HR = min(bm) / max(bm) of the workers' benchmark values (or
+/// speeds), in (0, 1]; 1 is a homogeneous system. Values must be finite and > 0 (invalid_argument naming
+/// `argument`).
+double heterogeneity_ratio(std::span<const double> benchmark, const std::string& argument = "benchmark");
+
+/// Performance ratio of seed 003 (HPLS): PF_j = (1/t_j) / sum_i (1/t_i) from measured application times, the
+/// share of the static phase worker j gets. Numerically eq. 4 on the same times.
+std::vector<double> performance_ratio(std::span<const double> times, const std::string& argument = "times");
+
 /// How a calibration turns measured times into F.
 enum class calibration_mode {
     none,         ///< the technique needs no calibration

@@ -51,7 +51,7 @@ public:
         const std::vector<double> w = weights_or_calibration(o, c, name_.c_str());
         double alpha = alpha_percent_;
         if (rule_ == alpha_rule::adjusted) {
-            heterogeneity_ratio_ = *std::min_element(w.begin(), w.end()) / *std::max_element(w.begin(), w.end());
+            heterogeneity_ratio_ = heterogeneity_ratio(w, "weights");
             if (heterogeneity_ratio_ >= alpha_percent_ / 100.0) alpha = 100.0;
         }
         const task_count total = ceil_count(alpha * static_cast<double>(c.remaining) / 100.0);
