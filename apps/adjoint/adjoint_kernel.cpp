@@ -1,4 +1,5 @@
-#include "convolution_kernel.hpp"
+#include "app_support.hpp"
+#include "adjoint_kernel.hpp"
 
 #include "pfarm/error.hpp"
 
@@ -6,21 +7,11 @@
 #include <cmath>
 #include <string>
 
-namespace pfarm::apps::convolution {
+namespace pfarm::apps::adjoint {
 
 namespace {
 
-/// splitmix64 (Steele, Lea & Flood 2014): a tiny generator whose output is fixed by the seed everywhere.
-struct splitmix64 {
-    std::uint64_t state;
-    std::uint64_t next() {
-        std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
-    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-52 - 1.0; }  // [-1, 1)
-};
+using pfarm::apps::splitmix64;
 
 }  // namespace
 
@@ -65,4 +56,4 @@ comparison compare(std::span<const double> got, std::span<const double> expected
     return r;
 }
 
-}  // namespace pfarm::apps::convolution
+}  // namespace pfarm::apps::adjoint

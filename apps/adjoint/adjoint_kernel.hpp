@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-namespace pfarm::apps::convolution {
+namespace pfarm::apps::adjoint {
 
 /// The arrays of one instance, generated from a seed so that every rank builds the same ones.
 struct problem {
@@ -53,4 +53,4 @@ struct comparison {
 };
 comparison compare(std::span<const double> got, std::span<const double> expected, double tolerance = 1e-9);
 
-}  // namespace pfarm::apps::convolution
+}  // namespace pfarm::apps::adjoint

@@ -1,6 +1,7 @@
-// pfarm-convolution: the adjoint convolution of seed 000, one task per iteration I of the outer loop (costs
+// pfarm-adjoint: the adjoint convolution of seed 000, one task per iteration I of the outer loop (costs
 // decreasing with I), checked against the sequential loop. README.md beside this file has examples.
-#include "convolution_kernel.hpp"
+#include "app_support.hpp"
+#include "adjoint_kernel.hpp"
 
 #include "farm_cli.hpp"
 #include "pfarm/farm.hpp"
@@ -17,8 +18,8 @@
 
 namespace {
 
-namespace cv = pfarm::apps::convolution;
-constexpr const char* tool = "pfarm-convolution";
+namespace cv = pfarm::apps::adjoint;
+constexpr const char* tool = "pfarm-adjoint";
 
 struct app_args {
     int n = 120;
@@ -28,23 +29,7 @@ struct app_args {
     bool json = false;
 };
 
-/// Rank 0 alone speaks on std::cout and std::cerr: every rank parses the same arguments and throws the same
-/// errors, so one message is enough.
-class root_speaks {
-public:
-    explicit root_speaks(int rank) {
-        if (rank != 0) out_ = std::cout.rdbuf(nullptr), err_ = std::cerr.rdbuf(nullptr);
-    }
-    ~root_speaks() {
-        if (out_) std::cout.rdbuf(out_), std::cerr.rdbuf(err_);
-    }
-    root_speaks(const root_speaks&) = delete;
-    root_speaks& operator=(const root_speaks&) = delete;
-
-private:
-    std::streambuf* out_ = nullptr;
-    std::streambuf* err_ = nullptr;
-};
+using pfarm::apps::root_speaks;
 
 int run(const app_args& a, const pfarm::farm_options& farm) {
     int rank = 0;
@@ -76,7 +61,7 @@ int run(const app_args& a, const pfarm::farm_options& farm) {
 
     if (a.json) {
         nlohmann::json j = pfarm::tools::report_json(report);
-        j["app"] = "convolution";
+        j["app"] = "adjoint";
         j["size"] = p.n;
         j["iterations"] = p.iterations();
         j["inner_iterations"] = static_cast<double>(p.iterations()) * static_cast<double>(p.iterations() + 1) / 2.0;
@@ -120,7 +105,7 @@ int main(int argc, char** argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     root_speaks quiet(rank);
 
-    CLI::App app{"pfarm-convolution: the adjoint convolution of seed 000 farmed one outer iteration per task "
+    CLI::App app{"pfarm-adjoint: the adjoint convolution of seed 000 farmed one outer iteration per task "
                  "(decreasing costs), checked against the sequential loop"};
     app_args a;
     pfarm::farm_options farm;

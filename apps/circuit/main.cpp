@@ -1,7 +1,10 @@
-// pfarm-sat: circuit satisfiability (seed 003) by exhaustive search over the 2^16 inputs of the classic
-// 16-input circuit, farmed as blocks of inputs, checked against the circuit's known nine solutions.
+// pfarm-circuit: circuit satisfiability (seed 003) by exhaustive search over the 2^n inputs of a circuit (the
+// classic 16-input one, or one read with --circuit FILE), farmed as blocks of inputs, reporting every
+// satisfying assignment; checked against the built-in circuit's nine known solutions or, for a file circuit,
+// against a sequential search on rank 0.
 // README.md beside this file has examples.
-#include "sat_kernel.hpp"
+#include "app_support.hpp"
+#include "circuit_kernel.hpp"
 
 #include "farm_cli.hpp"
 #include "pfarm/farm.hpp"
@@ -16,84 +19,80 @@
 
 namespace {
 
-namespace st = pfarm::apps::sat;
-constexpr const char* tool = "pfarm-sat";
+namespace st = pfarm::apps::circuit;
+constexpr const char* tool = "pfarm-circuit";
 
 struct app_args {
     std::int64_t tasks = 1024;
     std::int64_t repeat = 2000;
-    bool list = false;
+    std::string circuit_file;
+    bool list = true;
     bool json = false;
 };
 
-/// Rank 0 alone speaks on std::cout and std::cerr: every rank parses the same arguments and throws the same
-/// errors, so one message is enough.
-class root_speaks {
-public:
-    explicit root_speaks(int rank) {
-        if (rank != 0) out_ = std::cout.rdbuf(nullptr), err_ = std::cerr.rdbuf(nullptr);
-    }
-    ~root_speaks() {
-        if (out_) std::cout.rdbuf(out_), std::cerr.rdbuf(err_);
-    }
-    root_speaks(const root_speaks&) = delete;
-    root_speaks& operator=(const root_speaks&) = delete;
-
-private:
-    std::streambuf* out_ = nullptr;
-    std::streambuf* err_ = nullptr;
-};
+using pfarm::apps::root_speaks;
 
 int run(const app_args& a, const pfarm::farm_options& farm) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    st::validate(a.tasks, a.repeat);
+    // Every rank reads the file (the input is replicated); the same errors everywhere.
+    const bool from_file = !a.circuit_file.empty();
+    const st::circuit c = from_file ? st::read_circuit(a.circuit_file) : st::builtin();
+    const std::uint64_t total = c.combinations();
+    st::validate(a.tasks, a.repeat, total);
     const auto tasks = static_cast<std::uint32_t>(a.tasks);
     const int repeat = static_cast<int>(a.repeat);
-    const std::uint32_t width = st::task_width(tasks);
+    const std::uint32_t width = st::task_width(tasks, total);
 
     std::vector<std::uint32_t> index(tasks);
     std::iota(index.begin(), index.end(), 0u);
     std::vector<std::uint8_t> flags(std::size_t{tasks} * width);
     const pfarm::farm_report report = pfarm::farm(
         MPI_COMM_WORLD, std::span<const std::uint32_t>(index), std::span<std::uint8_t>(flags),
-        [tasks, repeat](const std::uint32_t& t, std::span<std::uint8_t> f) { st::run_task(t, tasks, repeat, f); }, farm);
+        [&c, from_file, tasks, repeat](const std::uint32_t& t, std::span<std::uint8_t> f) {
+            if (from_file) st::run_task(c, t, tasks, repeat, f);
+            else st::run_task(t, tasks, repeat, f);  // Quinn's check_circuit, as compiled code
+        },
+        farm);
     if (rank != 0) return 0;
 
-    const std::vector<std::uint32_t> found = st::solutions(flags, tasks);
-    const std::vector<std::uint32_t> known = st::known_solutions();
-    const bool verified = found == known;
+    const std::vector<std::uint32_t> found = st::solutions(flags, tasks, total);
+    const std::vector<std::uint32_t> expected = from_file ? st::sequential(c) : st::known_solutions();
+    const bool verified = found == expected;
+    const std::string against = from_file ? "a sequential search of the same circuit" : "the circuit's 9 known solutions";
 
     if (a.json) {
         nlohmann::json j = pfarm::tools::report_json(report);
-        j["app"] = "sat";
-        j["inputs"] = st::inputs;
-        j["combinations"] = st::combinations;
+        j["app"] = "circuit";
+        j["circuit"] = from_file ? a.circuit_file : std::string("builtin");
+        j["inputs"] = c.variables;
+        j["clauses"] = c.clauses.size();
+        j["combinations"] = total;
         j["repeat"] = repeat;
         j["solutions"] = found.size();
-        j["expected_solutions"] = known.size();
+        j["expected_solutions"] = expected.size();
         nlohmann::json bits = nlohmann::json::array();
-        for (const std::uint32_t z : found) bits.push_back(st::to_bits(z));
+        for (const std::uint32_t z : found) bits.push_back(st::to_bits(z, c.variables));
         j["satisfying_inputs"] = bits;
-        j["verification"] = "known";
+        j["verification"] = from_file ? "sequential" : "known";
         j["verified"] = verified;
         std::cout << j.dump() << "\n";
     } else {
-        const std::uint32_t smallest = st::combinations / tasks;
-        std::cout << tool << ": " << st::combinations << " inputs of the 16-input circuit in " << tasks << " tasks of "
+        const auto smallest = static_cast<std::uint32_t>(total / tasks);
+        std::cout << tool << ": " << total << " inputs of the " << c.variables << "-input circuit "
+                  << (from_file ? "'" + a.circuit_file + "'" : std::string("(built-in, Quinn's)")) << " ("
+                  << c.clauses.size() << " clauses) in " << tasks << " tasks of "
                   << (smallest == width ? std::to_string(width) : std::to_string(smallest) + "-" + std::to_string(width))
                   << " inputs, each evaluated " << repeat << " times\n";
-        std::cout << found.size() << " satisfying inputs\n";
+        std::cout << found.size() << " satisfying inputs" << (a.list && !found.empty() ? " (x0 first):" : "") << "\n";
         if (a.list)
-            for (const std::uint32_t z : found) std::cout << "  " << st::to_bits(z) << "  (" << z << ")\n";
-        std::cout << (verified ? "verified: exactly the circuit's 9 known solutions"
-                               : "NOT verified: the circuit has exactly 9 known solutions")
-                  << "\n";
+            for (const std::uint32_t z : found) std::cout << "  " << st::to_bits(z, c.variables) << "  (" << z << ")\n";
+        std::cout << (verified ? "verified: identical to " : "NOT verified: differs from ") << against << "\n";
         pfarm::tools::print_report(std::cout, report);
     }
     if (!verified) {
-        std::cerr << tool << ": verification failed: found " << found.size()
-                  << " satisfying inputs; expected the circuit's 9 known solutions\n";
+        std::cerr << tool << ": verification failed: found " << found.size() << " satisfying inputs; expected "
+                  << expected.size() << " (" << against << ")\n";
         return 1;
     }
     return 0;
@@ -107,15 +106,20 @@ int main(int argc, char** argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     root_speaks quiet(rank);
 
-    CLI::App app{"pfarm-sat: circuit satisfiability (seed 003): exhaustive search of the classic 16-input circuit's "
-                 "2^16 inputs, farmed as blocks of inputs, checked against its 9 known solutions"};
+    CLI::App app{"pfarm-circuit: circuit satisfiability (seed 003): exhaustive search of a circuit's 2^n inputs (the "
+                 "classic 16-input circuit, or --circuit FILE), farmed as blocks of inputs, reporting every "
+                 "satisfying assignment"};
     app_args a;
     pfarm::farm_options farm;
     farm.replicated_input = true;  // a task's input is its block number, which every rank holds
     pfarm::tools::add_farm_options(app, farm);
-    app.add_option("--tasks", a.tasks, "blocks the 65536 inputs are cut into, 1 to 65536 (default 1024)");
+    app.add_option("--circuit", a.circuit_file,
+                   "read the circuit from FILE: 'variables N' then one clause per line, e.g. 'x0 | !x3' (README.md); "
+                   "default: the built-in 16-input circuit");
+    app.add_option("--tasks", a.tasks, "blocks the 2^n inputs are cut into, 1 to 2^n (default 1024)");
     app.add_option("--repeat", a.repeat, "evaluations of the circuit per input: the work knob (default 2000)");
-    app.add_flag("--list", a.list, "print the satisfying inputs (v0 first, as Quinn prints them)");
+    app.add_flag("--list,!--no-list", a.list,
+                 "print every satisfying input, x0 first as Quinn prints them (default); --no-list: the count only");
     app.add_flag("--json", a.json, "print the report and the result as one JSON object");
     try {
         return pfarm::tools::run_tool(tool, app, argc, argv, [&] { return run(a, farm); });

@@ -1,8 +1,10 @@
 // pfarm-mandelbrot: the Mandelbrot set of seed 000 (MSetLSM) farmed one column (or row) per task, checked
 // against the sequential loop, optionally written as a PGM image. README.md beside this file has examples.
+#include "app_support.hpp"
 #include "mandelbrot_kernel.hpp"
 
 #include "farm_cli.hpp"
+#include "pfarm/calcium/plot.hpp"
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
 
@@ -27,26 +29,11 @@ struct app_args {
     std::string by = "columns";
     std::string verify = "sequential";
     std::string output;
+    std::string window;
     bool json = false;
 };
 
-/// Rank 0 alone speaks on std::cout and std::cerr: every rank parses the same arguments and throws the same
-/// errors, so one message is enough.
-class root_speaks {
-public:
-    explicit root_speaks(int rank) {
-        if (rank != 0) out_ = std::cout.rdbuf(nullptr), err_ = std::cerr.rdbuf(nullptr);
-    }
-    ~root_speaks() {
-        if (out_) std::cout.rdbuf(out_), std::cerr.rdbuf(err_);
-    }
-    root_speaks(const root_speaks&) = delete;
-    root_speaks& operator=(const root_speaks&) = delete;
-
-private:
-    std::streambuf* out_ = nullptr;
-    std::streambuf* err_ = nullptr;
-};
+using pfarm::apps::root_speaks;
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -56,6 +43,10 @@ std::string hex(std::uint64_t v) {
     std::ostringstream s;
     s << std::hex << std::setw(16) << std::setfill('0') << v;
     return s.str();
+}
+
+bool is_png(const std::string& path) {
+    return path.size() >= 4 && (path.compare(path.size() - 4, 4, ".png") == 0 || path.compare(path.size() - 4, 4, ".PNG") == 0);
 }
 
 /// --output must be writable before the farm runs: rank 0 tries, every rank learns the verdict.
@@ -69,7 +60,9 @@ void check_output(MPI_Comm comm, int rank, const std::string& path) {
 int run(const app_args& a, const pfarm::farm_options& farm) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    const mb::params& p = a.image;
+    mb::params image = a.image;
+    if (!a.window.empty()) mb::parse_window(a.window, image);
+    const mb::params& p = image;
     mb::validate(p);
     const mb::decomposition by = mb::parse_decomposition(a.by);
     if (a.verify != "sequential" && a.verify != "none")
@@ -116,7 +109,18 @@ int run(const app_args& a, const pfarm::farm_options& farm) {
     }
     if (!a.output.empty()) {
         std::ofstream file(a.output, std::ios::binary);
-        mb::write_pgm(file, p, mset);
+        if (is_png(a.output)) {
+            // 8-bit RGB through the calcium app's dependency-free PNG encoder (deflate via zlib where built).
+            const std::vector<std::uint8_t> gray = mb::shades(p, mset);
+            pfarm::calcium::image img;
+            img.width = p.nx, img.height = p.ny;
+            img.pixels.reserve(gray.size() * 3);
+            for (const std::uint8_t g : gray) img.pixels.insert(img.pixels.end(), {g, g, g});
+            const std::string bytes = pfarm::calcium::encode_png(img);
+            file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        } else {
+            mb::write_pgm(file, p, mset);
+        }
         file.close();
         if (!file) throw pfarm::invalid_argument("--output", "'" + a.output + "' could not be written");
     }
@@ -127,12 +131,13 @@ int run(const app_args& a, const pfarm::farm_options& farm) {
         j["width"] = p.nx;
         j["height"] = p.ny;
         j["xmin"] = p.xmin, j["xmax"] = p.xmax, j["ymin"] = p.ymin, j["ymax"] = p.ymax;
-        j["max_iter"] = p.maxiter;
+        j["max_iterations"] = p.maxiter;
         j["bailout"] = p.bailout;
         j["by"] = mb::to_string(by);
-        j["checksum"] = hex(s.checksum);
-        j["inside"] = s.inside;
+        j["checksum"] = s.iterations;  // the total iteration count over all pixels
         j["iterations"] = s.iterations;
+        j["hash"] = hex(s.hash);
+        j["inside"] = s.inside;
         j["verification"] = a.verify;
         j["verified"] = verified ? nlohmann::json(*verified) : nlohmann::json(nullptr);
         if (verified) j["mismatches"] = mismatches, j["verify_seconds"] = verify_seconds;
@@ -142,8 +147,8 @@ int run(const app_args& a, const pfarm::farm_options& farm) {
         std::cout << tool << ": " << p.nx << " x " << p.ny << " points of [" << p.xmin << ", " << p.xmax << "] x ["
                   << p.ymin << ", " << p.ymax << "], max " << p.maxiter << " iterations, bailout " << p.bailout << "; "
                   << tasks << " tasks (" << mb::to_string(by) << ")\n";
-        std::cout << "checksum " << hex(s.checksum) << ", " << s.inside << " points inside, " << s.iterations
-                  << " iterations\n";
+        std::cout << "checksum " << s.iterations << " (total iterations over all pixels), hash " << hex(s.hash)
+                  << ", " << s.inside << " points inside\n";
         if (verified)
             std::cout << (*verified ? "verified: identical to the sequential MSetLSM"
                                     : "NOT verified: differs from the sequential MSetLSM at " +
@@ -176,16 +181,18 @@ int main(int argc, char** argv) {
     pfarm::tools::add_farm_options(app, farm);
     app.add_option("--width,--nx", a.image.nx, "points along x: the columns (default 600)");
     app.add_option("--height,--ny", a.image.ny, "points along y: the rows (default 600)");
-    app.add_option("--max-iter", a.image.maxiter, "iterations per point at most (default 2000)");
-    app.add_option("--xmin", a.image.xmin, "domain left edge (default -2: seed 000 uses [-2, 2] x [-2, 2])");
+    app.add_option("--max-iterations,--max-iter", a.image.maxiter, "iterations per point at most (default 2000)");
+    app.add_option("--window", a.window,
+                   "the domain as xmin,xmax,ymin,ymax (default -2,2,-2,2, seed 000's; seed 001: --window=-1.8,0.5,-1.2,1.2; write = before a leading minus)");
+    app.add_option("--xmin", a.image.xmin, "domain left edge (default -2; --window sets all four)");
     app.add_option("--xmax", a.image.xmax, "domain right edge (default 2)");
     app.add_option("--ymin", a.image.ymin, "domain bottom edge (default -2)");
     app.add_option("--ymax", a.image.ymax, "domain top edge (default 2)");
     app.add_option("--bailout", a.image.bailout,
-                   "MSetLevel iterates while x^2 + y^2 < BAILOUT: 2 as in seed 000 (default), 4 for |z| < 2");
+                   "iterate while x^2 + y^2 < BAILOUT: 4 (|z| < 2, default); 2 is seed 000's pseudo-code literally, a typo");
     app.add_option("--by", a.by, "one task per column (default, seed 000) or per row: columns|rows");
     app.add_option("--verify", a.verify, "sequential (recompute on rank 0 and compare, default) or none");
-    app.add_option("--output,-o", a.output, "write the image to FILE as a binary PGM");
+    app.add_option("--output,-o", a.output, "write the image to FILE: PNG if FILE ends in .png, else binary PGM");
     app.add_flag("--json", a.json, "print the report and the result as one JSON object");
     try {
         return pfarm::tools::run_tool(tool, app, argc, argv, [&] { return run(a, farm); });

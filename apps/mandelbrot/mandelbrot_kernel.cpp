@@ -11,15 +11,41 @@ namespace pfarm::apps::mandelbrot {
 void validate(const params& p) {
     if (p.nx < 2) throw invalid_argument("--width", "is " + std::to_string(p.nx) + "; expected at least 2");
     if (p.ny < 2) throw invalid_argument("--height", "is " + std::to_string(p.ny) + "; expected at least 2");
-    if (p.maxiter < 1) throw invalid_argument("--max-iter", "is " + std::to_string(p.maxiter) + "; expected at least 1");
+    if (p.maxiter < 1) throw invalid_argument("--max-iterations", "is " + std::to_string(p.maxiter) + "; expected at least 1");
     if (!std::isfinite(p.xmin) || !std::isfinite(p.xmax) || !(p.xmin < p.xmax))
-        throw invalid_argument("--xmin", "the x range [" + std::to_string(p.xmin) + ", " + std::to_string(p.xmax) +
+        throw invalid_argument("--window", "the x range [" + std::to_string(p.xmin) + ", " + std::to_string(p.xmax) +
                                              "] is empty or not finite; expected xmin < xmax");
     if (!std::isfinite(p.ymin) || !std::isfinite(p.ymax) || !(p.ymin < p.ymax))
-        throw invalid_argument("--ymin", "the y range [" + std::to_string(p.ymin) + ", " + std::to_string(p.ymax) +
+        throw invalid_argument("--window", "the y range [" + std::to_string(p.ymin) + ", " + std::to_string(p.ymax) +
                                              "] is empty or not finite; expected ymin < ymax");
     if (!std::isfinite(p.bailout) || !(p.bailout > 0.0))
         throw invalid_argument("--bailout", "is " + std::to_string(p.bailout) + "; expected a positive number");
+}
+
+void parse_window(const std::string& text, params& p) {
+    double v[4];
+    std::size_t pos = 0;
+    for (int i = 0; i < 4; ++i) {
+        const std::size_t end = i < 3 ? text.find(',', pos) : text.size();
+        if (end == std::string::npos) break;
+        const std::string field = text.substr(pos, end - pos);
+        std::size_t used = 0;
+        try {
+            v[i] = std::stod(field, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (field.empty() || used != field.size() || !std::isfinite(v[i]))
+            throw invalid_argument("--window", "is '" + text + "'; expected four numbers xmin,xmax,ymin,ymax");
+        if (i == 3) {
+            p.xmin = v[0], p.xmax = v[1], p.ymin = v[2], p.ymax = v[3];
+            if (!(p.xmin < p.xmax) || !(p.ymin < p.ymax))
+                throw invalid_argument("--window", "is '" + text + "'; expected xmin < xmax and ymin < ymax");
+            return;
+        }
+        pos = end + 1;
+    }
+    throw invalid_argument("--window", "is '" + text + "'; expected four numbers xmin,xmax,ymin,ymax");
 }
 
 void column(const params& p, int ix, std::span<std::uint32_t> out) {
@@ -46,11 +72,11 @@ std::vector<std::uint32_t> sequential(const params& p) {
 
 summary summarize(std::span<const std::uint32_t> mset, int maxiter) {
     summary s;
-    s.checksum = 14695981039346656037ull;
+    s.hash = 14695981039346656037ull;
     for (const std::uint32_t v : mset) {
         for (int b = 0; b < 4; ++b) {
-            s.checksum ^= (v >> (8 * b)) & 0xffu;
-            s.checksum *= 1099511628211ull;
+            s.hash ^= (v >> (8 * b)) & 0xffu;
+            s.hash *= 1099511628211ull;
         }
         s.iterations += v;
         if (v >= static_cast<std::uint32_t>(maxiter)) ++s.inside;
@@ -60,8 +86,14 @@ summary summarize(std::span<const std::uint32_t> mset, int maxiter) {
 
 void write_pgm(std::ostream& out, const params& p, std::span<const std::uint32_t> mset) {
     out << "P5\n" << p.nx << ' ' << p.ny << "\n255\n";
+    const std::vector<std::uint8_t> pixels = shades(p, mset);
+    out.write(reinterpret_cast<const char*>(pixels.data()), static_cast<std::streamsize>(pixels.size()));
+}
+
+std::vector<std::uint8_t> shades(const params& p, std::span<const std::uint32_t> mset) {
     const double scale = 255.0 / std::log(1.0 + p.maxiter);
-    std::vector<char> line(static_cast<std::size_t>(p.nx));
+    std::vector<std::uint8_t> pixels;
+    pixels.reserve(static_cast<std::size_t>(p.nx) * static_cast<std::size_t>(p.ny));
     for (int iy = p.ny - 1; iy >= 0; --iy) {
         for (int ix = 0; ix < p.nx; ++ix) {
             const std::uint32_t v = mset[static_cast<std::size_t>(ix) * static_cast<std::size_t>(p.ny) +
@@ -69,10 +101,10 @@ void write_pgm(std::ostream& out, const params& p, std::span<const std::uint32_t
             const int shade = v >= static_cast<std::uint32_t>(p.maxiter)
                                   ? 0
                                   : std::clamp(static_cast<int>(std::lround(scale * std::log(1.0 + v))), 1, 255);
-            line[static_cast<std::size_t>(ix)] = static_cast<char>(static_cast<unsigned char>(shade));
+            pixels.push_back(static_cast<std::uint8_t>(shade));
         }
-        out.write(line.data(), static_cast<std::streamsize>(line.size()));
     }
+    return pixels;
 }
 
 decomposition parse_decomposition(const std::string& text) {

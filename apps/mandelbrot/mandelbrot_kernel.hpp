@@ -12,20 +12,25 @@ namespace pfarm::apps::mandelbrot {
 
 /// The image: nx x ny points of [xmin, xmax] x [ymin, ymax], at most maxiter iterations per point.
 /// Seed 000's domain is [-2, 2] x [-2, 2]. `bailout` is the bound on x^2 + y^2 that MSetLevel tests:
-/// the paper writes 2.0; the textbook escape radius |z| = 2 is 4.0.
+/// 4.0 (|z| < 2, the escape radius the paper means, default); the paper's pseudo-code literally writes 2.0,
+/// a typo kept available as `--bailout 2`.
 struct params {
     int nx = 600;
     int ny = 600;
     double xmin = -2.0, xmax = 2.0;
     double ymin = -2.0, ymax = 2.0;
     int maxiter = 2000;
-    double bailout = 2.0;
+    double bailout = 4.0;
 };
 
-/// Throws pfarm::invalid_argument naming the option ("--width", "--height", "--max-iter", "--xmin", "--ymin",
+/// Throws pfarm::invalid_argument naming the option ("--width", "--height", "--max-iterations", "--window",
 /// "--bailout") when the image is not computable: fewer than 2 points a side (the paper divides by nx - 1),
 /// an empty or non-finite range, maxiter < 1.
 void validate(const params& p);
+
+/// Parses --window's "xmin,xmax,ymin,ymax" into p; throws invalid_argument("--window", ...) unless it is four
+/// finite numbers with xmin < xmax and ymin < ymax.
+void parse_window(const std::string& text, params& p);
 
 /// MSetLevel(cx, cy, maxiter): iterations until x^2 + y^2 reaches the bailout, at most maxiter.
 inline std::uint32_t level(double cx, double cy, int maxiter, double bailout) {
@@ -56,15 +61,17 @@ std::vector<std::uint32_t> sequential(const params& p);
 
 /// What the app prints of an image (held as by sequential()).
 struct summary {
-    std::uint64_t checksum = 0;    ///< FNV-1a (64 bit) of the levels in [ix][iy] order: position-sensitive
+    std::uint64_t iterations = 0;  ///< sum of the levels over all pixels: the issue's checksum (the total work)
+    std::uint64_t hash = 0;        ///< FNV-1a (64 bit) of the levels in [ix][iy] order: position-sensitive
     std::uint64_t inside = 0;      ///< points that reached maxiter
-    std::uint64_t iterations = 0;  ///< sum of the levels: the total work
 };
 summary summarize(std::span<const std::uint32_t> mset, int maxiter);
 
 /// Writes the image as a binary PGM (P5, 8 bit): row 0 at ymax, column 0 at xmin; points of the set black,
 /// the others shaded by log(level).
 void write_pgm(std::ostream& out, const params& p, std::span<const std::uint32_t> mset);
+/// The 8-bit shades write_pgm writes, row-major from the top row (ymax) down.
+std::vector<std::uint8_t> shades(const params& p, std::span<const std::uint32_t> mset);
 
 /// "columns" or "rows": how the image is cut into tasks. Throws invalid_argument("--by", ...) otherwise.
 enum class decomposition { columns, rows };

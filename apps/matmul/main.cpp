@@ -1,5 +1,6 @@
 // pfarm-matmul: matrix multiplication Z = X Y (seeds 001, 003) farmed one row of Z per task, in one of seed
 // 001's four loop shapes, checked against the sequential loop or by Freivalds' test. README.md has examples.
+#include "app_support.hpp"
 #include "matmul_kernel.hpp"
 
 #include "farm_cli.hpp"
@@ -30,23 +31,7 @@ struct app_args {
     bool json = false;
 };
 
-/// Rank 0 alone speaks on std::cout and std::cerr: every rank parses the same arguments and throws the same
-/// errors, so one message is enough.
-class root_speaks {
-public:
-    explicit root_speaks(int rank) {
-        if (rank != 0) out_ = std::cout.rdbuf(nullptr), err_ = std::cerr.rdbuf(nullptr);
-    }
-    ~root_speaks() {
-        if (out_) std::cout.rdbuf(out_), std::cerr.rdbuf(err_);
-    }
-    root_speaks(const root_speaks&) = delete;
-    root_speaks& operator=(const root_speaks&) = delete;
-
-private:
-    std::streambuf* out_ = nullptr;
-    std::streambuf* err_ = nullptr;
-};
+using pfarm::apps::root_speaks;
 
 int run(const app_args& a, const pfarm::farm_options& farm) {
     int rank = 0;

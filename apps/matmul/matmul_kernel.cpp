@@ -1,3 +1,4 @@
+#include "app_support.hpp"
 #include "matmul_kernel.hpp"
 
 #include "pfarm/error.hpp"
@@ -9,18 +10,7 @@ namespace pfarm::apps::matmul {
 
 namespace {
 
-/// splitmix64 (Steele, Lea & Flood 2014): a tiny generator whose output is fixed by the seed everywhere.
-struct splitmix64 {
-    std::uint64_t state;
-    std::uint64_t next() {
-        std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
-    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-52 - 1.0; }  // [-1, 1)
-    int below(int n) { return static_cast<int>(next() % static_cast<std::uint64_t>(n)); }  // [0, n)
-};
+using pfarm::apps::splitmix64;
 
 }  // namespace
 

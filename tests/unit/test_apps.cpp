@@ -1,12 +1,12 @@
 // The apps' compute kernels, without MPI: what each task computes, against direct formulas, the sequential
 // loops and known results (apps/*/README.md). The kernels are built with the apps (PFARM_BUILD_TOOLS); without
 // them this file holds no tests.
-#if __has_include("mandelbrot_kernel.hpp") && __has_include("convolution_kernel.hpp") && \
-    __has_include("matmul_kernel.hpp") && __has_include("sat_kernel.hpp")
-#include "convolution_kernel.hpp"
+#if __has_include("mandelbrot_kernel.hpp") && __has_include("adjoint_kernel.hpp") && \
+    __has_include("matmul_kernel.hpp") && __has_include("circuit_kernel.hpp")
+#include "adjoint_kernel.hpp"
 #include "mandelbrot_kernel.hpp"
 #include "matmul_kernel.hpp"
-#include "sat_kernel.hpp"
+#include "circuit_kernel.hpp"
 
 #include "pfarm/error.hpp"
 
@@ -81,7 +81,7 @@ TEST(AppMandelbrot, InsideCountEstimatesTheKnownArea) {
 TEST(AppMandelbrot, SummaryIsPositionSensitive) {
     const std::vector<std::uint32_t> a{1, 2, 3, 10}, b{2, 1, 3, 10};
     const auto sa = mb::summarize(a, 10), sb = mb::summarize(b, 10);
-    EXPECT_NE(sa.checksum, sb.checksum);
+    EXPECT_NE(sa.hash, sb.hash);
     EXPECT_EQ(sa.iterations, 16u);
     EXPECT_EQ(sa.inside, 1u);
 }
@@ -96,6 +96,38 @@ TEST(AppMandelbrot, WritesAPgm) {
     EXPECT_EQ(text.size(), std::string("P5\n5 3\n255\n").size() + 15);
 }
 
+TEST(AppMandelbrot, DefaultsAreSeed000sWithTheEscapeRadiusTwo) {
+    const mb::params p;
+    EXPECT_EQ(p.bailout, 4.0);  // x^2 + y^2 < 4, i.e. |z| < 2; the pseudo-code's 2.0 is a typo (--bailout 2)
+    EXPECT_EQ(p.xmin, -2.0);
+    EXPECT_EQ(p.xmax, 2.0);
+    EXPECT_EQ(p.ymin, -2.0);
+    EXPECT_EQ(p.ymax, 2.0);
+}
+
+TEST(AppMandelbrot, ChecksumIsTheTotalIterationCount) {
+    mb::params p;
+    p.nx = 7, p.ny = 5, p.maxiter = 50;
+    std::uint64_t total = 0;
+    for (int ix = 0; ix < p.nx; ++ix)
+        for (int iy = 0; iy < p.ny; ++iy) total += mb::level(mb::cx(p, ix), mb::cy(p, iy), p.maxiter, p.bailout);
+    EXPECT_EQ(mb::summarize(mb::sequential(p), p.maxiter).iterations, total);
+}
+
+TEST(AppMandelbrot, ParsesTheWindow) {
+    mb::params p;
+    mb::parse_window("-1.8,0.5,-1.2,1.2", p);
+    EXPECT_EQ(p.xmin, -1.8);
+    EXPECT_EQ(p.xmax, 0.5);
+    EXPECT_EQ(p.ymin, -1.2);
+    EXPECT_EQ(p.ymax, 1.2);
+    EXPECT_DOUBLE_EQ(mb::cx(p, 0), -1.8);
+    for (const char* bad : {"", "1,2,3", "1,2,3,4,5", "a,1,2,3", "2,1,0,1", "0,1,1,1", "0,1,0,inf"}) {
+        mb::params q;
+        expect_invalid([&] { mb::parse_window(bad, q); }, "--window");
+    }
+}
+
 TEST(AppMandelbrot, RejectsBadImages) {
     mb::params p;
     p.nx = 1;
@@ -103,11 +135,11 @@ TEST(AppMandelbrot, RejectsBadImages) {
     p = {}, p.ny = 0;
     expect_invalid([&] { mb::validate(p); }, "--height");
     p = {}, p.maxiter = 0;
-    expect_invalid([&] { mb::validate(p); }, "--max-iter");
+    expect_invalid([&] { mb::validate(p); }, "--max-iterations");
     p = {}, p.xmax = p.xmin;
-    expect_invalid([&] { mb::validate(p); }, "--xmin");
+    expect_invalid([&] { mb::validate(p); }, "--window");
     p = {}, p.ymin = std::numeric_limits<double>::quiet_NaN();
-    expect_invalid([&] { mb::validate(p); }, "--ymin");
+    expect_invalid([&] { mb::validate(p); }, "--window");
     p = {}, p.bailout = -1;
     expect_invalid([&] { mb::validate(p); }, "--bailout");
     EXPECT_NO_THROW(mb::validate(mb::params{}));
@@ -117,9 +149,9 @@ TEST(AppMandelbrot, RejectsBadImages) {
 
 // ---- Adjoint convolution (seed 000) ----
 
-namespace cv = pfarm::apps::convolution;
+namespace cv = pfarm::apps::adjoint;
 
-TEST(AppConvolution, ElementIsTheLoopOfSeed000) {
+TEST(AppAdjoint, ElementIsTheLoopOfSeed000) {
     const cv::problem p = cv::make_problem(3, 42);  // N*N = 9 iterations
     ASSERT_EQ(p.iterations(), 9);
     // The paper's loop with 1-based arrays, literally.
@@ -133,7 +165,7 @@ TEST(AppConvolution, ElementIsTheLoopOfSeed000) {
     EXPECT_DOUBLE_EQ(cv::element(p, 9), p.a0[8] + p.x * p.b[8] * p.c[0]);
 }
 
-TEST(AppConvolution, SequentialAgreesWithTheTasks) {
+TEST(AppAdjoint, SequentialAgreesWithTheTasks) {
     const cv::problem p = cv::make_problem(9, 7);
     const auto a = cv::sequential(p);
     ASSERT_EQ(a.size(), 81u);
@@ -148,7 +180,7 @@ TEST(AppConvolution, SequentialAgreesWithTheTasks) {
     EXPECT_FALSE(cv::compare(tasks, a).ok());
 }
 
-TEST(AppConvolution, ArraysComeFromTheSeed) {
+TEST(AppAdjoint, ArraysComeFromTheSeed) {
     const cv::problem p = cv::make_problem(5, 1), q = cv::make_problem(5, 1), r = cv::make_problem(5, 2);
     EXPECT_EQ(p.b, q.b);
     EXPECT_EQ(p.c, q.c);
@@ -240,9 +272,9 @@ TEST(AppMatmul, ChecksCatchAWrongRow) {
 
 // ---- Circuit satisfiability (seed 003; Quinn's 16-input circuit) ----
 
-namespace st = pfarm::apps::sat;
+namespace st = pfarm::apps::circuit;
 
-TEST(AppSat, TheCircuitHasItsNineKnownSolutions) {
+TEST(AppCircuit, TheCircuitHasItsNineKnownSolutions) {
     const auto known = st::known_solutions();
     ASSERT_EQ(known.size(), 9u);
     for (const auto z : known) EXPECT_TRUE(st::check_circuit(z)) << st::to_bits(z);
@@ -256,7 +288,7 @@ TEST(AppSat, TheCircuitHasItsNineKnownSolutions) {
     EXPECT_EQ(st::to_bits(known.front()), "1010111110011001");
 }
 
-TEST(AppSat, BlocksCoverEveryInputOnce) {
+TEST(AppCircuit, BlocksCoverEveryInputOnce) {
     for (const std::uint32_t tasks : {1u, 3u, 7u, 1000u, 1024u, 65535u, 65536u}) {
         std::uint32_t next = 0, widest = 0;
         for (std::uint32_t t = 0; t < tasks; ++t) {
@@ -271,7 +303,7 @@ TEST(AppSat, BlocksCoverEveryInputOnce) {
     }
 }
 
-TEST(AppSat, TasksFindTheSolutions) {
+TEST(AppCircuit, TasksFindTheSolutions) {
     for (const std::uint32_t tasks : {1u, 7u, 1000u}) {
         const std::uint32_t width = st::task_width(tasks);
         std::vector<std::uint8_t> flags(std::size_t{tasks} * width, 7);
@@ -282,11 +314,50 @@ TEST(AppSat, TasksFindTheSolutions) {
     }
 }
 
-TEST(AppSat, RejectsBadSizes) {
+TEST(AppCircuit, RejectsBadSizes) {
     expect_invalid([] { st::validate(0, 1); }, "--tasks");
     expect_invalid([] { st::validate(65537, 1); }, "--tasks");
     expect_invalid([] { st::validate(8, 0); }, "--repeat");
     EXPECT_NO_THROW(st::validate(65536, 1));
+    expect_invalid([] { st::validate(17, 1, 16); }, "--tasks");
+}
+
+TEST(AppCircuit, TheBuiltInCircuitAsClausesIsQuinns) {
+    const st::circuit c = st::builtin();
+    EXPECT_EQ(c.variables, 16);
+    EXPECT_EQ(c.clauses.size(), 18u);
+    for (std::uint32_t z = 0; z < st::combinations; ++z) ASSERT_EQ(c.satisfied(z), st::check_circuit(z)) << z;
+    EXPECT_EQ(st::sequential(c), st::known_solutions());
+}
+
+TEST(AppCircuit, ReadsAFileCircuitAndFindsItsSolutions) {
+    // tests/data/circuit-small.txt: (x0 xor x1) and x2 and (x3 implies x0): inputs 5, 6, 13.
+    std::istringstream in("# comment\n\nvariables 4\nx0 | x1\n!x0 | !x1   # not both\nx2\n~x3 | x0\n");
+    const st::circuit c = st::parse_circuit(in, "small");
+    EXPECT_EQ(c.variables, 4);
+    ASSERT_EQ(c.clauses.size(), 4u);
+    EXPECT_EQ(c.clauses[1], (std::vector<st::literal>{{0, true}, {1, true}}));
+    const std::vector<std::uint32_t> expected{5, 6, 13};
+    EXPECT_EQ(st::sequential(c), expected);
+    EXPECT_EQ(st::to_bits(5, 4), "1010");
+    EXPECT_EQ(st::to_bits(13, 4), "1011");
+    for (const std::uint32_t tasks : {1u, 3u, 16u}) {
+        const std::uint32_t width = st::task_width(tasks, c.combinations());
+        std::vector<std::uint8_t> flags(std::size_t{tasks} * width, 7);
+        for (std::uint32_t t = 0; t < tasks; ++t)
+            st::run_task(c, t, tasks, 2, std::span<std::uint8_t>(flags).subspan(std::size_t{t} * width, width));
+        EXPECT_EQ(st::solutions(flags, tasks, c.combinations()), expected) << tasks;
+    }
+}
+
+TEST(AppCircuit, RejectsBadCircuitFiles) {
+    for (const char* bad : {"", "x0 | x1\n", "variables 0\nx0\n", "variables 27\nx0\n", "variables 2\n",
+                            "variables 2\nx2\n", "variables 2\nx0 | y1\n", "variables 2\nx0 ||x1\n",
+                            "variables 2 3\nx0\n"}) {
+        std::istringstream in(bad);
+        expect_invalid([&] { st::parse_circuit(in, "bad"); }, "--circuit");
+    }
+    expect_invalid([] { st::read_circuit("/nonexistent/circuit.txt"); }, "--circuit");
 }
 
 }  // namespace

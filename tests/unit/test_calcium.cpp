@@ -1,7 +1,8 @@
 // The science of pfarm-calcium (apps/calcium): the generator, the binomial sampler, the gating kinetics, the
 // GHK unitary current, the calcium balance, and the checks the issue asks of the model on small N: a bell-shaped
 // inward I-V curve peaking between -10 and +15 mV with |I(+60)| < 0.15 |I_peak|, the open count over a long
-// pulse at N m_inf^2 within a few standard errors, and experiments that depend only on (seed, index).
+// pulse at N m_inf^2 within a few standard errors, the mean open count over many seeds at N m(t)^2 of the
+// deterministic gating solution, the mean current linear in N, and experiments that depend only on (seed, index).
 // Compiled only when the model library is linked (tests/CMakeLists.txt links it when apps are built).
 #if __has_include("pfarm/calcium/model.hpp")
 
@@ -454,6 +455,105 @@ TEST(CalciumScience, MeanOpenCountOverALongPulseIsNmInfSquared) {
     expect_open_mean(update_method::per_channel, 10.0, 2);
     expect_open_mean(update_method::population, -20.0, 3);
     expect_open_mean(update_method::population, 10.0, 4);
+}
+
+/// The deterministic gating solution after a step from the holding voltage to v: each gate's open probability
+/// m(t) = m_inf + (m0 - m_inf) e^{-(a + b) t}, the exact solution of dm/dt = a (1 - m) - b m with m0 = m_inf(holding).
+double m_of_t(double v, double holding, double t_ms, double temperature_C) {
+    const gating_rates r = rates_at(v, temperature_C);
+    const double inf = r.alpha / (r.alpha + r.beta), m0 = m_inf(holding);
+    return inf + (m0 - inf) * std::exp(-(r.alpha + r.beta) * t_ms);
+}
+
+/// The mean open count over many seeds at a few times after the pulse onset against N m(t)^2, within 4 standard
+/// errors (the sample standard deviation over the seeds / sqrt(seeds)).
+void expect_ensemble_open_count(update_method u, double v) {
+    const model_parameters m;
+    protocol p;
+    p.channels = 100;
+    p.update = u;
+    p.steps = 600;              // 6 ms
+    p.pulse_start_s = 0.001;    // onset at step 100
+    p.peak_duration_s = 0.005;  // to the end
+    const pulse_window w = window_of(p);
+    ASSERT_EQ(w.on, 100u);
+    const gating_rates r = rates_at(v, m.temperature_C);
+    const double dt_ms = p.dt_s * 1e3;
+    // Times where (a + b) t is 0.25, 0.5, 1, 2 and 4: through the activation and on the plateau; plus the onset
+    // itself (k = 0: still the holding state, N m_inf(holding)^2).
+    std::vector<std::uint64_t> ks{0};
+    for (const double x : {0.25, 0.5, 1.0, 2.0, 4.0})
+        ks.push_back(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(x / ((r.alpha + r.beta) * dt_ms)))));
+    ASSERT_LT(ks.back(), w.length);
+    const int seeds = 200;
+    std::vector<double> sum(ks.size(), 0.0), sum_sq(ks.size(), 0.0);
+    for (int s = 0; s < seeds; ++s) {
+        const trace t = simulate(m, p, v, {static_cast<std::uint64_t>(1000 + s), 7});
+        for (std::size_t i = 0; i < ks.size(); ++i) {
+            const double open = t.open[w.on + ks[i]];  // the state at t = k dt after the onset
+            sum[i] += open;
+            sum_sq[i] += open * open;
+        }
+    }
+    for (std::size_t i = 0; i < ks.size(); ++i) {
+        const double mean = sum[i] / seeds;
+        const double var = (sum_sq[i] - seeds * mean * mean) / (seeds - 1);
+        const double se = std::sqrt(var / seeds);
+        const double t_ms = static_cast<double>(ks[i]) * dt_ms;
+        const double mt = m_of_t(v, p.holding_mV, t_ms, m.temperature_C);
+        const double expected = static_cast<double>(p.channels) * mt * mt;
+        // The open count of N independent channels is Binomial(N, m(t)^2): a floor on se for the holding state,
+        // where almost every run has 0 open (se would be 0).
+        const double floor_se = std::sqrt(static_cast<double>(p.channels) * mt * mt * (1 - mt * mt) / seeds);
+        EXPECT_NEAR(mean, expected, 4 * std::max(se, floor_se) + 1e-9)
+            << to_string(u) << " at " << v << " mV, t = " << t_ms << " ms: mean " << mean << ", N m(t)^2 " << expected
+            << ", se " << se;
+    }
+}
+
+TEST(CalciumScience, EnsembleMeanOpenCountFollowsTheDeterministicSolution) {
+    expect_ensemble_open_count(update_method::per_channel, -10.0);
+    expect_ensemble_open_count(update_method::per_channel, 20.0);
+    expect_ensemble_open_count(update_method::population, -10.0);
+    expect_ensemble_open_count(update_method::population, 20.0);
+}
+
+TEST(CalciumScience, MeanCurrentScalesLinearlyWithN) {
+    // The plateau current per channel over many seeds is the same for N = 500, 1000, 2000 within statistical
+    // error, and is the deterministic m_inf^2 i(V) (the calcium that flows in changes i by far less than 1e-3).
+    const model_parameters m;
+    const double v = 0.0;
+    const int seeds = 40;
+    std::vector<double> per_channel, se;
+    for (const std::uint64_t n : {500u, 1000u, 2000u}) {
+        for (const update_method u : {update_method::population, update_method::per_channel}) {
+            if (u == update_method::per_channel && n != 1000u) continue;  // the per-channel method: one N (cost)
+            protocol p;
+            p.channels = n;
+            p.update = u;
+            p.steps = 2000;  // 20 ms
+            p.peak_duration_s = 0.016;
+            double sum = 0.0, sum_sq = 0.0;
+            for (int s = 0; s < seeds; ++s) {
+                const summary x = summarize(simulate(m, p, v, {static_cast<std::uint64_t>(77 + s), n}), p, m, v);
+                const double i = x.plateau_current_pA / static_cast<double>(n);
+                sum += i;
+                sum_sq += i * i;
+            }
+            const double mean = sum / seeds;
+            per_channel.push_back(mean);
+            se.push_back(std::sqrt((sum_sq - seeds * mean * mean) / (seeds - 1) / seeds));
+            const double expected = expected_current_pA(v, n, m) / static_cast<double>(n);
+            EXPECT_NEAR(mean, expected, 4 * se.back() + 1e-3 * std::fabs(expected))
+                << "N = " << n << " " << to_string(u) << ": mean current / N " << mean << " pA, expected " << expected;
+        }
+    }
+    ASSERT_EQ(per_channel.size(), 4u);
+    for (std::size_t i = 0; i < per_channel.size(); ++i)
+        for (std::size_t j = i + 1; j < per_channel.size(); ++j)
+            EXPECT_NEAR(per_channel[i], per_channel[j], 4 * std::hypot(se[i], se[j]))
+                << "mean current / N differs between runs " << i << " and " << j;
+    EXPECT_LT(per_channel[0], 0.0);  // inward
 }
 
 // ---- summaries, sweep and files -------------------------------------------------------------------------------

@@ -1,0 +1,42 @@
+// What the apps share beyond pfarm_cli: quiet non-root ranks, and a seeded generator for their inputs.
+#pragma once
+
+#include <cstdint>
+#include <iostream>
+#include <streambuf>
+
+namespace pfarm::apps {
+
+/// Rank 0 alone speaks on std::cout and std::cerr: every rank parses the same arguments and throws the same
+/// errors, so one message is enough.
+class root_speaks {
+public:
+    explicit root_speaks(int rank) {
+        if (rank != 0) out_ = std::cout.rdbuf(nullptr), err_ = std::cerr.rdbuf(nullptr);
+    }
+    ~root_speaks() {
+        if (out_) std::cout.rdbuf(out_), std::cerr.rdbuf(err_);
+    }
+    root_speaks(const root_speaks&) = delete;
+    root_speaks& operator=(const root_speaks&) = delete;
+
+private:
+    std::streambuf* out_ = nullptr;
+    std::streambuf* err_ = nullptr;
+};
+
+/// splitmix64 (Steele, Lea & Flood 2014): a tiny generator whose output is fixed by the seed on every rank, so
+/// every rank generates the same input from it (replicated input: only indices travel).
+struct splitmix64 {
+    std::uint64_t state;
+    std::uint64_t next() {
+        std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-52 - 1.0; }  // [-1, 1)
+    int below(int n) { return static_cast<int>(next() % static_cast<std::uint64_t>(n)); }  // [0, n)
+};
+
+}  // namespace pfarm::apps
