@@ -32,7 +32,10 @@ echo "== 2. farmer overhead against raw MPI (pfarm-bench-overhead, 2 and $ranks 
 tasks=$([ $full = 1 ] && echo 200000 || echo 20000)
 for n in 2 "$ranks"; do
   $launcher -n "$n" $bin/benchmarks/pfarm-bench-overhead --tasks "$tasks" --repetitions 5 > "$out/overhead-$n.txt"
-  tail -1 "$out/overhead-$n.txt" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(f"{d[\"ranks\"]} ranks: raw {d[\"raw_round_trip_us\"]:.2f} us, pfarm {d[\"pfarm_round_trip_us\"]:.2f} us, ratio {d[\"ratio\"]:.2f} (target 1.5 at 2 ranks), prefetch ratio {d[\"prefetch_ratio\"]:.2f}")'
+  tail -1 "$out/overhead-$n.txt" | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+print("%d ranks: raw %.2f us, pfarm %.2f us, ratio %.2f (target 1.5 at 2 ranks), prefetch ratio %.2f"
+      % (d["ranks"], d["raw_round_trip_us"], d["pfarm_round_trip_us"], d["ratio"], d["prefetch_ratio"]))'
 done
 
 echo "== 3. schedule quality (pfarm-sim over platforms x workloads x techniques)"

@@ -9,6 +9,8 @@
 namespace pfarm::tools {
 
 void add_farm_options(CLI::App& app, farm_options& o) {
+    // Tools show progress unless told otherwise (the library itself is quiet by default).
+    o.progress = progress_mode::automatic;
     add_technique_options(app, o.technique, o.parameters, false);
     app.get_option("--technique")->required(false)->default_str(o.technique);
     app.add_flag("--farmer-computes", o.farmer_computes, "rank 0 computes chunks too");
