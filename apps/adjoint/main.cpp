@@ -117,12 +117,5 @@ int main(int argc, char** argv) {
     app.add_option("--verify", a.verify, "sequential (recompute on rank 0 and compare, default) or none");
     app.add_option("--tolerance", a.tolerance, "accepted |error| / (1 + |A|) against the sequential loop (default 1e-9)");
     app.add_flag("--json", a.json, "print the report and the result as one JSON object");
-    try {
-        return pfarm::tools::run_tool(tool, app, argc, argv, [&] { return run(a, farm); });
-    } catch (const std::exception& e) {
-        // Anything else leaves the other ranks waiting: say why, then end the whole job.
-        std::fprintf(stderr, "%s: rank %d: %s\n", tool, rank, e.what());
-        MPI_Abort(MPI_COMM_WORLD, 1);
-        return 1;
-    }
+    return pfarm::apps::run_app(tool, app, argc, argv, rank, [&] { return run(a, farm); });
 }

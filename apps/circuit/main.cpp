@@ -121,12 +121,5 @@ int main(int argc, char** argv) {
     app.add_flag("--list,!--no-list", a.list,
                  "print every satisfying input, x0 first as Quinn prints them (default); --no-list: the count only");
     app.add_flag("--json", a.json, "print the report and the result as one JSON object");
-    try {
-        return pfarm::tools::run_tool(tool, app, argc, argv, [&] { return run(a, farm); });
-    } catch (const std::exception& e) {
-        // Anything else leaves the other ranks waiting: say why, then end the whole job.
-        std::fprintf(stderr, "%s: rank %d: %s\n", tool, rank, e.what());
-        MPI_Abort(MPI_COMM_WORLD, 1);
-        return 1;
-    }
+    return pfarm::apps::run_app(tool, app, argc, argv, rank, [&] { return run(a, farm); });
 }

@@ -1,7 +1,14 @@
 // What the apps share beyond pfarm_cli: quiet non-root ranks, and a seeded generator for their inputs.
 #pragma once
 
+#include "options.hpp"
+
+#include <mpi.h>
+
 #include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <functional>
 #include <iostream>
 #include <streambuf>
 
@@ -38,5 +45,18 @@ struct splitmix64 {
     double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-52 - 1.0; }  // [-1, 1)
     int below(int n) { return static_cast<int>(next() % static_cast<std::uint64_t>(n)); }  // [0, n)
 };
+
+/// Parses the command line and runs `body` as pfarm::tools::run_tool does (exit 2 with a message on bad input).
+/// Anything else thrown would leave the other ranks waiting: it is reported with the rank, and the whole job
+/// ends with MPI_Abort.
+inline int run_app(const char* tool, CLI::App& app, int argc, char** argv, int rank, const std::function<int()>& body) {
+    try {
+        return pfarm::tools::run_tool(tool, app, argc, argv, body);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s: rank %d: %s\n", tool, rank, e.what());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return 1;
+    }
+}
 
 }  // namespace pfarm::apps

@@ -132,12 +132,5 @@ int main(int argc, char** argv) {
     app.add_option("--rounds", a.rounds, "random vectors of Freivalds' test (default 2)");
     app.add_option("--tolerance", a.tolerance, "accepted relative error (default 1e-9)");
     app.add_flag("--json", a.json, "print the report and the result as one JSON object");
-    try {
-        return pfarm::tools::run_tool(tool, app, argc, argv, [&] { return run(a, farm); });
-    } catch (const std::exception& e) {
-        // Anything else leaves the other ranks waiting: say why, then end the whole job.
-        std::fprintf(stderr, "%s: rank %d: %s\n", tool, rank, e.what());
-        MPI_Abort(MPI_COMM_WORLD, 1);
-        return 1;
-    }
+    return pfarm::apps::run_app(tool, app, argc, argv, rank, [&] { return run(a, farm); });
 }
