@@ -29,7 +29,6 @@ struct app_args {
     bool json = false;
 };
 
-using pfarm::apps::root_speaks;
 
 int run(const app_args& a, const pfarm::farm_options& farm) {
     int rank = 0;
@@ -100,10 +99,7 @@ int run(const app_args& a, const pfarm::farm_options& farm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    pfarm::mpi::environment env(&argc, &argv);
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    root_speaks quiet(rank);
+    const pfarm::apps::app_session session(&argc, &argv);
 
     CLI::App app{"pfarm-adjoint: the adjoint convolution of seed 000 farmed one outer iteration per task "
                  "(decreasing costs), checked against the sequential loop"};
@@ -117,5 +113,5 @@ int main(int argc, char** argv) {
     app.add_option("--verify", a.verify, "sequential (recompute on rank 0 and compare, default) or none");
     app.add_option("--tolerance", a.tolerance, "accepted |error| / (1 + |A|) against the sequential loop (default 1e-9)");
     app.add_flag("--json", a.json, "print the report and the result as one JSON object");
-    return pfarm::apps::run_app(tool, app, argc, argv, rank, [&] { return run(a, farm); });
+    return pfarm::apps::run_app(tool, app, argc, argv, session.rank, [&] { return run(a, farm); });
 }

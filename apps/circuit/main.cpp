@@ -30,7 +30,6 @@ struct app_args {
     bool json = false;
 };
 
-using pfarm::apps::root_speaks;
 
 int run(const app_args& a, const pfarm::farm_options& farm) {
     int rank = 0;
@@ -101,10 +100,7 @@ int run(const app_args& a, const pfarm::farm_options& farm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    pfarm::mpi::environment env(&argc, &argv);
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    root_speaks quiet(rank);
+    const pfarm::apps::app_session session(&argc, &argv);
 
     CLI::App app{"pfarm-circuit: circuit satisfiability (seed 003): exhaustive search of a circuit's 2^n inputs (the "
                  "classic 16-input circuit, or --circuit FILE), farmed as blocks of inputs, reporting every "
@@ -121,5 +117,5 @@ int main(int argc, char** argv) {
     app.add_flag("--list,!--no-list", a.list,
                  "print every satisfying input, x0 first as Quinn prints them (default); --no-list: the count only");
     app.add_flag("--json", a.json, "print the report and the result as one JSON object");
-    return pfarm::apps::run_app(tool, app, argc, argv, rank, [&] { return run(a, farm); });
+    return pfarm::apps::run_app(tool, app, argc, argv, session.rank, [&] { return run(a, farm); });
 }

@@ -3,6 +3,8 @@
 
 #include "options.hpp"
 
+#include "pfarm/mpi.hpp"
+
 #include <mpi.h>
 
 #include <cstdint>
@@ -44,6 +46,21 @@ struct splitmix64 {
     }
     double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-52 - 1.0; }  // [-1, 1)
     int below(int n) { return static_cast<int>(next() % static_cast<std::uint64_t>(n)); }  // [0, n)
+};
+
+/// What every app's main() sets up first: MPI (finalised on exit), this rank, and quiet non-root ranks.
+struct app_session {
+    app_session(int* argc, char*** argv) : env(argc, argv), rank(world_rank()), quiet(rank) {}
+    pfarm::mpi::environment env;
+    int rank;
+    root_speaks quiet;
+
+private:
+    static int world_rank() {
+        int r = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &r);
+        return r;
+    }
 };
 
 /// Parses the command line and runs `body` as pfarm::tools::run_tool does (exit 2 with a message on bad input).

@@ -33,7 +33,6 @@ struct app_args {
     bool json = false;
 };
 
-using pfarm::apps::root_speaks;
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -168,10 +167,7 @@ int run(const app_args& a, const pfarm::farm_options& farm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    pfarm::mpi::environment env(&argc, &argv);
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    root_speaks quiet(rank);
+    const pfarm::apps::app_session session(&argc, &argv);
 
     CLI::App app{"pfarm-mandelbrot: the Mandelbrot set (seed 000's MSetLSM) farmed one column or row per task, "
                  "checked against the sequential loop"};
@@ -194,5 +190,5 @@ int main(int argc, char** argv) {
     app.add_option("--verify", a.verify, "sequential (recompute on rank 0 and compare, default) or none");
     app.add_option("--output,-o", a.output, "write the image to FILE: PNG if FILE ends in .png, else binary PGM");
     app.add_flag("--json", a.json, "print the report and the result as one JSON object");
-    return pfarm::apps::run_app(tool, app, argc, argv, rank, [&] { return run(a, farm); });
+    return pfarm::apps::run_app(tool, app, argc, argv, session.rank, [&] { return run(a, farm); });
 }

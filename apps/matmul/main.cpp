@@ -31,7 +31,6 @@ struct app_args {
     bool json = false;
 };
 
-using pfarm::apps::root_speaks;
 
 int run(const app_args& a, const pfarm::farm_options& farm) {
     int rank = 0;
@@ -111,10 +110,7 @@ int run(const app_args& a, const pfarm::farm_options& farm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    pfarm::mpi::environment env(&argc, &argv);
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    root_speaks quiet(rank);
+    const pfarm::apps::app_session session(&argc, &argv);
 
     CLI::App app{"pfarm-matmul: Z = X Y farmed one row of Z per task (seeds 001, 003), in a uniform, increasing, "
                  "decreasing or random loop shape (seed 001), checked"};
@@ -132,5 +128,5 @@ int main(int argc, char** argv) {
     app.add_option("--rounds", a.rounds, "random vectors of Freivalds' test (default 2)");
     app.add_option("--tolerance", a.tolerance, "accepted relative error (default 1e-9)");
     app.add_flag("--json", a.json, "print the report and the result as one JSON object");
-    return pfarm::apps::run_app(tool, app, argc, argv, rank, [&] { return run(a, farm); });
+    return pfarm::apps::run_app(tool, app, argc, argv, session.rank, [&] { return run(a, farm); });
 }

@@ -3,6 +3,7 @@
 // them this file holds no tests.
 #if __has_include("mandelbrot_kernel.hpp") && __has_include("adjoint_kernel.hpp") && \
     __has_include("matmul_kernel.hpp") && __has_include("circuit_kernel.hpp")
+#include "test_support.hpp"
 #include "adjoint_kernel.hpp"
 #include "mandelbrot_kernel.hpp"
 #include "matmul_kernel.hpp"
@@ -20,15 +21,7 @@
 
 namespace {
 
-template <class F>
-void expect_invalid(F&& body, const std::string& argument) {
-    try {
-        body();
-        ADD_FAILURE() << "no exception; expected invalid_argument naming " << argument;
-    } catch (const pfarm::invalid_argument& e) {
-        EXPECT_EQ(e.argument(), argument) << e.what();
-    }
-}
+using pfarm::testing::expect_invalid;
 
 // ---- Mandelbrot (seed 000, MSetLSM / MSetLevel) ----
 

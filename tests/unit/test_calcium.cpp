@@ -6,6 +6,7 @@
 // Compiled only when the model library is linked (tests/CMakeLists.txt links it when apps are built).
 #if __has_include("pfarm/calcium/model.hpp")
 
+#include "test_support.hpp"
 #include "pfarm/calcium/binomial.hpp"
 #include "pfarm/calcium/model.hpp"
 #include "pfarm/calcium/philox.hpp"
@@ -27,15 +28,7 @@ namespace {
 
 using namespace pfarm::calcium;
 
-template <class F>
-void expect_invalid(F&& body, const std::string& argument) {
-    try {
-        body();
-        ADD_FAILURE() << "no exception; expected invalid_argument naming " << argument;
-    } catch (const pfarm::invalid_argument& e) {
-        EXPECT_EQ(e.argument(), argument) << e.what();
-    }
-}
+using pfarm::testing::expect_invalid;
 
 // ---- random numbers ----------------------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
 // Bad input gets a pfarm::invalid_argument naming the argument (DESIGN.md principle 6).
+#include "test_support.hpp"
 #include "pfarm/calibration.hpp"
 #include "pfarm/error.hpp"
 #include "pfarm/farmer.hpp"
@@ -12,16 +13,11 @@
 
 namespace {
 
-/// Runs `body`, expects a pfarm::invalid_argument whose argument() is `argument`.
+/// The shared check, and the message names the argument too.
 template <class F>
 void expect_invalid(F&& body, const std::string& argument) {
-    try {
-        body();
-        ADD_FAILURE() << "no exception; expected invalid_argument naming " << argument;
-    } catch (const pfarm::invalid_argument& e) {
-        EXPECT_EQ(e.argument(), argument) << e.what();
-        EXPECT_NE(std::string(e.what()).find(argument), std::string::npos) << e.what();
-    }
+    const std::string what = pfarm::testing::expect_invalid(std::forward<F>(body), argument);
+    if (!what.empty()) EXPECT_NE(what.find(argument), std::string::npos) << what;
 }
 
 TEST(Errors, UnknownTechniqueListsTheKnownOnes) {

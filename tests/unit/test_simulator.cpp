@@ -1,6 +1,7 @@
 // The discrete-event simulator (pfarm/simulator.hpp; the model is documented at the top of simulator.cpp):
 // bounds for every technique, the seed 004 worked example, load changes, the message/overhead timing model,
 // the workload shapes, scale, and input validation.
+#include "test_support.hpp"
 #include "pfarm/error.hpp"
 #include "pfarm/registry.hpp"
 #include "pfarm/simulator.hpp"
@@ -80,14 +81,7 @@ void expect_consistent(const sim::result& r, task_count tasks) {
     }
 }
 
-void expect_invalid(const std::function<void()>& body, const std::string& argument) {
-    try {
-        body();
-        ADD_FAILURE() << "no pfarm::invalid_argument (expected one naming " << argument << ")";
-    } catch (const pfarm::invalid_argument& e) {
-        EXPECT_EQ(e.argument(), argument) << e.what();
-    }
-}
+using pfarm::testing::expect_invalid;
 
 std::filesystem::path temp_file(const std::string& name, const std::string& text) {
     const auto path = std::filesystem::temp_directory_path() /

@@ -574,7 +574,7 @@ public:
     farmer_driver(MPI_Comm comm, int ranks, const std::byte* in, std::byte* out, task_count tasks,
                   const task_kernel& kernel, const farm_options& options, const shared_setup& setup,
                   std::unique_ptr<technique> policy, double t0, sampler& monitors, std::vector<double> offsets)
-        : comm_(comm), ranks_(ranks), in_(in), out_(out), kernel_(kernel), options_(options), setup_(setup),
+        : comm_(comm), in_(in), out_(out), kernel_(kernel), options_(options), setup_(setup),
           monitors_(monitors), offsets_(std::move(offsets)),
           offset_(setup.config.farmer_computes ? 0 : 1), t0_(t0),
           report_(empty_report(options, ranks, tasks)), progress_(options.progress, tasks),
@@ -836,7 +836,6 @@ private:
     }
 
     MPI_Comm comm_;
-    int ranks_;
     const std::byte* in_;
     std::byte* out_;
     const task_kernel& kernel_;

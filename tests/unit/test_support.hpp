@@ -1,0 +1,26 @@
+// Helpers shared by the unit tests.
+#pragma once
+
+#include "pfarm/error.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace pfarm::testing {
+
+/// Runs `body` and expects a pfarm::invalid_argument whose argument() is `argument`. Returns its message (empty
+/// when nothing was thrown), for tests that check more of it.
+template <class F>
+std::string expect_invalid(F&& body, const std::string& argument) {
+    try {
+        body();
+        ADD_FAILURE() << "no pfarm::invalid_argument (expected one naming " << argument << ")";
+    } catch (const pfarm::invalid_argument& e) {
+        EXPECT_EQ(e.argument(), argument) << e.what();
+        return e.what();
+    }
+    return {};
+}
+
+}  // namespace pfarm::testing
