@@ -213,10 +213,23 @@ double fluid_bound(const platform& pl, double work) {
 
 // --- the event loop --------------------------------------------------------------------------------------
 
+/// An event: a message reaching the farmer (a request, or a victim's answer to a reclaim) or a reclaim
+/// reaching a victim. Ties in time go by worker index, then by the order the events were made.
 struct arrival {
+    enum class kind : std::uint8_t { request, released, reclaim };
     double time;
     int worker;
-    bool operator>(const arrival& o) const { return time != o.time ? time > o.time : worker > o.worker; }
+    std::uint64_t sequence = 0;
+    kind what = kind::request;
+    std::uint64_t generation = 0;  ///< request: the chunk it reports (a shrunk chunk re-schedules its request)
+    task_count given = 0;          ///< released: tasks given back
+    double share = 0.0;            ///< reclaim: the farmer's share, and the thief's seconds per task
+    double thief_seconds = 0.0;
+    bool operator>(const arrival& o) const {
+        if (time != o.time) return time > o.time;
+        if (worker != o.worker) return worker > o.worker;
+        return sequence > o.sequence;
+    }
 };
 
 /// The load factor of a worker at time t (1 before its first change).
@@ -251,6 +264,11 @@ struct worker_state {
     double seconds = 0.0;      ///< compute time of that chunk
     bool computed = false;     ///< got at least one chunk
     double last_end = 0.0;
+    // The chunk it computes (reclaim needs its task boundaries).
+    task_count first = 0, count = 0;
+    double start = 0.0;
+    std::uint64_t generation = 0;  ///< bumped when its chunk shrinks: its earlier request event is stale
+    std::size_t trace_index = 0;
 };
 
 }  // namespace
@@ -508,7 +526,7 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     const std::vector<double> costs = task_costs(wl);
     const int p = static_cast<int>(pl.task_times.size());
     const auto up = static_cast<std::size_t>(p);
-    farmer f(wl.tasks, p, make_technique(technique, options, p), options.min_chunk);
+    farmer f(wl.tasks, p, make_technique(technique, options, p), options.min_chunk, 1, run.reclaim);
 
     std::vector<double> prefix(costs.size() + 1, 0.0);
     for (std::size_t i = 0; i < costs.size(); ++i) prefix[i + 1] = prefix[i] + costs[i];
@@ -529,15 +547,35 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     std::vector<arrival> storage;
     storage.reserve(up);
     std::priority_queue<arrival, std::vector<arrival>, std::greater<>> arrivals(std::greater<>{}, std::move(storage));
-    for (int w = 0; w < p; ++w) arrivals.push({pl.latency, w});
+    std::uint64_t sequence = 0;
+    const auto push = [&](arrival e) {
+        e.sequence = sequence++;
+        arrivals.push(e);
+    };
+    for (int w = 0; w < p; ++w) push({pl.latency, w});
+    if (run.reclaim) f.set_request_cost(pl.overhead + 2.0 * pl.latency);
 
-    // Answers worker w's request, the answer's service starting at `at`; returns when the service ends.
-    const auto answer = [&](int w, double at) {
+    // The end of task k (0-based) of worker j's chunk, load changes included.
+    const auto task_end = [&](std::size_t j, task_count k) {
+        const auto& s = state[j];
+        const auto first = static_cast<std::size_t>(s.first);
+        const double base = (prefix[first + static_cast<std::size_t>(k) + 1] - prefix[first]) * pl.task_times[j];
+        return loads[j].changes.empty() ? s.start + base : compute_end(loads[j], s.start, base);
+    };
+
+    // Acts on the decision `d` for worker w, the service starting at `at`; returns when the service ends.
+    const auto act = [&](int w, const decision& d, double at) {
         const double served = at + pl.overhead;
-        const decision d = f.request(w);
         const auto j = static_cast<std::size_t>(w);
         if (d.what == decision::kind::wait) {
             parked.push_back(w);
+        } else if (d.what == decision::kind::reclaim) {
+            arrival e{served + pl.latency, d.victim};
+            e.what = arrival::kind::reclaim;
+            e.share = d.share;
+            e.thief_seconds = d.thief_seconds;
+            e.generation = state[static_cast<std::size_t>(d.victim)].generation;  // the chunk it is about
+            push(e);
         } else if (d.what == decision::kind::assign) {
             const auto first = static_cast<std::size_t>(d.work.first);
             const auto count = static_cast<std::size_t>(d.work.count);
@@ -555,23 +593,100 @@ result simulate(const platform& given, const workload& wl, const std::string& te
             s.seconds = seconds;
             s.computed = true;
             s.last_end = end;
+            s.first = d.work.first;
+            s.count = d.work.count;
+            s.start = start;
+            ++s.generation;
             auto& r = out.workers[j];
             if (!d.calibration) r.chunks.push_back(d.work.count);
             r.tasks += d.work.count;
             r.finish = end;
             ++out.chunks;
-            if (run.keep_trace) out.trace.push_back({w, d.work.first, d.work.count, start, end, d.calibration});
-            arrivals.push({end + pl.latency, w});
+            if (run.keep_trace) {
+                s.trace_index = out.trace.size();
+                out.trace.push_back({w, d.work.first, d.work.count, start, end, d.calibration});
+            }
+            arrival e{end + pl.latency, w};
+            e.generation = s.generation;
+            push(e);
         }
         return served;
+    };
+
+    // A reclaim reaches victim v at time t: between two tasks it gives back victim_share() of its unstarted
+    // tasks, measuring its own seconds per task on the chunk so far.
+    // A victim that got a newer chunk since saw the reclaim while waiting for it: it answers 0 at once.
+    const auto victim_answers = [&](int v, double t, const decision& asked, std::uint64_t generation) {
+        const auto j = static_cast<std::size_t>(v);
+        auto& s = state[j];
+        arrival reply{t + pl.latency, v};
+        reply.what = arrival::kind::released;
+        if (s.holds && s.generation == generation && s.last_end > t && s.count >= 2) {
+            // It checks after each task but the last: find the first such boundary at or after t.
+            task_count lo = 0, hi = s.count - 1;  // boundaries 0 .. count-2; hi = none left
+            while (lo < hi) {
+                const task_count mid = lo + (hi - lo) / 2;
+                if (task_end(j, mid) >= t) hi = mid;
+                else lo = mid + 1;
+            }
+            if (lo < s.count - 1) {
+                const double boundary = task_end(j, lo);
+                const task_count unstarted = s.count - lo - 1;
+                const double share = victim_share(asked, (boundary - s.start) / static_cast<double>(lo + 1));
+                const auto given = static_cast<task_count>(std::floor(static_cast<double>(unstarted) * share));
+                reply.time = boundary + pl.latency;
+                if (given > 0) {
+                    s.count -= given;
+                    const double end = task_end(j, s.count - 1);
+                    s.seconds = end - s.start;
+                    s.last_end = end;
+                    ++s.generation;
+                    auto& r = out.workers[j];
+                    r.chunks.back() -= given;
+                    r.tasks -= given;
+                    r.finish = end;
+                    if (run.keep_trace) {
+                        out.trace[s.trace_index].count = s.count;
+                        out.trace[s.trace_index].end = end;
+                    }
+                    arrival e{end + pl.latency, v};
+                    e.generation = s.generation;
+                    push(e);
+                    reply.given = given;
+                }
+            } else {
+                reply.time = s.last_end + pl.latency;  // in its last task: it answers after its request
+            }
+        }
+        push(reply);
     };
 
     double farmer_free = 0.0;
     while (!arrivals.empty()) {
         const arrival a = arrivals.top();
         arrivals.pop();
-        double now = std::max(a.time, farmer_free);
         auto& s = state[static_cast<std::size_t>(a.worker)];
+        if (a.what == arrival::kind::reclaim) {
+            decision asked{decision::kind::reclaim, {}, false};
+            asked.share = a.share;
+            asked.thief_seconds = a.thief_seconds;
+            victim_answers(a.worker, a.time, asked, a.generation);
+            continue;
+        }
+        if (a.what == arrival::kind::request && a.generation != s.generation) continue;  // its chunk shrank
+        double now = std::max(a.time, farmer_free);
+        if (a.what == arrival::kind::released) {
+            const release_outcome o = f.released(a.worker, a.given, now);
+            now = act(o.thief, o.answer, now);
+            if (!parked.empty()) {  // thieves that waited for this answer ask again
+                std::sort(parked.begin(), parked.end());
+                const std::vector<int> waiting = std::move(parked);
+                parked.clear();
+                for (int w : waiting) now = act(w, f.request(w, now), now);
+            }
+            farmer_free = now;
+            continue;
+        }
         if (s.holds) {
             const bool was_calibrating = f.calibrating();
             s.holds = false;
@@ -581,11 +696,13 @@ result simulate(const platform& given, const workload& wl, const std::string& te
                 std::sort(parked.begin(), parked.end());
                 const std::vector<int> waiting = std::move(parked);
                 parked.clear();
-                for (int w : waiting) now = answer(w, now);
+                for (int w : waiting) now = act(w, f.request(w, now), now);
             }
         }
-        farmer_free = answer(a.worker, now);
+        farmer_free = act(a.worker, f.request(a.worker, now), now);
     }
+    out.reclaims = f.reclaims();
+    out.reclaimed_tasks = f.reclaimed_tasks();
     if (!f.done())
         throw internal_error("simulator: no request left with " + std::to_string(f.tasks() - f.completed_tasks()) +
                              " tasks not completed (technique '" + technique + "')");

@@ -15,6 +15,9 @@ void add_farm_options(CLI::App& app, farm_options& o) {
     app.get_option("--technique")->required(false)->default_str(o.technique);
     app.add_flag("--farmer-computes", o.farmer_computes, "rank 0 computes chunks too");
     app.add_flag("--prefetch", o.prefetch, "workers ask for the next chunk before computing the current one");
+    app.add_flag("--reclaim", o.reclaim,
+                 "work take-back: once every task is handed out, an idle worker takes unstarted tasks back from the "
+                 "worker expected to finish last (not with --prefetch)");
     app.add_flag("--replicated-input", o.replicated_input, "every rank holds the input: only indices travel");
     app.add_option("--trace", o.trace, "write a trace of every chunk: FILE.csv or FILE.json");
     app.add_option_function<std::string>(
@@ -59,6 +62,7 @@ void print_report(std::ostream& out, const farm_report& r) {
     out << std::fixed << std::setprecision(3) << "makespan " << r.makespan << " s, imbalance " << r.percent_imbalance
         << " %, cov " << std::setprecision(4) << r.cov;
     if (r.k) out << ", k " << *r.k;
+    if (r.reclaims > 0) out << ", " << r.reclaims << " reclaims moved " << r.reclaimed_tasks << " tasks";
     out << "\n";
     for (int q = 0; q < r.ranks; ++q) {
         const auto i = static_cast<std::size_t>(q);
@@ -75,7 +79,8 @@ nlohmann::json report_json(const farm_report& r) {
                      {"percent_imbalance", r.percent_imbalance}, {"cov", r.cov},
                      {"tasks_per_rank", r.tasks_per_rank},       {"chunks_per_rank", r.chunks_per_rank},
                      {"busy_per_rank", r.busy_per_rank},         {"finish_per_rank", r.finish_per_rank},
-                     {"farmer_cpu_seconds", r.farmer_cpu_seconds}};
+                     {"farmer_cpu_seconds", r.farmer_cpu_seconds},
+                     {"reclaims", r.reclaims},         {"reclaimed_tasks", r.reclaimed_tasks}};
     if (r.k) j["k"] = *r.k;
     if (r.calibration) {
         j["calibration"] = {{"mode", to_string(r.calibration->mode)},

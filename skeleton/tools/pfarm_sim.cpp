@@ -52,6 +52,8 @@ nlohmann::json to_json(const std::string& technique, const pfarm::sim::workload&
                        {"cov", r.cov},
                        {"chunks", r.chunks},
                        {"calibration_end", r.calibration_end},
+                       {"reclaims", r.reclaims},
+                       {"reclaimed_tasks", r.reclaimed_tasks},
                        {"workers", workers}};
     if (wl.shape == pfarm::sim::workload_shape::random) out["seed"] = wl.seed;
     if (r.k) out["k"] = *r.k;
@@ -76,6 +78,8 @@ void print_summary(const std::string& technique, const pfarm::sim::workload& wl,
     else
         std::cout << "-\n";
     std::cout << "calibration end  " << r.calibration_end << "\n";
+    if (r.reclaims > 0 || r.reclaimed_tasks > 0)
+        std::cout << "reclaims         " << r.reclaims << " (" << r.reclaimed_tasks << " tasks moved)\n";
     if (!r.calibration_note.empty()) std::cout << "calibration note " << r.calibration_note << "\n";
     std::cout << "\n"
               << "worker    chunks     tasks      finish\n";
@@ -95,7 +99,7 @@ int main(int argc, char** argv) {
     std::string task_times, platform_file, shape = "uniform", trace;
     std::optional<double> overhead, latency;
     std::vector<std::string> load_changes;
-    bool json = false;
+    bool json = false, reclaim = false;
     app.add_option("--tasks,-S", wl.tasks, "tasks S >= 1 (required unless --costs gives them)");
     auto* times_option = app.add_option("--task-times", task_times, "per-worker time per unit task t1,...,tP");
     auto* platform_option =
@@ -116,6 +120,9 @@ int main(int argc, char** argv) {
     app.add_option("--costs", costs_file,
                    "replay measured per-task costs instead of a shape: one number per line, or a farm trace CSV of an "
                    "ss run (--tasks may then be left out)");
+    app.add_flag("--reclaim", reclaim,
+                 "work take-back: once every task is handed out, an idle worker takes unstarted tasks back from the "
+                 "worker expected to finish last");
     app.add_flag("--json", json, "print a JSON object instead of the summary");
     app.add_option("--trace", trace, "write one CSV row per chunk: worker,first,count,start,end,calibration");
     pfarm::tools::add_technique_options(app, args, false);
@@ -144,7 +151,10 @@ int main(int argc, char** argv) {
             wl.costs = pfarm::sim::load_costs(costs_file);
             if (wl.tasks == 0) wl.tasks = static_cast<pfarm::task_count>(wl.costs.size());
         }
-        const auto r = pfarm::sim::simulate(pl, wl, args.technique, args.options, {!trace.empty()});
+        pfarm::sim::run_options run;
+        run.keep_trace = !trace.empty();
+        run.reclaim = reclaim;
+        const auto r = pfarm::sim::simulate(pl, wl, args.technique, args.options, run);
         if (!trace.empty()) write_trace(trace, r);
         if (json)
             std::cout << to_json(args.technique, wl, r).dump() << "\n";

@@ -5,6 +5,9 @@
 //   edges       more workers than tasks; zero tasks and an unknown technique give invalid_argument everywhere
 //   slowdown    emulated slowdowns 1, 1, 2, 4 on four workers: multi gives the slow ones fewer tasks
 //   single      one rank: sequential, and the report says so
+//   reclaim     work take-back: every technique x {plain, farmer computes} with a slow rank and a costly tail,
+//               each task exactly once and outputs equal; static moves tasks; a task that throws in a
+//               reclaimed run gives worker_error everywhere; reclaim with prefetch is an invalid_argument
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
 #include "pfarm/registry.hpp"
@@ -179,6 +182,93 @@ void single() {
     CHECK(out[2] == 30.0, "sequential outputs");
 }
 
+void reclaim() {
+    const int tasks = 157;
+    std::vector<double> in(tasks), out(tasks), expected(tasks);
+    for (int i = 0; i < tasks; ++i) in[static_cast<std::size_t>(i)] = 0.1 * i, expected[static_cast<std::size_t>(i)] = f(0.1 * i);
+    std::vector<int> runs(tasks, 0);
+    // The last third of the loop sleeps 300 us a task and the last rank is 4 times slower: the others run out
+    // of tasks while it still holds unstarted ones.
+    const auto kernel = [&](const double& x, double& y) {
+        const auto i = static_cast<std::size_t>(std::lround(x / 0.1));
+        ++runs[i];
+        if (i >= 100) std::this_thread::sleep_for(std::chrono::microseconds(300));
+        y = f(x);
+    };
+    pfarm::task_count static_moved = 0;
+    for (const auto& t : pfarm::techniques()) {
+        for (bool computes : {false, true}) {
+            auto o = options_for(t.name);
+            o.reclaim = true;
+            o.farmer_computes = computes;
+            o.slowdown.assign(static_cast<std::size_t>(size_), 1.0);
+            o.slowdown.back() = 4.0;
+            std::fill(out.begin(), out.end(), -1.0);
+            std::fill(runs.begin(), runs.end(), 0);
+            pfarm::farm_report r;
+            try {
+                r = pfarm::farm(MPI_COMM_WORLD, std::span<const double>(in), std::span<double>(out), kernel, o);
+            } catch (const std::exception& e) {
+                CHECK(false, "%s/reclaim%s threw: %s", t.name.c_str(), computes ? "+farmer-computes" : "", e.what());
+                continue;
+            }
+            std::vector<int> total(tasks, 0);
+            MPI_Reduce(runs.data(), total.data(), tasks, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+            if (rank_ != 0) continue;
+            int wrong = 0, twice = 0;
+            for (int i = 0; i < tasks; ++i) {
+                wrong += out[static_cast<std::size_t>(i)] != expected[static_cast<std::size_t>(i)];
+                twice += total[static_cast<std::size_t>(i)] != 1;
+            }
+            CHECK(wrong == 0, "%s/reclaim: %d outputs differ from the sequential run", t.name.c_str(), wrong);
+            CHECK(twice == 0, "%s/reclaim: %d tasks did not run exactly once", t.name.c_str(), twice);
+            pfarm::task_count sum = 0, chunked = 0;
+            for (auto n : r.tasks_per_rank) sum += n;
+            for (const auto& sizes : r.chunks_per_rank)
+                for (auto n : sizes) chunked += n;
+            CHECK(sum == tasks && chunked == tasks, "%s/reclaim: the report counts %lld tasks, %lld in its chunks",
+                  t.name.c_str(), static_cast<long long>(sum), static_cast<long long>(chunked));
+            if (t.name == "static") static_moved += r.reclaimed_tasks;
+        }
+    }
+    if (rank_ == 0) {
+        std::fprintf(stderr, "reclaim: static moved %lld tasks\n", static_cast<long long>(static_moved));
+        CHECK(static_moved > 0, "static with a 4x slower rank: no task was taken back");
+    }
+    // A task that throws, late in the loop, with reclaims under way: worker_error everywhere, nobody hangs.
+    for (bool computes : {false, true}) {
+        auto o = options_for("static");
+        o.reclaim = true;
+        o.farmer_computes = computes;
+        o.slowdown.assign(static_cast<std::size_t>(size_), 1.0);
+        o.slowdown.back() = 4.0;
+        bool caught = false;
+        try {
+            pfarm::farm(MPI_COMM_WORLD, std::span<const double>(in), std::span<double>(out),
+                        [](const double& x, double& y) {
+                            const auto i = std::lround(x / 0.1);
+                            std::this_thread::sleep_for(std::chrono::microseconds(200));
+                            if (i == 150) throw std::runtime_error("bad parameter 150");
+                            y = x;
+                        },
+                        o);
+        } catch (const pfarm::worker_error& e) {
+            caught = e.task() == 150;
+        }
+        CHECK(caught, "reclaim: no worker_error naming task 150 (farmer computes %d)", computes);
+    }
+    auto both = options_for("gss");
+    both.reclaim = true;
+    both.prefetch = true;
+    bool rejected = false;
+    try {
+        pfarm::farm(MPI_COMM_WORLD, std::span<const double>(in), std::span<double>(out), kernel, both);
+    } catch (const pfarm::invalid_argument& e) {
+        rejected = e.argument() == "reclaim";
+    }
+    CHECK(rejected, "reclaim with prefetch: no invalid_argument naming 'reclaim'");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -191,6 +281,7 @@ int main(int argc, char** argv) {
     else if (scenario == "edges") edges();
     else if (scenario == "slowdown") slowdown();
     else if (scenario == "single") single();
+    else if (scenario == "reclaim") reclaim();
     else {
         std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
         return 2;

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -160,6 +162,101 @@ TEST_P(EveryTechnique, RejectsZeroTasks) {
     std::mt19937_64 rng(3);
     const auto o = random_options(rng, 2, false);
     EXPECT_THROW(pfarm::schedule_round_robin(GetParam(), 0, 2, o), pfarm::invalid_argument);
+}
+
+/// Drives a farmer with reclaim on in a random order of events: a worker completes its chunk, or a victim
+/// answers a pending reclaim, having started a random number of its tasks (or, when it already finished
+/// that chunk, giving nothing). Returns every task's number of runs (a task runs where its final chunk is).
+std::vector<int> random_reclaim_drive(const std::string& name, task_count tasks, int p, const pfarm::technique_options& o,
+                                      std::uint64_t seed, task_count& reclaims) {
+    pfarm::farmer f(tasks, p, pfarm::make_technique(name, o, p), o.min_chunk, 1, true);
+    std::mt19937_64 rng(seed);
+    std::vector<pfarm::resource_sample> samples(static_cast<std::size_t>(p));
+    for (auto& s : samples) s.availability = 0.5, s.latency = 1e-4, s.benchmark = 200.0;
+    std::vector<pfarm::chunk> holding(static_cast<std::size_t>(p));  // count 0: none
+    struct pending {
+        int victim;
+        double share;
+        task_count chunk_first;
+    };
+    std::vector<pending> reclaims_pending;
+    std::vector<int> parked, runs(static_cast<std::size_t>(tasks), 0);
+    double now = 0.0;
+    std::function<void(int, const pfarm::decision&)> act = [&](int w, const pfarm::decision& d) {
+        if (d.what == pfarm::decision::kind::assign) {
+            holding[static_cast<std::size_t>(w)] = d.work;
+        } else if (d.what == pfarm::decision::kind::wait) {
+            parked.push_back(w);
+        } else if (d.what == pfarm::decision::kind::reclaim) {
+            EXPECT_NE(d.victim, w);
+            EXPECT_GT(d.share, 0.0);
+            EXPECT_LT(d.share, 1.0);
+            reclaims_pending.push_back({d.victim, d.share, holding[static_cast<std::size_t>(d.victim)].first});
+        }
+    };
+    for (int w = 0; w < p; ++w) act(w, f.request(w, now));
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    for (;;) {
+        std::vector<int> busy;
+        for (int w = 0; w < p; ++w)
+            if (holding[static_cast<std::size_t>(w)].count > 0) busy.push_back(w);
+        if (busy.empty() && reclaims_pending.empty()) break;
+        now += unit(rng);
+        if (!reclaims_pending.empty() && (busy.empty() || unit(rng) < 0.4)) {
+            const std::size_t i = std::uniform_int_distribution<std::size_t>(0, reclaims_pending.size() - 1)(rng);
+            const pending r = reclaims_pending[i];
+            reclaims_pending.erase(reclaims_pending.begin() + static_cast<long>(i));
+            auto& c = holding[static_cast<std::size_t>(r.victim)];
+            task_count given = 0;
+            if (c.count > 0 && c.first == r.chunk_first) {  // still computing that chunk: >= 1 task started
+                const task_count started = std::uniform_int_distribution<task_count>(1, c.count)(rng);
+                given = static_cast<task_count>(std::floor(static_cast<double>(c.count - started) * r.share));
+                c.count -= given;
+            }
+            const auto o2 = f.released(r.victim, given, now);
+            act(o2.thief, o2.answer);
+            std::vector<int> again;  // thieves that waited for this answer ask again
+            again.swap(parked);
+            std::sort(again.begin(), again.end());
+            for (int v : again) act(v, f.request(v, now));
+            continue;
+        }
+        const int w = busy[std::uniform_int_distribution<std::size_t>(0, busy.size() - 1)(rng)];
+        auto& c = holding[static_cast<std::size_t>(w)];
+        for (task_count t = c.first; t < c.first + c.count; ++t) ++runs[static_cast<std::size_t>(t)];
+        const double seconds = static_cast<double>(c.count) * o.times[static_cast<std::size_t>(w)];
+        c = {};
+        f.complete(w, seconds, &samples[static_cast<std::size_t>(w)]);
+        act(w, f.request(w, now));
+        if (!f.calibrating() && !parked.empty()) {
+            std::vector<int> again;
+            again.swap(parked);
+            std::sort(again.begin(), again.end());
+            for (int v : again) act(v, f.request(v, now));
+        }
+    }
+    EXPECT_TRUE(f.done()) << name << ": " << f.tasks() - f.completed_tasks() << " tasks not completed";
+    EXPECT_TRUE(f.thieves().empty());
+    reclaims = f.reclaims();
+    return runs;
+}
+
+TEST_P(EveryTechnique, ReclaimKeepsEveryTaskExactlyOnce) {
+    const std::string name = GetParam();
+    std::mt19937_64 rng(std::hash<std::string>{}(name) ^ 0x5eed);
+    task_count moved = 0;
+    for (int trial = 0; trial < 40; ++trial) {
+        const int p = std::uniform_int_distribution<int>(1, 10)(rng);
+        const task_count tasks = trial % 5 == 0 ? std::uniform_int_distribution<task_count>(1, 2 * p)(rng)
+                                                : std::uniform_int_distribution<task_count>(1, 3000)(rng);
+        const auto o = random_options(rng, p, trial % 2 == 0);
+        SCOPED_TRACE(name + " I=" + std::to_string(tasks) + " p=" + std::to_string(p) + " trial " + std::to_string(trial));
+        task_count reclaims = 0;
+        const auto runs = random_reclaim_drive(name, tasks, p, o, rng(), reclaims);
+        EXPECT_TRUE(std::all_of(runs.begin(), runs.end(), [](int c) { return c == 1; }));
+        moved += reclaims;
+    }
+    EXPECT_GT(moved, 0) << "no reclaim ever moved a task: the drive does not exercise reclaim";
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, EveryTechnique, ::testing::ValuesIn(technique_names()),

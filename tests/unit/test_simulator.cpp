@@ -3,6 +3,7 @@
 // the workload shapes, scale, and input validation.
 #include "test_support.hpp"
 #include "pfarm/error.hpp"
+#include "pfarm/farmer.hpp"
 #include "pfarm/registry.hpp"
 #include "pfarm/simulator.hpp"
 
@@ -592,3 +593,99 @@ TEST(SimulatorCosts, ReplaysATraceOrAList) {
 }
 
 }  // namespace
+
+// --- reclaim (work take-back) ------------------------------------------------------------------------------
+
+namespace {
+
+/// With reclaim the trace is not in task order: every task must still be in exactly one chunk, and a worker
+/// computes one chunk at a time.
+void expect_reclaim_consistent(const sim::result& r, task_count tasks) {
+    std::vector<int> seen(static_cast<std::size_t>(tasks), 0);
+    std::vector<std::vector<std::pair<double, double>>> spans(r.workers.size());
+    task_count total = 0;
+    for (const auto& c : r.trace) {
+        EXPECT_GE(c.count, 1);
+        EXPECT_LT(c.start, c.end);
+        for (task_count t = c.first; t < c.first + c.count; ++t) ++seen[static_cast<std::size_t>(t)];
+        spans[static_cast<std::size_t>(c.worker)].emplace_back(c.start, c.end);
+    }
+    for (const auto& w : r.workers) total += w.tasks;
+    EXPECT_EQ(total, tasks);
+    EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+    for (auto& s : spans) {
+        std::sort(s.begin(), s.end());
+        for (std::size_t i = 1; i < s.size(); ++i) EXPECT_LE(s[i - 1].second, s[i].first + 1e-9);
+    }
+}
+
+}  // namespace
+
+TEST(SimulatorReclaim, EveryTechniqueKeepsEveryTaskExactlyOnce) {
+    sim::platform loaded = make_platform({1, 1.5, 2, 6}, 0.02, 0.01);
+    loaded.load_changes = {{0, 40.0, 3.0}, {2, 10.0, 0.5}, {0, 120.0, 1.0}, {3, 30.0, 4.0}};
+    task_count moved = 0;
+    for (const auto& info : pfarm::techniques()) {
+        for (auto shape : {workload_shape::uniform, workload_shape::random, workload_shape::mandelbrot}) {
+            SCOPED_TRACE(info.name + " / " + sim::to_string(shape));
+            const auto r = sim::simulate(loaded, make_workload(600, shape, 3), info.name, runnable_options(),
+                                         {.keep_trace = true, .reclaim = true});
+            EXPECT_GE(r.makespan, r.lower_bound * (1.0 - 1e-12));
+            expect_reclaim_consistent(r, 600);
+            moved += r.reclaimed_tasks;
+        }
+    }
+    EXPECT_GT(moved, 0);
+}
+
+TEST(SimulatorReclaim, StaticOnAHeterogeneousPlatformComesCloseToTheBound) {
+    // Four equal blocks of 100; the worker of time 4 would finish at 400. With reclaim the three fast workers
+    // take its unstarted tasks back: the makespan comes near the bound 400 / 3.25 = 123.1.
+    const auto platform = make_platform({1, 1, 1, 4}, 0.01, 0.0);
+    const auto plain = sim::simulate(platform, make_workload(400), "static", {});
+    const auto taken = sim::simulate(platform, make_workload(400), "static", {}, {.keep_trace = true, .reclaim = true});
+    EXPECT_NEAR(plain.makespan, 400.0, 1.0);
+    EXPECT_EQ(plain.reclaims, 0);
+    EXPECT_GT(taken.reclaims, 0);
+    EXPECT_LT(taken.makespan, 1.1 * taken.lower_bound);
+    expect_reclaim_consistent(taken, 400);
+}
+
+TEST(SimulatorReclaim, NothingToTakeBackOnAnEvenPlatform) {
+    // Equal workers and equal blocks finish together: the first idle worker finds no victim worth asking.
+    const auto r = sim::simulate(make_platform({1, 1, 1, 1}, 0.01), make_workload(400), "static", {},
+                                 {.reclaim = true});
+    EXPECT_EQ(r.reclaims, 0);
+    EXPECT_EQ(r.chunks, 4);
+}
+
+TEST(FarmerReclaim, ErrorsNameTheArgumentOrTheBrokenProtocol) {
+    expect_invalid([] { pfarm::farmer(10, 2, pfarm::make_technique("gss", {}, 2), 1, 2, true); }, "reclaim");
+    pfarm::farmer f(10, 2, pfarm::make_technique("static", {}, 2), 1, 1, true);
+    expect_invalid([&] { f.set_request_cost(-1.0); }, "request_cost");
+    EXPECT_THROW(f.released(0, 0), pfarm::internal_error);  // nobody asked worker 0 for anything
+    ASSERT_EQ(f.request(0, 0.0).what, pfarm::decision::kind::assign);  // tasks 0..4
+    ASSERT_EQ(f.request(1, 0.0).what, pfarm::decision::kind::assign);  // tasks 5..9
+    f.complete(1, 1.0);
+    const auto d = f.request(1, 1.0);  // the pool is empty: worker 0's chunk is the victim
+    ASSERT_EQ(d.what, pfarm::decision::kind::reclaim);
+    EXPECT_EQ(d.victim, 0);
+    EXPECT_THROW(f.request(1, 1.0), pfarm::internal_error);  // a thief waits for its answer
+    expect_invalid([&] { f.released(0, -1); }, "given");
+    pfarm::farmer g(10, 2, pfarm::make_technique("static", {}, 2), 1, 1, true);
+    g.request(0, 0.0), g.request(1, 0.0), g.complete(1, 1.0);
+    ASSERT_EQ(g.request(1, 1.0).what, pfarm::decision::kind::reclaim);
+    EXPECT_THROW(g.released(0, 5), pfarm::internal_error);  // it cannot give back all 5: one has started
+    pfarm::farmer h(10, 2, pfarm::make_technique("static", {}, 2), 1, 1, true);
+    h.request(0, 0.0), h.request(1, 0.0), h.complete(1, 1.0);
+    ASSERT_EQ(h.request(1, 1.0).what, pfarm::decision::kind::reclaim);
+    const auto o = h.released(0, 2, 1.5);  // tasks 3, 4 go to worker 1
+    EXPECT_EQ(o.thief, 1);
+    ASSERT_EQ(o.answer.what, pfarm::decision::kind::assign);
+    EXPECT_EQ(o.answer.work, (pfarm::chunk{3, 2}));
+    EXPECT_EQ(h.reclaims(), 1);
+    EXPECT_EQ(h.reclaimed_tasks(), 2);
+    h.complete(0, 3.0);  // worker 0 completes tasks 0..2
+    h.complete(1, 2.0);
+    EXPECT_TRUE(h.done());
+}

@@ -14,6 +14,16 @@
 // A worker holds at most `max_outstanding` chunks (1, or 2 with prefetch: it asks for the next chunk before
 // computing the current one); complete() always completes its oldest chunk. Calibration tasks are one at a
 // time whatever the limit.
+//
+// Reclaim (work take-back, optional, docs/skeleton.md "Reclaim"): once every task is handed out, a worker
+// that asks gets `reclaim` instead of `stop` while some other worker (the victim) is expected to have
+// unstarted tasks left in its chunk. The driver then asks the victim to give back victim_share() of its
+// unstarted tasks, from the end of its chunk; the asker (the thief) waits. When the only chunks left to ask
+// are being asked already, the asker gets `wait`: drivers re-ask waiting workers after every released(). The victim answers between two tasks with
+// the number it gave back (0 when it had none: its chunk ended first); the driver passes that to
+// released(), which shrinks the victim's chunk and returns the thief's answer: the given-back range, another
+// reclaim, or stop. A task is never given back once started, so every task still runs exactly once. Each
+// reclaim either moves at least one task or ends the take-back of that chunk, so the loop terminates.
 #pragma once
 
 #include "pfarm/technique.hpp"
@@ -25,20 +35,47 @@ namespace pfarm {
 
 /// The farmer's answer to a request.
 struct decision {
-    enum class kind { assign, wait, stop };
+    enum class kind { assign, wait, stop, reclaim };
     kind what = kind::stop;
     chunk work;                ///< valid when what == assign
     bool calibration = false;  ///< the chunk is this worker's calibration task
+    int victim = -1;           ///< reclaim: the worker to ask for tasks back
+    double share = 0.0;        ///< reclaim: the fraction (0, 1) of its unstarted tasks it should give back
+    double thief_seconds = 0.0;  ///< reclaim: the thief's seconds per task so far (0: unknown), see victim_share()
+};
+
+/// The share a victim gives back, decided where the best estimate is, at the victim: from its own seconds
+/// per task in the chunk it is computing (`victim_seconds`, 0 when it has finished no task of it) and the
+/// thief's (`d.thief_seconds`), t_v / (t_v + t_thief) kept within [1/3, 2/3], so that both finish together;
+/// without both times, the farmer's `d.share`.
+double victim_share(const decision& d, double victim_seconds);
+
+/// What released() returns: the thief and its answer.
+struct release_outcome {
+    int thief = -1;
+    decision answer;
 };
 
 class farmer {
 public:
     /// `tasks` >= 1 (else invalid_argument "tasks"), `workers` >= 1 (else invalid_argument "workers").
+    /// `reclaim` turns work take-back on; it needs max_outstanding 1 (else invalid_argument "reclaim").
     farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk = 1,
-           int max_outstanding = 1);
+           int max_outstanding = 1, bool reclaim = false);
 
-    /// Worker `worker` asks for work (its previous chunk, if any, must have been complete()d).
-    decision request(int worker);
+    /// Worker `worker` asks for work (its previous chunk, if any, must have been complete()d). `now` is the
+    /// driver's clock (seconds, any origin, non-decreasing); only reclaim reads it, to estimate which
+    /// worker has the most work left.
+    decision request(int worker, double now = 0.0);
+
+    /// The victim of a reclaim gave back the last `given` (>= 0) tasks of its chunk (0: it had none
+    /// unstarted, or its chunk had already ended). Returns the waiting thief and its answer.
+    release_outcome released(int victim, task_count given, double now = 0.0);
+
+    /// What a reclaim must win to be worth asking: the driver's estimate of one request's round trip
+    /// (seconds, >= 0; default 0). A victim is asked only when share x its expected remaining time exceeds
+    /// twice this.
+    void set_request_cost(double seconds);
 
     /// Worker `worker`'s outstanding chunk finished after `seconds` (>= 0, finite) of compute time. For a
     /// calibration task, `sample` carries the worker's monitor readings (statistical calibration needs them).
@@ -53,6 +90,12 @@ public:
     task_count remaining() const noexcept { return tasks_ - next_index_; }
     task_count completed_tasks() const noexcept { return completed_; }
     int workers() const noexcept { return static_cast<int>(workers_.size()); }
+    bool reclaiming() const noexcept { return reclaim_; }
+    /// Reclaims answered with at least one task, and tasks moved by them.
+    task_count reclaims() const noexcept { return reclaims_; }
+    task_count reclaimed_tasks() const noexcept { return reclaimed_tasks_; }
+    /// Workers waiting for a victim's answer (a driver that aborts must answer them too).
+    std::vector<int> thieves() const;
     const technique& policy() const noexcept { return *policy_; }
     /// The calibration result, or null when the technique needs none (or before the barrier).
     const calibration_result* calibration() const noexcept { return calibration_ ? &*calibration_ : nullptr; }
@@ -64,11 +107,24 @@ private:
         int held = 0;                        ///< how many of them are in flight
         bool calibrated = false;             ///< its calibration task is done
         bool stopped = false;
+        // Reclaim bookkeeping (max_outstanding 1): the chunk in flight and what the farmer knows of its speed.
+        chunk current;                       ///< its chunk in flight (count already shrunk by reclaims)
+        double assigned_at = 0.0;            ///< when it was handed out (the driver's clock)
+        bool calibration_chunk = false;
+        bool reclaimable = false;            ///< may still be asked to give tasks back
+        int thief = -1;                      ///< a reclaim is pending: the worker waiting for its answer
+        task_count reclaim_first = -1;       ///< the first task of the chunk that reclaim is about
+        bool waiting_for_victim = false;     ///< this worker is a thief waiting for an answer
+        double busy_seconds = 0.0;           ///< compute time of its completed chunks
+        task_count done_tasks = 0;           ///< tasks of its completed chunks
     };
 
     void finish_calibration();
     void check_worker(int worker) const;
-    decision assign(int worker, task_count count, bool calibration_task);
+    decision assign(int worker, task_count first, task_count count, bool calibration_task, double now);
+    decision reclaim_or_stop(int worker, double now);
+    decision stop_worker(int worker);
+    double seconds_per_task(int worker) const;
 
     task_count tasks_;
     task_count min_chunk_;
@@ -83,6 +139,10 @@ private:
     int calibration_pending_ = 0;
     int active_ = 0;             ///< workers not stopped
     int max_outstanding_ = 1;
+    bool reclaim_ = false;
+    double request_cost_ = 0.0;
+    task_count reclaims_ = 0;
+    task_count reclaimed_tasks_ = 0;
 };
 
 }  // namespace pfarm

@@ -96,10 +96,16 @@ struct result {
     std::string calibration_note;    ///< the calibration's note (a repair, a statistical fit's fallback), or empty
     std::vector<worker_result> workers;
     std::vector<chunk_record> trace;  ///< every chunk in hand-out order, when asked for
+    task_count reclaims = 0;         ///< reclaims that moved tasks (run_options::reclaim)
+    task_count reclaimed_tasks = 0;  ///< tasks they moved
 };
 
 struct run_options {
     bool keep_trace = false;
+    /// Work take-back (farmer.hpp "Reclaim"): a reclaim reaches the victim `latency` after the farmer's
+    /// answer; the victim answers at the end of the task it is computing (after its request when that is its
+    /// last task), and the answer costs the farmer `overhead` like a request.
+    bool reclaim = false;
 };
 
 /// Runs `technique` with `options` over `platform` and `workload`. Ties in simulated time are served in

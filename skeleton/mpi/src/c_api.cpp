@@ -141,6 +141,7 @@ int pfarm_run(pfarm_worker_fn worker, const void* in_data, int in_length, MPI_Da
         if (o->weights && o->weight_count > 0) p.weights.assign(o->weights, o->weights + o->weight_count);
         options.farmer_computes = o->farmer_computes != 0;
         options.prefetch = o->prefetch != 0;
+        options.reclaim = o->reclaim != 0;
         options.replicated_input = o->replicated_input != 0;
         options.progress = o->progress == 1 ? pfarm::progress_mode::plain
                          : o->progress == 2 ? pfarm::progress_mode::automatic

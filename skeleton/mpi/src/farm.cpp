@@ -7,8 +7,12 @@
 //             kind request   = "here are my results (if count > 0), give me work"
 //             kind final     = "here are my results, I want nothing more" (after a stop, with prefetch)
 //             kind failure   = "task failed_task threw", followed by the message text
+//             kind released  = "I gave back tasks [first, first + count) of my chunk" (count may be 0)
 //   farmer -> worker, tag 2 (reply):    [reply_header][inputs of the chunk, unless the input is replicated]
 //             kind assign / stop / abort
+//             kind reclaim   = "give back `share` of your unstarted tasks" (--reclaim): the worker answers with
+//                              `released` between two tasks, or at once while it waits for a reply. Every
+//                              farmer -> worker message uses tag 2, so a worker sees them in the order sent.
 //   end:      rank 0 broadcasts the outcome (ok, worker failure, farmer error); every rank returns or throws.
 // Workers' requests carry their previous chunk's results (piggybacking, seed 002 section 5) and its compute
 // time, which the farmer feeds to the technique.
@@ -45,8 +49,8 @@ constexpr int tag_request = 1;
 constexpr int tag_reply = 2;
 constexpr int tag_clock = 3;
 
-enum request_kind : std::int32_t { request_work = 1, final_results = 2, failure = 3 };
-enum reply_kind : std::int32_t { assign_work = 1, stop_work = 2, abort_work = 3 };
+enum request_kind : std::int32_t { request_work = 1, final_results = 2, failure = 3, released_work = 4 };
+enum reply_kind : std::int32_t { assign_work = 1, stop_work = 2, abort_work = 3, reclaim_work = 4 };
 
 /// resource_sample on the wire: plain doubles and a presence mask.
 struct wire_sample {
@@ -90,6 +94,8 @@ struct reply_header {
     std::int32_t calibration = 0;
     std::int64_t first = 0;
     std::int64_t count = 0;
+    double share = 0.0;  ///< reclaim: the farmer's share of the unstarted tasks to give back (victim_share)
+    double thief_seconds = 0.0;  ///< reclaim: the thief's seconds per task
 };
 
 /// Broadcast from rank 0 before the farm: the run's shape, or the error every rank throws.
@@ -98,6 +104,7 @@ struct config_header {
     std::int32_t error = 0;  ///< 1: invalid argument, then argument and message follow
     std::int32_t farmer_computes = 0;
     std::int32_t prefetch = 0;
+    std::int32_t reclaim = 0;
     std::int32_t replicated = 0;
     std::int32_t gentle_wait = 0;
     std::int32_t emulation_count = 0;  ///< doubles of emulation data that follow
@@ -185,8 +192,9 @@ double now() { return MPI_Wtime(); }
 /// Clock alignment for traces: rank 0 exchanges one ping-pong with each worker in turn (Cristian's method).
 /// Returns, on rank 0, each rank's offset: worker time since its start minus farmer time since the farmer's
 /// start at the same instant (0 elsewhere), so that farmer_time = worker_time - offset. Error: half a round trip.
-std::vector<double> clock_offsets(MPI_Comm comm, int rank, int ranks, double t0) {
+std::vector<double> clock_offsets(MPI_Comm comm, int rank, int ranks, double t0, double* round_trip) {
     std::vector<double> offsets(static_cast<std::size_t>(rank == 0 ? ranks : 0), 0.0);
+    *round_trip = 0.0;
     if (rank == 0) {
         for (int r = 1; r < ranks; ++r) {
             const double sent = now() - t0;
@@ -195,6 +203,7 @@ std::vector<double> clock_offsets(MPI_Comm comm, int rank, int ranks, double t0)
             mpi::check(MPI_Recv(&theirs, 1, MPI_DOUBLE, r, tag_clock, comm, MPI_STATUS_IGNORE), "MPI_Recv");
             const double received = now() - t0;
             offsets[static_cast<std::size_t>(r)] = theirs - (sent + received) / 2.0;
+            *round_trip += (received - sent) / (ranks - 1);
         }
     } else {
         double ping = 0.0;
@@ -278,6 +287,12 @@ public:
         --size_;
         return f;
     }
+    /// The newest chunk gave `given` tasks back (reclaim).
+    void shrink_newest(task_count given) {
+        if (given == 0) return;
+        if (size_ == 0) throw internal_error("farm: tasks given back from a chunk that is not in flight");
+        slots_[(head_ + size_ - 1) % 2].count -= given;
+    }
 
 private:
     flight slots_[2];
@@ -345,15 +360,13 @@ emulation emulation_from(const farm_options& options, int ranks) {
     return e;
 }
 
-/// Sleeps (factor - 1) x compute seconds: an emulated slow rank frees its core. Returns the seconds slept.
-double emulate(const emulation& e, int rank, double start, double compute) {
-    if (!e.active()) return 0.0;
-    const double extra = (e.factor(rank, start) - 1.0) * compute;
-    if (extra <= 0.0) return 0.0;
-    const double t0 = now();
-    std::this_thread::sleep_for(std::chrono::duration<double>(extra));
-    return now() - t0;
+/// The emulated slowdown of a task that started at `start` and computed `compute` seconds: an emulated slow
+/// rank sleeps (factor - 1) x compute after it, freeing its core.
+double emulation_owed(const emulation& e, int rank, double start, double compute) {
+    return std::max(0.0, (e.factor(rank, start) - 1.0) * compute);
 }
+
+void sleep_for(double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }
 
 struct shared_setup {
     config_header config;
@@ -385,6 +398,10 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
             s.config.tasks = tasks;
             s.config.farmer_computes = options.farmer_computes ? 1 : 0;
             s.config.prefetch = options.prefetch ? 1 : 0;
+            if (options.reclaim && options.prefetch)
+                throw invalid_argument("reclaim", "cannot be combined with prefetch: a worker gives tasks back from "
+                                                  "the one chunk it computes");
+            s.config.reclaim = options.reclaim ? 1 : 0;
             s.config.replicated = options.replicated_input ? 1 : 0;
             for (double f : s.emulated.slowdown) emulation_data.push_back(f);
             emulation_data.push_back(-1.0);  // separator
@@ -573,12 +590,15 @@ class farmer_driver {
 public:
     farmer_driver(MPI_Comm comm, int ranks, const std::byte* in, std::byte* out, task_count tasks,
                   const task_kernel& kernel, const farm_options& options, const shared_setup& setup,
-                  std::unique_ptr<technique> policy, double t0, sampler& monitors, std::vector<double> offsets)
+                  std::unique_ptr<technique> policy, double t0, sampler& monitors, std::vector<double> offsets,
+                  double round_trip)
         : comm_(comm), in_(in), out_(out), kernel_(kernel), options_(options), setup_(setup),
           monitors_(monitors), offsets_(std::move(offsets)),
           offset_(setup.config.farmer_computes ? 0 : 1), t0_(t0),
           report_(empty_report(options, ranks, tasks)), progress_(options.progress, tasks),
-          farmer_(tasks, ranks - offset_, std::move(policy), options.parameters.min_chunk, setup.config.prefetch ? 2 : 1) {
+          farmer_(tasks, ranks - offset_, std::move(policy), options.parameters.min_chunk, setup.config.prefetch ? 2 : 1,
+                  setup.config.reclaim != 0) {
+        if (setup.config.reclaim) farmer_.set_request_cost(round_trip);
         tracing_ = !options.trace.empty() || options.record_trace;
         const auto workers = static_cast<std::size_t>(ranks - offset_);
         inflight_.assign(workers, in_flight{});
@@ -622,6 +642,8 @@ public:
         report_.makespan = last_result_;
         report_.farmer_cpu_seconds = cpu_seconds() - cpu0;
         report_.k = farmer_.policy().installment_factor();
+        report_.reclaims = farmer_.reclaims();
+        report_.reclaimed_tasks = farmer_.reclaimed_tasks();
         if (farmer_.calibration()) report_.calibration = *farmer_.calibration();
         report_.trace.assign(trace_.begin(), trace_.end());
         finish_report(report_);
@@ -664,8 +686,16 @@ private:
         if (aborting_) {  // the farm is over: collect nobody's results, stop everybody
             if (h.kind == final_results)
                 retire(rank);
-            else
+            else if (h.kind != released_work)  // a victim's answer: its thief was aborted by fail()
                 reply_end(rank, abort_work);
+            return;
+        }
+        if (h.kind == released_work) {
+            inflight_[static_cast<std::size_t>(w)].shrink_newest(h.count);
+            if (h.count > 0) report_.chunks_per_rank[static_cast<std::size_t>(rank)].back() -= h.count;
+            const release_outcome o = farmer_.released(w, h.count, t);
+            act(static_cast<int>(o.thief) + offset_, o.answer);
+            serve_parked();  // thieves that waited for this answer ask again
             return;
         }
         if (h.kind == failure) {
@@ -722,12 +752,24 @@ private:
     }
 
     /// Serves a request of `rank` (the farmer's own when rank == 0 and it computes).
-    void serve(int rank) {
+    void serve(int rank) { act(rank, farmer_.request(static_cast<int>(slot(rank)), clock())); }
+
+    /// Carries out the farmer's decision `d` for `rank`.
+    void act(int rank, const decision& d) {
         const auto w = slot(rank);
-        const decision d = farmer_.request(static_cast<int>(w));
-        if (rank == unanswered_) unanswered_ = -1;  // answered below: a reply, a stop, or parked
+        if (rank == unanswered_) unanswered_ = -1;  // answered below: a reply, a stop, parked, or a reclaim
         if (d.what == decision::kind::wait) {
             parked_.push_back(rank);
+            return;
+        }
+        if (d.what == decision::kind::reclaim) {  // `rank` waits while the victim is asked
+            const int victim = d.victim + offset_;
+            if (victim == 0) {
+                give_back_own(d);
+            } else {
+                reply_header r{reclaim_work, 0, 0, 0, d.share, d.thief_seconds};
+                send_header(victim, r);
+            }
             return;
         }
         if (d.what == decision::kind::stop) {
@@ -737,7 +779,7 @@ private:
             } else if (inflight_[w].empty()) {
                 reply_end(rank, stop_work);
             } else {
-                send_header(rank, {stop_work, 0, 0, 0});  // a final results message will follow
+                send_header(rank, {stop_work, 0, 0, 0, 0.0, 0.0});  // a final results message will follow
             }
             return;
         }
@@ -748,7 +790,7 @@ private:
             own_ = {d.work.first, d.work.count, d.work.first, t, 0.0, d.calibration};
             return;
         }
-        const reply_header r{assign_work, d.calibration ? 1 : 0, d.work.first, d.work.count};
+        const reply_header r{assign_work, d.calibration ? 1 : 0, d.work.first, d.work.count, 0.0, 0.0};
         std::size_t bytes = sizeof r;
         if (!setup_.config.replicated) bytes += static_cast<std::size_t>(d.work.count) * kernel_.in_bytes;
         if (send_.size() < bytes) send_.resize(bytes * 3 / 2 + 64);
@@ -777,7 +819,7 @@ private:
             own_stopped_ = true;
             return;
         }
-        send_header(rank, {kind, 0, 0, 0});
+        send_header(rank, {kind, 0, 0, 0, 0.0, 0.0});
         retire(rank);
     }
 
@@ -798,6 +840,23 @@ private:
         own_stopped_ = true;
         for (int rank : parked_) reply_end(rank, abort_work);
         parked_.clear();
+        for (int thief : farmer_.thieves()) reply_end(thief + offset_, abort_work);  // their victims' answers are ignored
+    }
+
+    /// The farmer's own chunk is the victim (it computes): between two of its tasks, nothing is started.
+    void give_back_own(const decision& asked) {
+        const task_count unstarted = own_.count > 0 ? own_.first + own_.count - own_.next : 0;
+        const task_count done = own_.next - own_.first;
+        const double share = victim_share(asked, done > 0 ? own_.compute / static_cast<double>(done) : 0.0);
+        const auto given = static_cast<task_count>(std::floor(static_cast<double>(unstarted) * share));
+        if (given > 0) {
+            own_.count -= given;
+            inflight_[0].shrink_newest(given);
+            report_.chunks_per_rank[0].back() -= given;
+        }
+        const release_outcome o = farmer_.released(0, given, clock());
+        act(o.thief + offset_, o.answer);
+        serve_parked();
     }
 
     void compute_own_task() {
@@ -906,23 +965,58 @@ private:
         std::string failure;
     };
 
-    void receive_reply(chunk_buffer& c) {
-        MPI_Status status;
-        MPI_Message message = wait_message(comm_, 0, tag_reply, &status, setup_.config.gentle_wait != 0);
-        receive(message, status, c.data);
-        std::memcpy(&c.header, c.data.data(), sizeof c.header);
+    /// Waits for the farmer's next reply. A reclaim that arrives meanwhile is about a chunk this worker has
+    /// finished: it gives nothing back (unless `keep_reclaims`, when the caller handles it).
+    void receive_reply(chunk_buffer& c, bool keep_reclaims = false) {
+        for (;;) {
+            MPI_Status status;
+            MPI_Message message = wait_message(comm_, 0, tag_reply, &status, setup_.config.gentle_wait != 0);
+            receive(message, status, c.data);
+            std::memcpy(&c.header, c.data.data(), sizeof c.header);
+            if (c.header.kind != reclaim_work || keep_reclaims) return;
+            send_released(0, 0);
+        }
+    }
+
+    void send_released(task_count first, task_count count) {
+        request_header h;
+        h.kind = released_work;
+        h.first = first;
+        h.count = count;
+        mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_request, comm_), "MPI_Send");
+    }
+
+    /// Between two tasks of chunk `c` (the next to start is `next`): answers a reclaim if one has arrived.
+    void answer_reclaim(chunk_buffer& c, task_count next) {
+        int flag = 0;
+        mpi::check(MPI_Iprobe(0, tag_reply, comm_, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
+        if (!flag) return;
+        receive_reply(reclaim_, true);
+        if (reclaim_.header.kind != reclaim_work)
+            throw internal_error("farm: rank " + std::to_string(rank_) + " got reply kind " +
+                                 std::to_string(reclaim_.header.kind) + " while computing");
+        const task_count unstarted = c.header.first + c.header.count - next;
+        decision asked{decision::kind::reclaim, {}, false};
+        asked.share = reclaim_.header.share;
+        asked.thief_seconds = reclaim_.header.thief_seconds;
+        const double mine = (now() - t0_ - c.started) / static_cast<double>(next - c.header.first);
+        const auto given = static_cast<task_count>(std::floor(static_cast<double>(unstarted) * victim_share(asked, mine)));
+        c.header.count -= given;
+        send_released(c.header.first + c.header.count, given);
     }
 
     /// Computes chunk `c` into results_ (after the request header). False when a task threw.
     bool compute(chunk_buffer& c, farm_report& r) {
-        const auto count = static_cast<std::size_t>(c.header.count);
-        const std::size_t bytes = sizeof(request_header) + count * kernel_.out_bytes;
+        const std::size_t bytes = sizeof(request_header) + static_cast<std::size_t>(c.header.count) * kernel_.out_bytes;
         if (results_.size() < bytes) results_.resize(bytes * 3 / 2 + 64);
         const std::byte* inputs = setup_.config.replicated ? in_ + static_cast<std::size_t>(c.header.first) * kernel_.in_bytes
                                                            : c.data.data() + sizeof(reply_header);
         c.started = now() - t0_;
-        for (std::size_t i = 0; i < count; ++i) {
+        const bool reclaim = setup_.config.reclaim != 0, emulated = setup_.emulated.active();
+        double owed = 0.0;  // emulated slowdown: sleep owed, paid in slices of >= 1 ms
+        for (std::size_t i = 0; i < static_cast<std::size_t>(c.header.count); ++i) {
             const task_count task = c.header.first + static_cast<task_count>(i);
+            const double task_start = emulated ? now() - t0_ : 0.0;
             try {
                 kernel_.run(task, inputs + i * kernel_.in_bytes, results_.data() + sizeof(request_header) + i * kernel_.out_bytes);
             } catch (const std::exception& e) {
@@ -932,9 +1026,14 @@ private:
                 c.failed_task = task, c.failure = "unknown exception";
                 return false;
             }
+            if (emulated) {
+                owed += emulation_owed(setup_.emulated, rank_, task_start, now() - t0_ - task_start);
+                if (owed >= 1e-3) sleep_for(owed), owed = 0.0;
+            }
+            if (reclaim && i + 1 < static_cast<std::size_t>(c.header.count)) answer_reclaim(c, task + 1);
         }
-        const double compute = now() - t0_ - c.started;
-        c.seconds = compute + emulate(setup_.emulated, rank_, c.started, compute);
+        if (owed > 0.0) sleep_for(owed);
+        c.seconds = now() - t0_ - c.started;  // emulated slowdown included
         c.finished = now() - t0_;
         const auto q = static_cast<std::size_t>(rank_);
         r.tasks_per_rank[q] += c.header.count;
@@ -1038,6 +1137,7 @@ private:
     double t0_;
     sampler& monitors_;
     std::vector<std::byte> results_;
+    chunk_buffer reclaim_;  ///< receives reclaim messages while computing
 };
 
 }  // namespace
@@ -1051,7 +1151,8 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
     if (ranks == 1) return run_sequential(in, out, tasks, kernel, options);
     mpi::check(MPI_Barrier(comm.get()), "MPI_Barrier");
     const double t0 = now();  // every rank's clock starts here: worker times are relative to it
-    const std::vector<double> offsets = clock_offsets(comm.get(), rank, ranks, t0);
+    double round_trip = 0.0;  // mean over the workers, measured on rank 0: what a reclaim must win (farmer.hpp)
+    const std::vector<double> offsets = clock_offsets(comm.get(), rank, ranks, t0, &round_trip);
     sampler monitors(setup.config.monitors);
     monitors.start(comm.get(), rank);  // collective: latency probe, benchmark kernel (part of the makespan)
     if (setup.config.monitors & benchmark_weights) {
@@ -1067,7 +1168,7 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
     }
     if (rank == 0)
         return farmer_driver(comm.get(), ranks, in, out, tasks, kernel, options, setup, std::move(policy), t0, monitors,
-                             offsets)
+                             offsets, round_trip)
             .run();
     return worker_driver(comm.get(), rank, in, kernel, setup, t0, monitors).run(options, ranks);
 }

@@ -64,6 +64,10 @@ struct farm_options {
     technique_options parameters;          ///< the technique's parameters
     bool farmer_computes = false;          ///< rank 0 computes chunks too, serving requests between tasks
     bool prefetch = false;                 ///< a worker asks for its next chunk before computing the current one
+    /// Work take-back (docs/skeleton.md "Reclaim"): once every task is handed out, an idle worker takes
+    /// unstarted tasks back from the worker expected to finish last. Workers check for a reclaim between two
+    /// tasks (one MPI_Iprobe per task). Not with prefetch.
+    bool reclaim = false;
     bool replicated_input = false;         ///< every rank holds the input: only task indices travel
     std::string trace;                     ///< write a trace: "run.csv" or "run.json" (rank 0)
     bool record_trace = false;             ///< keep the per-chunk trace in the report (implied by `trace`)
@@ -111,6 +115,8 @@ struct farm_report {
     double percent_imbalance = 0.0;  ///< of the finish times of the ranks that computed
     double cov = 0.0;
     double farmer_cpu_seconds = 0.0; ///< CPU time the farmer process used (shows whether it spun idle)
+    task_count reclaims = 0;         ///< reclaims that moved tasks (farm_options::reclaim)
+    task_count reclaimed_tasks = 0;  ///< tasks they moved
     std::vector<chunk_trace> trace;  ///< every chunk, on rank 0, when `trace` or `record_trace` was asked for
 };
 
