@@ -63,6 +63,20 @@ int main(int argc, char **argv) {
         CHECK(r.makespan > 0.0, "makespan");
     }
 
+    /* Reclaim from C: outputs in place; with prefetch it is an argument error naming "reclaim". */
+    o.prefetch = 0;
+    o.reclaim = 1;
+    o.technique = "static";
+    CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, &r) == PFARM_OK, "reclaim run");
+    if (rank == 0)
+        for (int i = 0; i < n; ++i) CHECK(out[i] == in[i] * in[i] * in[i], "wrong output with reclaim");
+    o.prefetch = 1;
+    CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_ARGUMENT &&
+              strstr(pfarm_error_message(), "reclaim") != NULL,
+          "reclaim with prefetch not named");
+    o.prefetch = 0;
+    o.reclaim = 0;
+
     pfarm(fails_at_7, iin, n, MPI_INT, iout, n, MPI_INT, MPI_COMM_WORLD, SCH_TRAD);
     CHECK(pfarm_status() == PFARM_ERROR_WORKER, "a failing task is not PFARM_ERROR_WORKER");
     CHECK(pfarm_error_task() == 7, "the failed task is not 7");

@@ -752,7 +752,9 @@ private:
     }
 
     /// Serves a request of `rank` (the farmer's own when rank == 0 and it computes).
-    void serve(int rank) { act(rank, farmer_.request(static_cast<int>(slot(rank)), clock())); }
+    void serve(int rank) {
+        act(rank, farmer_.request(static_cast<int>(slot(rank)), farmer_.reclaiming() ? clock() : 0.0));
+    }
 
     /// Carries out the farmer's decision `d` for `rank`.
     void act(int rank, const decision& d) {
