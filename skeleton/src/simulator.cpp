@@ -14,6 +14,14 @@
 //     whose result passed the barrier; each of those answers costs `overhead`, one after the other. The
 //     parked worker's earlier `wait` answer cost `overhead` too.
 //   - stop: the worker is done; its final result reached the farmer with that request.
+//   - reclaim (run_options::reclaim, farmer.hpp "Reclaim"): the farmer's answer to the thief is a reclaim
+//     message that reaches the victim `latency` after the service ends. The victim answers at the end of the
+//     task it is computing (task ends integrated over its load changes; after its request when that is its
+//     last task; at once when it has finished that chunk), giving back floor(unstarted x victim_share()) of
+//     its chunk, its own seconds per task measured on the chunk so far; its chunk and its next request move
+//     earlier. Its answer reaches the farmer `latency` later and is served like a request (`overhead`): the
+//     thief gets the range (or another reclaim, or stop), then the workers that waited for that answer ask
+//     again, each answer costing `overhead`.
 //
 // Compute time
 //   - Task i costs c_i (the workload shape, mean 1). A chunk [a, a+n) is base = (C[a+n] - C[a]) * task_time_w
