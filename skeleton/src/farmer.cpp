@@ -54,7 +54,6 @@ decision farmer::assign(int worker, task_count first, task_count count, bool cal
     w.outstanding[w.held++] = count;
     w.current = c;
     w.assigned_at = now;
-    w.calibration_chunk = calibration_task;
     w.reclaimable = reclaim_ && !calibration_task && count >= 2;
     return {decision::kind::assign, c, calibration_task};
 }

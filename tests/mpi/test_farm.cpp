@@ -35,6 +35,24 @@ int rank_ = 0, size_ = 1, failures_ = 0;
 
 double f(double x) { return std::sin(x) * 3.0 + x; }
 
+/// Collective: rank 0 sums every rank's per-task run counts and checks that each task ran exactly once and
+/// that the outputs equal the sequential run's. True on rank 0, which holds the report to check further.
+bool check_runs(const std::string& label, const std::vector<double>& out, const std::vector<double>& expected,
+                const std::vector<int>& runs) {
+    const int tasks = static_cast<int>(runs.size());
+    std::vector<int> total(runs.size(), 0);
+    MPI_Reduce(runs.data(), total.data(), tasks, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank_ != 0) return false;
+    int wrong = 0, twice = 0;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        wrong += out[i] != expected[i];
+        twice += total[i] != 1;
+    }
+    CHECK(wrong == 0, "%s: %d outputs differ from the sequential run", label.c_str(), wrong);
+    CHECK(twice == 0, "%s: %d tasks did not run exactly once", label.c_str(), twice);
+    return true;
+}
+
 pfarm::farm_options options_for(const std::string& technique) {
     pfarm::farm_options o;
     o.technique = technique;
@@ -71,16 +89,7 @@ void techniques() {
                 CHECK(false, "%s/%s threw: %s", t.name.c_str(), modes[mode], e.what());
                 continue;
             }
-            std::vector<int> total(tasks, 0);
-            MPI_Reduce(runs.data(), total.data(), tasks, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-            if (rank_ != 0) continue;
-            int wrong = 0, twice = 0;
-            for (int i = 0; i < tasks; ++i) {
-                wrong += out[static_cast<std::size_t>(i)] != expected[static_cast<std::size_t>(i)];
-                twice += total[static_cast<std::size_t>(i)] != 1;
-            }
-            CHECK(wrong == 0, "%s/%s: %d outputs differ from the sequential run", t.name.c_str(), modes[mode], wrong);
-            CHECK(twice == 0, "%s/%s: %d tasks did not run exactly once", t.name.c_str(), modes[mode], twice);
+            if (!check_runs(t.name + "/" + modes[mode], out, expected, runs)) continue;
             pfarm::task_count sum = 0;
             for (auto n : r.tasks_per_rank) sum += n;
             CHECK(sum == tasks, "%s/%s: the report counts %lld tasks", t.name.c_str(), modes[mode], static_cast<long long>(sum));
@@ -212,16 +221,7 @@ void reclaim() {
                 CHECK(false, "%s/reclaim%s threw: %s", t.name.c_str(), computes ? "+farmer-computes" : "", e.what());
                 continue;
             }
-            std::vector<int> total(tasks, 0);
-            MPI_Reduce(runs.data(), total.data(), tasks, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-            if (rank_ != 0) continue;
-            int wrong = 0, twice = 0;
-            for (int i = 0; i < tasks; ++i) {
-                wrong += out[static_cast<std::size_t>(i)] != expected[static_cast<std::size_t>(i)];
-                twice += total[static_cast<std::size_t>(i)] != 1;
-            }
-            CHECK(wrong == 0, "%s/reclaim: %d outputs differ from the sequential run", t.name.c_str(), wrong);
-            CHECK(twice == 0, "%s/reclaim: %d tasks did not run exactly once", t.name.c_str(), twice);
+            if (!check_runs(t.name + "/reclaim", out, expected, runs)) continue;
             pfarm::task_count sum = 0, chunked = 0;
             for (auto n : r.tasks_per_rank) sum += n;
             for (const auto& sizes : r.chunks_per_rank)

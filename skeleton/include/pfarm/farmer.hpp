@@ -110,7 +110,6 @@ private:
         // Reclaim bookkeeping (max_outstanding 1): the chunk in flight and what the farmer knows of its speed.
         chunk current;                       ///< its chunk in flight (count already shrunk by reclaims)
         double assigned_at = 0.0;            ///< when it was handed out (the driver's clock)
-        bool calibration_chunk = false;
         bool reclaimable = false;            ///< may still be asked to give tasks back
         int thief = -1;                      ///< a reclaim is pending: the worker waiting for its answer
         task_count reclaim_first = -1;       ///< the first task of the chunk that reclaim is about

@@ -694,7 +694,7 @@ private:
             inflight_[static_cast<std::size_t>(w)].shrink_newest(h.count);
             if (h.count > 0) report_.chunks_per_rank[static_cast<std::size_t>(rank)].back() -= h.count;
             const release_outcome o = farmer_.released(w, h.count, t);
-            act(static_cast<int>(o.thief) + offset_, o.answer);
+            act(o.thief + offset_, o.answer);
             serve_parked();  // thieves that waited for this answer ask again
             return;
         }
