@@ -167,11 +167,15 @@ INFORMED = WEIGHTED + ["n-gss", "n-fss", "n-tss", "an-gss", "an-fss", "an-tss"]
 # handed out, an idle worker takes unstarted tasks back from the worker expected to finish last. pfarm does
 # this at run time (farm_options::reclaim), so these rows count for the target. Named "<technique>+reclaim".
 RECLAIMING = SIMPLE + WEIGHTED + TWO_PHASE + CALIBRATED + LITERATURE
+# And with prefetch as well (`--prefetch --reclaim`): a worker asks for its next chunk when it starts one, which
+# hides the cost of a request; with reclaim, a worker that asks ahead and finds the pool empty may take tasks
+# back at once (farmer.hpp). Named "<technique>+prefetch+reclaim". Prefetch without reclaim is not a row: on a
+# heterogeneous platform a slow worker holds two chunks with nothing to take them back.
 
 
 def technique_list():
     return (SIMPLE + WEIGHTED + TWO_PHASE + CALIBRATED + LITERATURE + [t + "+weights" for t in INFORMED]
-            + [t + "+reclaim" for t in RECLAIMING])
+            + [t + "+reclaim" for t in RECLAIMING] + [t + "+prefetch+reclaim" for t in RECLAIMING])
 
 
 # CV of a task's cost for each shape (mean 1): uniform 0; increasing/decreasing 2(i+0.5)/S: CV = 1/sqrt(3);
@@ -216,6 +220,8 @@ def technique_args(technique, platform, workload, tasks):
         args += ["--weights", ",".join(f"{s:.6g}" for s in speeds)]
     if technique.endswith("+reclaim"):
         args += ["--reclaim"]
+    if "+prefetch" in technique:
+        args += ["--prefetch"]
     # The overhead h of fsc and awf-d/-e, in task-time units: a request's cost (service + round trip) over
     # the mean time per task of the platform (harmonic: total work / total speed per worker).
     mean_task = p / sum(1.0 / t for t in platform["task_times"])

@@ -20,10 +20,6 @@ farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy,
       reclaim_(reclaim) {
     if (max_outstanding < 1 || max_outstanding > 2)
         throw invalid_argument("max_outstanding", "is " + std::to_string(max_outstanding) + "; expected 1 or 2");
-    if (reclaim && max_outstanding != 1)
-        throw invalid_argument("reclaim", "cannot be combined with prefetch (max_outstanding " +
-                                              std::to_string(max_outstanding) + "): a worker gives tasks back from "
-                                              "the one chunk it computes");
     if (tasks < 1) throw invalid_argument("tasks", "is " + std::to_string(tasks) + "; expected >= 1");
     if (workers < 1) throw invalid_argument("workers", "is " + std::to_string(workers) + "; expected >= 1");
     if (min_chunk < 1)
@@ -51,10 +47,10 @@ void farmer::check_worker(int worker) const {
 decision farmer::assign(int worker, task_count first, task_count count, bool calibration_task, double now) {
     auto& w = workers_[static_cast<std::size_t>(worker)];
     const chunk c{first, count};
-    w.outstanding[w.held++] = count;
-    w.current = c;
-    w.assigned_at = now;
-    w.reclaimable = reclaim_ && !calibration_task && count >= 2;
+    w.assigned_at[w.held] = now;
+    w.in_flight[w.held++] = c;
+    ++w.version;
+    w.reclaimable = reclaim_ && !calibration_task;  // a new chunk may be asked, even after a 0 answer
     return {decision::kind::assign, c, calibration_task};
 }
 
@@ -87,9 +83,16 @@ decision farmer::request(int worker, double now) {
         return assign(worker, first, 1, true, now);
     }
     const task_count left = remaining();
-    if (left == 0) return reclaim_ ? reclaim_or_stop(worker, now) : stop_worker(worker);
+    if (left == 0) {
+        if (!reclaim_) return stop_worker(worker);
+        // Prefetch: a worker still holding a chunk asks again once it is done, when it may take work back.
+        return take_back(worker, now);
+    }
     const task_count wanted = policy_->next(worker, left);
-    if (wanted <= 0) return stop_worker(worker);
+    if (wanted <= 0) {  // the technique stops this worker; with reclaim, one holding a chunk may be asked for it
+        if (reclaim_ && w.held > 0) return {decision::kind::later, {}, false};
+        return stop_worker(worker);
+    }
     const task_count count = std::min(left, std::max(wanted, min_chunk_));
     const task_count first = next_index_;
     next_index_ += count;
@@ -105,83 +108,121 @@ double farmer::seconds_per_task(int worker) const {
     return done > 0 ? busy / static_cast<double>(done) : 0.0;  // 0: nobody has finished anything yet
 }
 
-decision farmer::reclaim_or_stop(int thief, double now) {
+decision farmer::take_back(int thief, double now) {
     // The share: the thief's part of the victim's unstarted tasks so that both finish together if their times
     // per task so far hold, t_v / (t_v + t_thief), kept within [1/3, 2/3]: a time per task measures the tasks
     // a worker happened to get as much as the worker (a Mandelbrot's cheap edge columns look like a fast
     // worker), and the clamp keeps one bad estimate from handing a thief most of a chunk (quality study:
     // docs/quality.md). The victim: the worker whose chunk promises the thief the largest gain, share x expected remaining time.
-    // Expected remaining time = hand-out time + count x its seconds per task - now; a worker past that
+    // Expected remaining time = hand-out time + tasks held x its seconds per task - now; a worker past that
     // estimate (slower than its history) is guessed to be half-way through. Without any history yet, chunks
     // are ranked by their size and split in half.
+    // A thief that still holds chunks (prefetch: it asks when it starts one) is busy for about its tasks held
+    // x its seconds per task: it takes back only what leaves the victim longer busy than itself, share x
+    // (victim's time left - thief's), and otherwise gets `later`.
     const double thief_time = seconds_per_task(thief);
+    const auto& asker = workers_[static_cast<std::size_t>(thief)];
+    if (asker.held > 0 && thief_time == 0.0) return {decision::kind::later, {}, false};  // nothing to judge by yet
+    double busy = 0.0;
+    for (int i = 0; i < asker.held; ++i) busy += static_cast<double>(asker.in_flight[i].count) * thief_time;
     int best = -1;
     double best_gain = 0.0, best_share = 0.5;
     for (int v = 0; v < workers(); ++v) {
         const auto& w = workers_[static_cast<std::size_t>(v)];
-        if (v == thief || w.held != 1 || !w.reclaimable || w.thief >= 0 || w.current.count < 2) continue;
+        if (v == thief || w.held == 0 || !w.reclaimable || w.thief >= 0) continue;
+        task_count held = 0, largest = 0;
+        for (int i = 0; i < w.held; ++i)
+            held += w.in_flight[i].count, largest = std::max(largest, w.in_flight[i].count);
+        if (largest < 2) continue;
         const double t = seconds_per_task(v);
         double share = 0.5, gain = 0.0;
-        if (t > 0.0 && thief_time > 0.0) share = std::clamp(t / (t + thief_time), 1.0 / 3.0, 2.0 / 3.0);
         if (t > 0.0) {
-            const double whole = static_cast<double>(w.current.count) * t;
-            double left = w.assigned_at + whole - now;
-            if (left <= 0.0) left = 0.5 * whole;
-            if (std::floor(left / t * share) < 1.0) continue;  // expected to give back nothing
-            gain = share * left;
+            // Expected remaining time of everything it holds; it gives back from one chunk, at most all of
+            // it but one task.
+            double left = w.assigned_at[0] + static_cast<double>(held) * t - now;
+            if (left <= 0.0) left = 0.5 * static_cast<double>(held) * t;  // past it: guessed half-way
+            left -= busy;
+            if (left <= 0.0) continue;
+            if (thief_time > 0.0) share = std::clamp(t / (t + thief_time), 1.0 / 3.0, 2.0 / 3.0);
+            const double most = static_cast<double>(largest - 1);  // it keeps a task of the chunk it gives from
+            if (std::min(std::floor(left / t * share), most) < 1.0) continue;  // expected to give back nothing
+            gain = std::min(share * left, most * t);
             if (gain <= 2.0 * request_cost_) continue;
         } else {
-            gain = static_cast<double>(w.current.count);
+            gain = static_cast<double>(held);
         }
         if (gain > best_gain) best = v, best_gain = gain, best_share = share;
     }
     if (best < 0) {
+        if (asker.held > 0) return {decision::kind::later, {}, false};
         // A chunk that is being asked already may have tasks left once it answers: wait for that answer
         // (the driver re-asks waiting workers after every released()) rather than stop for good.
         for (const auto& w : workers_)
-            if (w.thief >= 0 && w.held == 1 && w.reclaimable) return {decision::kind::wait, {}, false};
+            if (w.thief >= 0 && w.held > 0 && w.reclaimable) return {decision::kind::wait, {}, false};
         return stop_worker(thief);
     }
     auto& victim = workers_[static_cast<std::size_t>(best)];
     victim.thief = thief;
-    victim.reclaim_first = victim.current.first;
+    victim.asked_version = victim.version;
     workers_[static_cast<std::size_t>(thief)].waiting_for_victim = true;
     decision d{decision::kind::reclaim, {}, false};
     d.victim = best;
     d.share = best_share;
     d.thief_seconds = thief_time;
+    d.thief_busy = busy;
     return d;
 }
 
-release_outcome farmer::released(int victim, task_count given, double now) {
+release_outcome farmer::released(int victim, chunk given, double now) {
     check_worker(victim);
     auto& v = workers_[static_cast<std::size_t>(victim)];
     if (v.thief < 0)
         throw internal_error("farmer: worker " + std::to_string(victim) + " answered a reclaim nobody asked for");
-    if (given < 0) throw invalid_argument("given", "is " + std::to_string(given) + "; expected >= 0");
+    if (given.count < 0) throw invalid_argument("given", "count is " + std::to_string(given.count) + "; expected >= 0");
+    chunk* from = nullptr;  // the chunk whose end was given back; it keeps at least its first task
+    if (given.count > 0) {
+        for (int i = 0; i < v.held; ++i) {
+            chunk& c = v.in_flight[i];
+            if (given.first > c.first && given.first + given.count == c.first + c.count) from = &c;
+        }
+        if (!from)
+            throw internal_error("farmer: worker " + std::to_string(victim) + " gave back tasks [" +
+                                 std::to_string(given.first) + ", " + std::to_string(given.first + given.count) +
+                                 "), which are not the end of a chunk it holds");
+    }
     const int thief = v.thief;
     v.thief = -1;
     workers_[static_cast<std::size_t>(thief)].waiting_for_victim = false;
-    const bool same_chunk = v.held == 1 && v.current.first == v.reclaim_first;
-    if (given == 0) {
-        if (same_chunk) v.reclaimable = false;  // nothing unstarted: do not ask this chunk again
-        return {thief, reclaim_or_stop(thief, now)};
+    if (!from) {
+        if (v.version == v.asked_version) v.reclaimable = false;  // nothing unstarted: ask it no more
+        return {thief, take_back(thief, now)};
     }
-    if (!same_chunk || given >= v.current.count)
-        throw internal_error("farmer: worker " + std::to_string(victim) + " gave back " + std::to_string(given) +
-                             " tasks of a chunk it does not hold whole");
-    v.current.count -= given;
-    v.outstanding[0] -= given;
-    v.reclaimable = v.current.count >= 2;
+    from->count -= given.count;
+    ++v.version;
     ++reclaims_;
-    reclaimed_tasks_ += given;
-    return {thief, assign(thief, v.current.first + v.current.count, given, false, now)};
+    reclaimed_tasks_ += given.count;
+    return {thief, assign(thief, given.first, given.count, false, now)};
 }
 
 double victim_share(const decision& d, double victim_seconds) {
     if (victim_seconds > 0.0 && d.thief_seconds > 0.0)
         return std::clamp(victim_seconds / (victim_seconds + d.thief_seconds), 1.0 / 3.0, 2.0 / 3.0);
     return d.share;
+}
+
+chunk victim_gives(const decision& d, double victim_seconds, chunk current, task_count next_task, chunk prefetched) {
+    const task_count in_current = std::max<task_count>(0, current.first + current.count - next_task);
+    const task_count in_prefetched = std::max<task_count>(0, prefetched.count);
+    // A thief still busy for d.thief_busy seconds gets the share of what the victim has beyond that.
+    double unstarted = static_cast<double>(in_current + in_prefetched);
+    const double pace = victim_seconds > 0.0 ? victim_seconds : d.thief_seconds;
+    if (d.thief_busy > 0.0 && pace > 0.0) unstarted -= d.thief_busy / pace;
+    const auto wanted = static_cast<task_count>(std::floor(std::max(0.0, unstarted) * victim_share(d, victim_seconds)));
+    const bool from_current = in_current >= in_prefetched;
+    const chunk& c = from_current ? current : prefetched;
+    const task_count count = std::min(wanted, from_current ? in_current : in_prefetched - 1);
+    if (count <= 0) return {c.first + c.count, 0};
+    return {c.first + c.count - count, count};
 }
 
 void farmer::set_request_cost(double seconds) {
@@ -204,9 +245,11 @@ void farmer::complete(int worker, double seconds, const resource_sample* sample)
     auto& w = workers_[static_cast<std::size_t>(worker)];
     if (w.held == 0)
         throw internal_error("farmer: worker " + std::to_string(worker) + " completed a chunk it does not hold");
-    const task_count count = w.outstanding[0];
-    w.outstanding[0] = w.outstanding[1];
-    w.outstanding[1] = 0;
+    const task_count count = w.in_flight[0].count;
+    w.in_flight[0] = w.in_flight[1];
+    w.in_flight[1] = {};
+    w.assigned_at[0] = w.assigned_at[1];
+    ++w.version;
     --w.held;
     completed_ += count;
     w.busy_seconds += seconds;

@@ -221,19 +221,31 @@ double fluid_bound(const platform& pl, double work) {
 
 // --- the event loop --------------------------------------------------------------------------------------
 
-/// An event: a message reaching the farmer (a request, or a victim's answer to a reclaim) or a reclaim
-/// reaching a victim. Ties in time go by worker index, then by the order the events were made.
-struct arrival {
-    enum class kind : std::uint8_t { request, released, reclaim };
-    double time;
-    int worker;
+/// An event: a message reaching the farmer (a request, a final result, a victim's answer to a reclaim), a
+/// message reaching a worker (the farmer's reply, a reclaim) or a worker's chunk ending. Ties in time go by
+/// worker index, then by the order the events were made (so two messages between the same pair stay in order).
+struct event {
+    enum class kind : std::uint8_t { request, final_results, released, reply, reclaim, chunk_end };
+    double time = 0.0;
+    int worker = 0;
     std::uint64_t sequence = 0;
     kind what = kind::request;
-    std::uint64_t generation = 0;  ///< request: the chunk it reports (a shrunk chunk re-schedules its request)
-    task_count given = 0;          ///< released: tasks given back
-    double share = 0.0;            ///< reclaim: the farmer's share, and the thief's seconds per task
-    double thief_seconds = 0.0;
-    bool operator>(const arrival& o) const {
+    // request / final_results: the results of the chunk it completed travel with it
+    bool results = false;
+    bool calibration = false;  ///< those results are its calibration task's: its sample travels too
+    double seconds = 0.0;
+    chunk given;                   ///< released: the tasks given back
+    decision answer;               ///< reply: the farmer's answer; reclaim: the share and the thief's seconds
+    std::size_t trace_index = 0;   ///< reply: the trace entry of the chunk it assigns (when a trace is kept)
+    std::uint64_t generation = 0;  ///< chunk_end: the chunk it ends (a shrunk chunk re-schedules its end)
+    static event at(double time, int worker, kind what) {
+        event e;
+        e.time = time;
+        e.worker = worker;
+        e.what = what;
+        return e;
+    }
+    bool operator>(const event& o) const {
         if (time != o.time) return time > o.time;
         if (worker != o.worker) return worker > o.worker;
         return sequence > o.sequence;
@@ -265,18 +277,23 @@ resource_sample simulated_sample(const platform& pl, const worker_load& load, st
     return s;
 }
 
+/// A worker as the simulator sees it: the chunk it computes, and (prefetch) the reply that has reached it
+/// for the chunk after.
 struct worker_state {
-    bool holds = false;        ///< has a chunk whose result travels with its next request
-    bool calibration = false;  ///< that chunk is its calibration task: `sample` travels with the result
-    resource_sample sample;    ///< its monitors' reading at the start of the calibration task
-    double seconds = 0.0;      ///< compute time of that chunk
-    bool computed = false;     ///< got at least one chunk
-    double last_end = 0.0;
-    // The chunk it computes (reclaim needs its task boundaries).
+    bool holds = false;        ///< has a chunk whose results it has not sent yet
     task_count first = 0, count = 0;
-    double start = 0.0;
-    std::uint64_t generation = 0;  ///< bumped when its chunk shrinks: its earlier request event is stale
+    bool calibration = false;  ///< that chunk is its calibration task
+    resource_sample sample;    ///< its monitors' reading at the start of its calibration task
+    double start = 0.0, end = 0.0;
+    std::uint64_t generation = 0;  ///< bumped when its chunk changes or shrinks: a stale chunk_end is ignored
     std::size_t trace_index = 0;
+    bool finished = false;         ///< its chunk has ended; it waits for the reply it needs to go on
+    std::optional<decision> next;  ///< prefetch: a reply that reached it while it computed
+    std::size_t next_trace_index = 0;
+    bool prefetching = false;      ///< asks for the next chunk before computing the current one
+    bool asked_ahead = false;      ///< a request for the chunk after the current one is out
+    bool computed = false;         ///< got at least one chunk
+    double last_end = 0.0;
 };
 
 }  // namespace
@@ -534,7 +551,7 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     const std::vector<double> costs = task_costs(wl);
     const int p = static_cast<int>(pl.task_times.size());
     const auto up = static_cast<std::size_t>(p);
-    farmer f(wl.tasks, p, make_technique(technique, options, p), options.min_chunk, 1, run.reclaim);
+    farmer f(wl.tasks, p, make_technique(technique, options, p), options.min_chunk, run.prefetch ? 2 : 1, run.reclaim);
 
     std::vector<double> prefix(costs.size() + 1, 0.0);
     for (std::size_t i = 0; i < costs.size(); ++i) prefix[i + 1] = prefix[i] + costs[i];
@@ -550,17 +567,18 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     out.lower_bound = fluid_bound(pl, out.total_work);
     out.workers.resize(up);
     std::vector<worker_state> state(up);
+    for (auto& s : state) s.prefetching = run.prefetch;
     std::vector<int> parked;
 
-    std::vector<arrival> storage;
-    storage.reserve(up);
-    std::priority_queue<arrival, std::vector<arrival>, std::greater<>> arrivals(std::greater<>{}, std::move(storage));
+    std::vector<event> storage;
+    storage.reserve(3 * up);
+    std::priority_queue<event, std::vector<event>, std::greater<>> events(std::greater<>{}, std::move(storage));
     std::uint64_t sequence = 0;
-    const auto push = [&](arrival e) {
+    const auto push = [&](event e) {
         e.sequence = sequence++;
-        arrivals.push(e);
+        events.push(e);
     };
-    for (int w = 0; w < p; ++w) push({pl.latency, w});
+    for (int w = 0; w < p; ++w) push(event::at(pl.latency, w, event::kind::request));  // every worker's first request
     if (run.reclaim) f.set_request_cost(pl.overhead + 2.0 * pl.latency);
 
     // The end of task k (0-based) of worker j's chunk, load changes included.
@@ -571,65 +589,119 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         return loads[j].changes.empty() ? s.start + base : compute_end(loads[j], s.start, base);
     };
 
-    // Acts on the decision `d` for worker w, the service starting at `at`; returns when the service ends.
+    // Worker j's chunk now ends at `end` (it started, or shrank): records, trace, and its chunk_end event.
+    const auto set_end = [&](std::size_t j, double end) {
+        auto& s = state[j];
+        s.end = s.last_end = end;
+        out.workers[j].finish = end;
+        if (run.keep_trace) {
+            out.trace[s.trace_index].count = s.count;
+            out.trace[s.trace_index].start = s.start;
+            out.trace[s.trace_index].end = end;
+        }
+        auto e = event::at(end, static_cast<int>(j), event::kind::chunk_end);
+        e.generation = ++s.generation;
+        push(e);
+    };
+
+    // Worker j sends its request (what == request) or its last results (final_results) at time t; the
+    // results of its chunk travel with it when it holds one.
+    const auto send = [&](std::size_t j, event::kind what, double t) {
+        auto& s = state[j];
+        auto e = event::at(t + pl.latency, static_cast<int>(j), what);
+        if (s.holds) {
+            e.results = true;
+            e.calibration = s.calibration;
+            e.seconds = s.end - s.start;
+            s.holds = false;
+        }
+        push(e);
+    };
+
+    // Worker j starts chunk d.work at t. With prefetch it asks for the next chunk at once (`ask_ahead`), unless
+    // this is its calibration task: nothing is prefetched past the calibration barrier.
+    const auto start_chunk = [&](std::size_t j, const decision& d, std::size_t trace_index, double t, bool ask_ahead) {
+        auto& s = state[j];
+        s.holds = true;
+        s.finished = false;
+        s.first = d.work.first;
+        s.count = d.work.count;
+        s.calibration = d.calibration;
+        s.start = t;
+        s.trace_index = trace_index;
+        s.computed = true;
+        if (d.calibration) s.sample = simulated_sample(pl, loads[j], j, t);
+        set_end(j, task_end(j, s.count - 1));
+        s.asked_ahead = ask_ahead && s.prefetching && !d.calibration;
+        if (s.asked_ahead) push(event::at(t + pl.latency, static_cast<int>(j), event::kind::request));  // a request with no results: the chunk after
+    };
+
+    // The farmer's answer `d` to worker w, its service starting at `at`; returns when the service ends.
     const auto act = [&](int w, const decision& d, double at) {
         const double served = at + pl.overhead;
         const auto j = static_cast<std::size_t>(w);
         if (d.what == decision::kind::wait) {
             parked.push_back(w);
-        } else if (d.what == decision::kind::reclaim) {
-            arrival e{served + pl.latency, d.victim};
-            e.what = arrival::kind::reclaim;
-            e.share = d.share;
-            e.thief_seconds = d.thief_seconds;
-            e.generation = state[static_cast<std::size_t>(d.victim)].generation;  // the chunk it is about
+            return served;
+        }
+        if (d.what == decision::kind::reclaim) {
+            auto e = event::at(served + pl.latency, d.victim, event::kind::reclaim);
+            e.answer = d;
             push(e);
-        } else if (d.what == decision::kind::assign) {
-            const auto first = static_cast<std::size_t>(d.work.first);
-            const auto count = static_cast<std::size_t>(d.work.count);
-            const double base = (prefix[first + count] - prefix[first]) * pl.task_times[j];
-            const double start = served + pl.latency;
-            double end = start + base, seconds = base;
-            if (!loads[j].changes.empty()) {
-                end = compute_end(loads[j], start, base);
-                seconds = end - start;
-            }
-            auto& s = state[j];
-            s.holds = true;
-            s.calibration = d.calibration;
-            if (d.calibration) s.sample = simulated_sample(pl, loads[j], j, start);
-            s.seconds = seconds;
-            s.computed = true;
-            s.last_end = end;
-            s.first = d.work.first;
-            s.count = d.work.count;
-            s.start = start;
-            ++s.generation;
+            return served;
+        }
+        auto e = event::at(served + pl.latency, w, event::kind::reply);
+        e.answer = d;
+        if (d.what == decision::kind::assign) {
             auto& r = out.workers[j];
             if (!d.calibration) r.chunks.push_back(d.work.count);
             r.tasks += d.work.count;
-            r.finish = end;
             ++out.chunks;
-            if (run.keep_trace) {
-                s.trace_index = out.trace.size();
-                out.trace.push_back({w, d.work.first, d.work.count, start, end, d.calibration});
-            }
-            arrival e{end + pl.latency, w};
-            e.generation = s.generation;
-            push(e);
+            e.trace_index = out.trace.size();
+            if (run.keep_trace) out.trace.push_back({w, d.work.first, d.work.count, 0.0, 0.0, d.calibration});
         }
+        push(e);
         return served;
     };
 
-    // A reclaim reaches victim v at time t: between two tasks it gives back victim_share() of its unstarted
-    // tasks, measuring its own seconds per task on the chunk so far.
-    // A victim that got a newer chunk since saw the reclaim while waiting for it: it answers 0 at once.
-    const auto victim_answers = [&](int v, double t, const decision& asked, std::uint64_t generation) {
+    // Worker j's chunk has ended and the reply it needed (prefetch) has reached it, at time t.
+    const auto advance = [&](std::size_t j, double t) {
+        auto& s = state[j];
+        const decision d = *s.next;
+        s.next.reset();
+        if (d.what == decision::kind::assign) {
+            send(j, event::kind::request, t);  // the results, and the request for the chunk after d
+            start_chunk(j, d, s.next_trace_index, t, false);
+            s.asked_ahead = true;
+        } else if (d.what == decision::kind::later) {
+            send(j, event::kind::request, t);  // the pool is empty: it asks again with nothing in hand
+            s.prefetching = false;
+        } else {
+            send(j, event::kind::final_results, t);
+        }
+    };
+
+    // Victim j gave `count` tasks back from its `current` chunk, or from its prefetched one (at `trace_index`).
+    const auto shrink_record = [&](std::size_t j, std::size_t trace_index, task_count count, bool current) {
+        auto& r = out.workers[j];
+        r.tasks -= count;
+        // Its chunk sizes are recorded in hand-out order: the prefetched chunk is the last, the current the one
+        // before it when a prefetched one is held.
+        const std::size_t back = current && state[j].next && state[j].next->what == decision::kind::assign ? 2 : 1;
+        r.chunks[r.chunks.size() - back] -= count;
+        if (!current && run.keep_trace) out.trace[trace_index].count -= count;  // set_end updates the current one
+    };
+
+    // A reclaim reaches victim v at time t. It answers between two tasks of the chunk it computes, giving
+    // back victim_gives(): the unstarted end of that chunk or of the prefetched one it holds, whichever has more,
+    // its seconds per task measured on the chunk so far. Computing its last task, it reads the reclaim when
+    // that ends: in its prefetched chunk if it holds one, else with nothing unstarted it answers 0 (after its
+    // request). Idle, or waiting for a reply, it answers 0 at once.
+    const auto victim_answers = [&](int v, double t, const decision& asked) {
         const auto j = static_cast<std::size_t>(v);
         auto& s = state[j];
-        arrival reply{t + pl.latency, v};
-        reply.what = arrival::kind::released;
-        if (s.holds && s.generation == generation && s.last_end > t && s.count >= 2) {
+        auto reply = event::at(t + pl.latency, v, event::kind::released);
+        if (s.holds && !s.finished) {
             // It checks after each task but the last: find the first such boundary at or after t.
             task_count lo = 0, hi = s.count - 1;  // boundaries 0 .. count-2; hi = none left
             while (lo < hi) {
@@ -637,77 +709,91 @@ result simulate(const platform& given, const workload& wl, const std::string& te
                 if (task_end(j, mid) >= t) hi = mid;
                 else lo = mid + 1;
             }
+            const bool prefetched = s.next && s.next->what == decision::kind::assign;
             if (lo < s.count - 1) {
                 const double boundary = task_end(j, lo);
-                const task_count unstarted = s.count - lo - 1;
-                const double share = victim_share(asked, (boundary - s.start) / static_cast<double>(lo + 1));
-                const auto given = static_cast<task_count>(std::floor(static_cast<double>(unstarted) * share));
+                const double seconds = (boundary - s.start) / static_cast<double>(lo + 1);
                 reply.time = boundary + pl.latency;
-                if (given > 0) {
-                    s.count -= given;
-                    const double end = task_end(j, s.count - 1);
-                    s.seconds = end - s.start;
-                    s.last_end = end;
-                    ++s.generation;
-                    auto& r = out.workers[j];
-                    r.chunks.back() -= given;
-                    r.tasks -= given;
-                    r.finish = end;
-                    if (run.keep_trace) {
-                        out.trace[s.trace_index].count = s.count;
-                        out.trace[s.trace_index].end = end;
-                    }
-                    arrival e{end + pl.latency, v};
-                    e.generation = s.generation;
-                    push(e);
-                    reply.given = given;
+                const chunk current{s.first, s.count};
+                const chunk back = victim_gives(asked, seconds, current, s.first + lo + 1,
+                                                prefetched ? s.next->work : chunk{});
+                reply.given = back;
+                if (back.count > 0 && back.first >= s.first && back.first < s.first + s.count) {
+                    s.count -= back.count;
+                    set_end(j, task_end(j, s.count - 1));
+                    shrink_record(j, s.trace_index, back.count, true);
+                } else if (back.count > 0) {
+                    s.next->work.count -= back.count;
+                    shrink_record(j, s.next_trace_index, back.count, false);
                 }
             } else {
-                reply.time = s.last_end + pl.latency;  // in its last task: it answers after its request
+                // In its last task: it reads the reclaim once that ends, after sending its results (a chunk_end
+                // at the same time was made earlier, so it goes first), in its prefetched chunk if it has one.
+                auto again = event::at(s.end, v, event::kind::reclaim);
+                again.answer = asked;
+                push(again);
+                return;
             }
         }
         push(reply);
     };
 
     double farmer_free = 0.0;
-    while (!arrivals.empty()) {
-        const arrival a = arrivals.top();
-        arrivals.pop();
-        auto& s = state[static_cast<std::size_t>(a.worker)];
-        if (a.what == arrival::kind::reclaim) {
-            decision asked{decision::kind::reclaim, {}, false};
-            asked.share = a.share;
-            asked.thief_seconds = a.thief_seconds;
-            victim_answers(a.worker, a.time, asked, a.generation);
-            continue;
-        }
-        if (a.what == arrival::kind::request && a.generation != s.generation) continue;  // its chunk shrank
-        double now = std::max(a.time, farmer_free);
-        if (a.what == arrival::kind::released) {
-            const release_outcome o = f.released(a.worker, a.given, now);
-            now = act(o.thief, o.answer, now);
-            if (!parked.empty()) {  // thieves that waited for this answer ask again
-                std::sort(parked.begin(), parked.end());
-                const std::vector<int> waiting = std::move(parked);
-                parked.clear();
-                for (int w : waiting) now = act(w, f.request(w, now), now);
+    const auto serve_parked = [&](double now) {
+        std::sort(parked.begin(), parked.end());
+        const std::vector<int> waiting = std::move(parked);
+        parked.clear();
+        for (int w : waiting) now = act(w, f.request(w, now), now);
+        return now;
+    };
+    while (!events.empty()) {
+        const event e = events.top();
+        events.pop();
+        const auto j = static_cast<std::size_t>(e.worker);
+        auto& s = state[j];
+        switch (e.what) {
+        case event::kind::reply:
+            if (e.answer.what == decision::kind::assign && !s.holds) {
+                start_chunk(j, e.answer, e.trace_index, e.time, true);
+            } else if (s.holds) {  // prefetch: the reply for the chunk after the one it computes
+                s.next = e.answer;
+                s.next_trace_index = e.trace_index;
+                if (s.finished) advance(j, e.time);
+            } else if (e.answer.what != decision::kind::stop) {
+                throw internal_error("simulator: worker " + std::to_string(e.worker) + " got an answer it cannot use");
             }
+            continue;
+        case event::kind::chunk_end:
+            if (e.generation != s.generation) continue;  // its chunk shrank: a later chunk_end replaces this one
+            s.finished = true;
+            if (!s.asked_ahead) send(j, event::kind::request, e.time);
+            else if (s.next) advance(j, e.time);
+            continue;
+        case event::kind::reclaim:
+            victim_answers(e.worker, e.time, e.answer);
+            continue;
+        default:
+            break;
+        }
+        // A message reaching the farmer: served one at a time, each answer costing `overhead`.
+        double now = std::max(e.time, farmer_free);
+        if (e.what == event::kind::released) {
+            const release_outcome o = f.released(e.worker, e.given, now);
+            now = act(o.thief, o.answer, now);
+            if (!parked.empty()) now = serve_parked(now);  // thieves that waited for this answer ask again
             farmer_free = now;
             continue;
         }
-        if (s.holds) {
+        if (e.results) {
             const bool was_calibrating = f.calibrating();
-            s.holds = false;
-            f.complete(a.worker, s.seconds, s.calibration ? &s.sample : nullptr);
+            f.complete(e.worker, e.seconds, e.calibration ? &s.sample : nullptr);
             if (was_calibrating && !f.calibrating()) {
                 out.calibration_end = now;
-                std::sort(parked.begin(), parked.end());
-                const std::vector<int> waiting = std::move(parked);
-                parked.clear();
-                for (int w : waiting) now = act(w, f.request(w, now), now);
+                now = serve_parked(now);
             }
         }
-        farmer_free = act(a.worker, f.request(a.worker, now), now);
+        if (e.what == event::kind::request) now = act(e.worker, f.request(e.worker, now), now);
+        farmer_free = now;
     }
     out.reclaims = f.reclaims();
     out.reclaimed_tasks = f.reclaimed_tasks();

@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
     std::string task_times, platform_file, shape = "uniform", trace;
     std::optional<double> overhead, latency;
     std::vector<std::string> load_changes;
-    bool json = false, reclaim = false;
+    bool json = false, reclaim = false, prefetch = false;
     app.add_option("--tasks,-S", wl.tasks, "tasks S >= 1 (required unless --costs gives them)");
     auto* times_option = app.add_option("--task-times", task_times, "per-worker time per unit task t1,...,tP");
     auto* platform_option =
@@ -123,6 +123,8 @@ int main(int argc, char** argv) {
     app.add_flag("--reclaim", reclaim,
                  "work take-back: once every task is handed out, an idle worker takes unstarted tasks back from the "
                  "worker expected to finish last");
+    app.add_flag("--prefetch", prefetch,
+                 "a worker asks for its next chunk when it starts one, hiding the request's cost (the farm's --prefetch)");
     app.add_flag("--json", json, "print a JSON object instead of the summary");
     app.add_option("--trace", trace, "write one CSV row per chunk: worker,first,count,start,end,calibration");
     pfarm::tools::add_technique_options(app, args, false);
@@ -154,6 +156,7 @@ int main(int argc, char** argv) {
         pfarm::sim::run_options run;
         run.keep_trace = !trace.empty();
         run.reclaim = reclaim;
+        run.prefetch = prefetch;
         const auto r = pfarm::sim::simulate(pl, wl, args.technique, args.options, run);
         if (!trace.empty()) write_trace(trace, r);
         if (json)

@@ -213,7 +213,7 @@ std::vector<int> random_reclaim_drive(const std::string& name, task_count tasks,
                 given = static_cast<task_count>(std::floor(static_cast<double>(c.count - started) * r.share));
                 c.count -= given;
             }
-            const auto o2 = f.released(r.victim, given, now);
+            const auto o2 = f.released(r.victim, {c.first + c.count, given}, now);
             act(o2.thief, o2.answer);
             std::vector<int> again;  // thieves that waited for this answer ask again
             again.swap(parked);

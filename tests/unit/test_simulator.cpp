@@ -624,18 +624,59 @@ void expect_reclaim_consistent(const sim::result& r, task_count tasks) {
 TEST(SimulatorReclaim, EveryTechniqueKeepsEveryTaskExactlyOnce) {
     sim::platform loaded = make_platform({1, 1.5, 2, 6}, 0.02, 0.01);
     loaded.load_changes = {{0, 40.0, 3.0}, {2, 10.0, 0.5}, {0, 120.0, 1.0}, {3, 30.0, 4.0}};
-    task_count moved = 0;
+    task_count moved[2] = {0, 0};
     for (const auto& info : pfarm::techniques()) {
         for (auto shape : {workload_shape::uniform, workload_shape::random, workload_shape::mandelbrot}) {
-            SCOPED_TRACE(info.name + " / " + sim::to_string(shape));
-            const auto r = sim::simulate(loaded, make_workload(600, shape, 3), info.name, runnable_options(),
-                                         {.keep_trace = true, .reclaim = true});
-            EXPECT_GE(r.makespan, r.lower_bound * (1.0 - 1e-12));
-            expect_reclaim_consistent(r, 600);
-            moved += r.reclaimed_tasks;
+            for (bool prefetch : {false, true}) {
+                for (bool reclaim : {false, true}) {
+                    SCOPED_TRACE(info.name + " / " + sim::to_string(shape) + (prefetch ? " / prefetch" : "") +
+                                 (reclaim ? " / reclaim" : ""));
+                    const auto r = sim::simulate(loaded, make_workload(600, shape, 3), info.name, runnable_options(),
+                                                 {.keep_trace = true, .reclaim = reclaim, .prefetch = prefetch});
+                    EXPECT_GE(r.makespan, r.lower_bound * (1.0 - 1e-12));
+                    expect_reclaim_consistent(r, 600);
+                    if (!reclaim) EXPECT_EQ(r.reclaims, 0);
+                    moved[prefetch] += r.reclaimed_tasks;
+                }
+            }
         }
     }
-    EXPECT_GT(moved, 0);
+    EXPECT_GT(moved[0], 0);
+    EXPECT_GT(moved[1], 0);
+}
+
+TEST(SimulatorPrefetch, HidesTheRequestCost) {
+    // Four equal workers, ss, a request costing the farmer 0.1 and a round trip of 0.2 against tasks of 1: without
+    // prefetch every task waits for its reply (about 0.3 each); with prefetch the reply arrives while the task
+    // before computes, and the farmer (0.1 per answer, 4 workers) keeps up.
+    const auto platform = make_platform({1, 1, 1, 1}, 0.1, 0.1);
+    const auto plain = sim::simulate(platform, make_workload(400), "ss", {});
+    const auto ahead = sim::simulate(platform, make_workload(400), "ss", {}, {.keep_trace = true, .prefetch = true});
+    EXPECT_GT(plain.makespan, 1.25 * plain.lower_bound);
+    EXPECT_LT(ahead.makespan, 1.02 * ahead.lower_bound);
+    EXPECT_EQ(ahead.chunks, 400);
+    expect_reclaim_consistent(ahead, 400);
+    // A worker computes its chunks back to back once the first has arrived.
+    for (std::size_t i = 1; i < ahead.trace.size(); ++i) {
+        const auto& c = ahead.trace[i];
+        if (c.worker == 0 && c.first > 3) {
+            const auto previous = std::find_if(ahead.trace.rbegin() + static_cast<long>(ahead.trace.size() - i),
+                                               ahead.trace.rend(), [](const auto& x) { return x.worker == 0; });
+            ASSERT_NE(previous, ahead.trace.rend());
+            EXPECT_NEAR(c.start, previous->end, 1e-9);
+        }
+    }
+}
+
+TEST(SimulatorPrefetch, WithReclaimTakesTheTailBack) {
+    // static on times 1, 1, 1, 4 with prefetch: the three fast workers finish at 100, ask with nothing in hand
+    // (their prefetch request got `later`), and take the slow worker's unstarted tasks back.
+    const auto platform = make_platform({1, 1, 1, 4}, 0.01, 0.0);
+    const auto r = sim::simulate(platform, make_workload(400), "static", {},
+                                 {.keep_trace = true, .reclaim = true, .prefetch = true});
+    EXPECT_GT(r.reclaims, 0);
+    EXPECT_LT(r.makespan, 1.1 * r.lower_bound);
+    expect_reclaim_consistent(r, 400);
 }
 
 TEST(SimulatorReclaim, StaticOnAHeterogeneousPlatformComesCloseToTheBound) {
@@ -660,10 +701,9 @@ TEST(SimulatorReclaim, NothingToTakeBackOnAnEvenPlatform) {
 }
 
 TEST(FarmerReclaim, ErrorsNameTheArgumentOrTheBrokenProtocol) {
-    expect_invalid([] { pfarm::farmer(10, 2, pfarm::make_technique("gss", {}, 2), 1, 2, true); }, "reclaim");
     pfarm::farmer f(10, 2, pfarm::make_technique("static", {}, 2), 1, 1, true);
     expect_invalid([&] { f.set_request_cost(-1.0); }, "request_cost");
-    EXPECT_THROW(f.released(0, 0), pfarm::internal_error);  // nobody asked worker 0 for anything
+    EXPECT_THROW(f.released(0, {5, 0}), pfarm::internal_error);  // nobody asked worker 0 for anything
     ASSERT_EQ(f.request(0, 0.0).what, pfarm::decision::kind::assign);  // tasks 0..4
     ASSERT_EQ(f.request(1, 0.0).what, pfarm::decision::kind::assign);  // tasks 5..9
     f.complete(1, 1.0);
@@ -671,15 +711,16 @@ TEST(FarmerReclaim, ErrorsNameTheArgumentOrTheBrokenProtocol) {
     ASSERT_EQ(d.what, pfarm::decision::kind::reclaim);
     EXPECT_EQ(d.victim, 0);
     EXPECT_THROW(f.request(1, 1.0), pfarm::internal_error);  // a thief waits for its answer
-    expect_invalid([&] { f.released(0, -1); }, "given");
+    expect_invalid([&] { f.released(0, {5, -1}); }, "given");
     pfarm::farmer g(10, 2, pfarm::make_technique("static", {}, 2), 1, 1, true);
     g.request(0, 0.0), g.request(1, 0.0), g.complete(1, 1.0);
     ASSERT_EQ(g.request(1, 1.0).what, pfarm::decision::kind::reclaim);
-    EXPECT_THROW(g.released(0, 5), pfarm::internal_error);  // it cannot give back all 5: one has started
+    EXPECT_THROW(g.released(0, {0, 5}), pfarm::internal_error);  // it cannot give back all 5: one has started
+    EXPECT_THROW(g.released(0, {2, 2}), pfarm::internal_error);  // not the end of its chunk [0, 5)
     pfarm::farmer h(10, 2, pfarm::make_technique("static", {}, 2), 1, 1, true);
     h.request(0, 0.0), h.request(1, 0.0), h.complete(1, 1.0);
     ASSERT_EQ(h.request(1, 1.0).what, pfarm::decision::kind::reclaim);
-    const auto o = h.released(0, 2, 1.5);  // tasks 3, 4 go to worker 1
+    const auto o = h.released(0, {3, 2}, 1.5);  // tasks 3, 4 go to worker 1
     EXPECT_EQ(o.thief, 1);
     ASSERT_EQ(o.answer.what, pfarm::decision::kind::assign);
     EXPECT_EQ(o.answer.work, (pfarm::chunk{3, 2}));
@@ -688,4 +729,47 @@ TEST(FarmerReclaim, ErrorsNameTheArgumentOrTheBrokenProtocol) {
     h.complete(0, 3.0);  // worker 0 completes tasks 0..2
     h.complete(1, 2.0);
     EXPECT_TRUE(h.done());
+}
+
+// With prefetch: a worker that asks while holding a chunk and finds the pool empty gets `later`; a victim
+// holding two chunks gives back from the newer, never all of it.
+TEST(FarmerReclaim, WithPrefetchTheNewerChunkGivesBack) {
+    pfarm::technique_options o;
+    o.chunk = 3;
+    pfarm::farmer f(12, 2, pfarm::make_technique("css", o, 2), 1, 2, true);
+    EXPECT_EQ(f.request(0, 0.0).work, (pfarm::chunk{0, 3}));
+    EXPECT_EQ(f.request(0, 0.0).work, (pfarm::chunk{3, 3}));  // prefetched
+    EXPECT_EQ(f.request(1, 0.0).work, (pfarm::chunk{6, 3}));
+    EXPECT_EQ(f.request(1, 0.0).work, (pfarm::chunk{9, 3}));
+    f.complete(1, 3.0);
+    EXPECT_EQ(f.request(1, 3.0).what, pfarm::decision::kind::later);  // holds [9, 12): ask again when done
+    f.complete(1, 3.0);
+    const auto d = f.request(1, 6.0);  // nothing in hand now: worker 0's newer chunk [3, 6) is the victim
+    ASSERT_EQ(d.what, pfarm::decision::kind::reclaim);
+    EXPECT_EQ(d.victim, 0);
+    EXPECT_THROW(f.released(0, {3, 3}), pfarm::internal_error);  // all of a chunk: never
+    const auto o2 = f.released(0, {4, 2}, 6.5);
+    ASSERT_EQ(o2.answer.what, pfarm::decision::kind::assign);
+    EXPECT_EQ(o2.answer.work, (pfarm::chunk{4, 2}));
+    f.complete(0, 6.0);  // [0, 3)
+    f.complete(0, 2.0);  // [3, 4)
+    f.complete(1, 2.0);  // [4, 6)
+    EXPECT_TRUE(f.done());
+}
+
+TEST(FarmerReclaim, VictimGivesFromTheChunkWithMoreUnstartedTasks) {
+    pfarm::decision d;
+    d.share = 0.5;
+    // Computing [0, 10), task 1 next: half of the 9 unstarted tasks, from its end.
+    EXPECT_EQ(pfarm::victim_gives(d, 0.0, {0, 10}, 1), (pfarm::chunk{6, 4}));
+    // 6 left of [0, 10) and a prefetched [10, 13): half of 9 from the current chunk, which has more.
+    EXPECT_EQ(pfarm::victim_gives(d, 0.0, {0, 10}, 4, {10, 3}), (pfarm::chunk{6, 4}));
+    // 2 left of [0, 10) and a prefetched [10, 20): half of 12 from the prefetched chunk, keeping one task of it.
+    EXPECT_EQ(pfarm::victim_gives(d, 0.0, {0, 10}, 8, {10, 10}), (pfarm::chunk{14, 6}));
+    EXPECT_EQ(pfarm::victim_gives(d, 0.0, {0, 2}, 2, {2, 4}), (pfarm::chunk{4, 2}));
+    // Times decide the share: a victim 2x slower than the thief gives 2/3.
+    d.thief_seconds = 1.0;
+    EXPECT_EQ(pfarm::victim_gives(d, 2.0, {0, 10}, 1), (pfarm::chunk{4, 6}));
+    EXPECT_EQ(pfarm::victim_gives(d, 2.0, {0, 10}, 10).count, 0);       // nothing unstarted
+    EXPECT_EQ(pfarm::victim_gives(d, 2.0, {0, 3}, 3, {3, 1}).count, 0);  // a prefetched chunk of one task stays whole
 }

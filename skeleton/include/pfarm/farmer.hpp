@@ -16,14 +16,19 @@
 // time whatever the limit.
 //
 // Reclaim (work take-back, optional, docs/skeleton.md "Reclaim"): once every task is handed out, a worker
-// that asks gets `reclaim` instead of `stop` while some other worker (the victim) is expected to have
-// unstarted tasks left in its chunk. The driver then asks the victim to give back victim_share() of its
-// unstarted tasks, from the end of its chunk; the asker (the thief) waits. When the only chunks left to ask
-// are being asked already, the asker gets `wait`: drivers re-ask waiting workers after every released(). The victim answers between two tasks with
-// the number it gave back (0 when it had none: its chunk ended first); the driver passes that to
-// released(), which shrinks the victim's chunk and returns the thief's answer: the given-back range, another
-// reclaim, or stop. A task is never given back once started, so every task still runs exactly once. Each
-// reclaim either moves at least one task or ends the take-back of that chunk, so the loop terminates.
+// that asks with nothing in hand gets `reclaim` instead of `stop` while some other worker (the victim) is
+// expected to have unstarted tasks left. The driver then asks the victim for tasks back; the asker (the
+// thief) waits. When the only workers left to ask are being asked already, the asker gets `wait`: drivers
+// re-ask waiting workers after every released(). The victim answers between two tasks with the range it gave
+// back, victim_gives(): the unstarted end of one chunk it holds (empty when it had none: its chunk ended
+// first). The driver passes that to released(), which shrinks the victim's chunk and returns the thief's
+// answer: the given-back range, another reclaim, or stop. A task is never given back once started, so every
+// task still runs exactly once. Each reclaim either moves at least one task or ends the asking of that
+// worker until it gets a new chunk, so the loop terminates.
+// With prefetch, a worker asks while it still holds a chunk: finding the pool empty, it becomes a thief at
+// once when some victim is expected to stay busy longer than it (the decision carries `thief_busy`, and the
+// victim gives back only its share of the difference), and gets `later` otherwise: it asks again, with
+// nothing in hand, once its chunk is done.
 #pragma once
 
 #include "pfarm/technique.hpp"
@@ -35,13 +40,14 @@ namespace pfarm {
 
 /// The farmer's answer to a request.
 struct decision {
-    enum class kind { assign, wait, stop, reclaim };
+    enum class kind { assign, wait, stop, reclaim, later };
     kind what = kind::stop;
     chunk work;                ///< valid when what == assign
     bool calibration = false;  ///< the chunk is this worker's calibration task
     int victim = -1;           ///< reclaim: the worker to ask for tasks back
     double share = 0.0;        ///< reclaim: the fraction (0, 1) of its unstarted tasks it should give back
     double thief_seconds = 0.0;  ///< reclaim: the thief's seconds per task so far (0: unknown), see victim_share()
+    double thief_busy = 0.0;     ///< reclaim: seconds of work the thief still holds (prefetch; 0: it is idle)
 };
 
 /// The share a victim gives back, decided where the best estimate is, at the victim: from its own seconds
@@ -49,6 +55,12 @@ struct decision {
 /// thief's (`d.thief_seconds`), t_v / (t_v + t_thief) kept within [1/3, 2/3], so that both finish together;
 /// without both times, the farmer's `d.share`.
 double victim_share(const decision& d, double victim_seconds);
+
+/// The range a victim gives back for reclaim `d`: floor(u x victim_share()) of its u unstarted tasks, from the
+/// unstarted end of the chunk it holds with more of them. `current` is the chunk it computes, `next_task` the
+/// first task of it not started, `prefetched` (count 0: none) a chunk it holds and has not started, of which
+/// it keeps at least one task (no chunk in flight is left empty). Count 0: nothing to give.
+chunk victim_gives(const decision& d, double victim_seconds, chunk current, task_count next_task, chunk prefetched = {});
 
 /// What released() returns: the thief and its answer.
 struct release_outcome {
@@ -59,18 +71,18 @@ struct release_outcome {
 class farmer {
 public:
     /// `tasks` >= 1 (else invalid_argument "tasks"), `workers` >= 1 (else invalid_argument "workers").
-    /// `reclaim` turns work take-back on; it needs max_outstanding 1 (else invalid_argument "reclaim").
+    /// `reclaim` turns work take-back on (with max_outstanding 1 or 2).
     farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk = 1,
            int max_outstanding = 1, bool reclaim = false);
 
-    /// Worker `worker` asks for work (its previous chunk, if any, must have been complete()d). `now` is the
+    /// Worker `worker` asks for work (holding fewer than max_outstanding chunks). `now` is the
     /// driver's clock (seconds, any origin, non-decreasing); only reclaim reads it, to estimate which
     /// worker has the most work left.
     decision request(int worker, double now = 0.0);
 
-    /// The victim of a reclaim gave back the last `given` (>= 0) tasks of its chunk (0: it had none
-    /// unstarted, or its chunk had already ended). Returns the waiting thief and its answer.
-    release_outcome released(int victim, task_count given, double now = 0.0);
+    /// The victim of a reclaim gave back the tasks `given`: the end of a chunk it holds, not all of it (count
+    /// 0: it had none unstarted, or its chunk had already ended). Returns the waiting thief and its answer.
+    release_outcome released(int victim, chunk given, double now = 0.0);
 
     /// What a reclaim must win to be worth asking: the driver's estimate of one request's round trip
     /// (seconds, >= 0; default 0). A victim is asked only when share x its expected remaining time exceeds
@@ -103,16 +115,16 @@ public:
 private:
     enum class phase { calibrating, scheduling };
     struct worker_state {
-        task_count outstanding[2] = {0, 0};  ///< sizes of the chunks in flight, oldest first
+        chunk in_flight[2];                  ///< the chunks it holds, oldest first (shrunk by reclaims)
         int held = 0;                        ///< how many of them are in flight
         bool calibrated = false;             ///< its calibration task is done
         bool stopped = false;
-        // Reclaim bookkeeping (max_outstanding 1): the chunk in flight and what the farmer knows of its speed.
-        chunk current;                       ///< its chunk in flight (count already shrunk by reclaims)
-        double assigned_at = 0.0;            ///< when it was handed out (the driver's clock)
+        // Reclaim bookkeeping: what the farmer knows of its chunks and its speed.
+        double assigned_at[2] = {0.0, 0.0};  ///< when the chunks in flight were handed out (the driver's clock)
+        std::uint64_t version = 0;           ///< bumped whenever the chunks it holds change
         bool reclaimable = false;            ///< may still be asked to give tasks back
         int thief = -1;                      ///< a reclaim is pending: the worker waiting for its answer
-        task_count reclaim_first = -1;       ///< the first task of the chunk that reclaim is about
+        std::uint64_t asked_version = 0;     ///< its version when the pending reclaim was sent
         bool waiting_for_victim = false;     ///< this worker is a thief waiting for an answer
         double busy_seconds = 0.0;           ///< compute time of its completed chunks
         task_count done_tasks = 0;           ///< tasks of its completed chunks
@@ -121,7 +133,7 @@ private:
     void finish_calibration();
     void check_worker(int worker) const;
     decision assign(int worker, task_count first, task_count count, bool calibration_task, double now);
-    decision reclaim_or_stop(int worker, double now);
+    decision take_back(int worker, double now);
     decision stop_worker(int worker);
     double seconds_per_task(int worker) const;
 

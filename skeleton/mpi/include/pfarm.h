@@ -69,7 +69,7 @@ typedef struct pfarm_options {
     int prefetch;               /**< workers ask for the next chunk before computing the current one */
     int replicated_input;       /**< every rank holds the input: only indices travel */
     int progress;               /**< 0 quiet, 1 plain lines, 2 a bar on a terminal */
-    int reclaim;                /**< work take-back at the end of the loop (not with prefetch) */
+    int reclaim;                /**< work take-back at the end of the loop (with or without prefetch) */
 } pfarm_options;
 
 /** Sets every field to its default. */

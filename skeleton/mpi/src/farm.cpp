@@ -13,6 +13,9 @@
 //             kind reclaim   = "give back `share` of your unstarted tasks" (--reclaim): the worker answers with
 //                              `released` between two tasks, or at once while it waits for a reply. Every
 //                              farmer -> worker message uses tag 2, so a worker sees them in the order sent.
+//             kind later     = "nothing now: ask again with nothing in hand" (--reclaim with --prefetch, the
+//                              pool is empty): the worker sends its results with a plain request, and no more
+//                              prefetch requests.
 //   end:      rank 0 broadcasts the outcome (ok, worker failure, farmer error); every rank returns or throws.
 // Workers' requests carry their previous chunk's results (piggybacking, seed 002 section 5) and its compute
 // time, which the farmer feeds to the technique.
@@ -50,7 +53,7 @@ constexpr int tag_reply = 2;
 constexpr int tag_clock = 3;
 
 enum request_kind : std::int32_t { request_work = 1, final_results = 2, failure = 3, released_work = 4 };
-enum reply_kind : std::int32_t { assign_work = 1, stop_work = 2, abort_work = 3, reclaim_work = 4 };
+enum reply_kind : std::int32_t { assign_work = 1, stop_work = 2, abort_work = 3, reclaim_work = 4, later_work = 5 };
 
 /// resource_sample on the wire: plain doubles and a presence mask.
 struct wire_sample {
@@ -287,11 +290,17 @@ public:
         --size_;
         return f;
     }
-    /// The newest chunk gave `given` tasks back (reclaim).
-    void shrink_newest(task_count given) {
-        if (given == 0) return;
-        if (size_ == 0) throw internal_error("farm: tasks given back from a chunk that is not in flight");
-        slots_[(head_ + size_ - 1) % 2].count -= given;
+    /// The chunk ending at given.first + given.count gave `given` back (reclaim). Returns its position
+    /// counted from the newest (0: the newest, 1: the one before).
+    int shrink(const chunk& given) {
+        for (int i = 0; i < size_; ++i) {
+            flight& f = slots_[(head_ + size_ - 1 - i) % 2];
+            if (f.first + f.count == given.first + given.count && given.first > f.first) {
+                f.count -= given.count;
+                return i;
+            }
+        }
+        throw internal_error("farm: tasks given back from a chunk that is not in flight");
     }
 
 private:
@@ -398,9 +407,6 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
             s.config.tasks = tasks;
             s.config.farmer_computes = options.farmer_computes ? 1 : 0;
             s.config.prefetch = options.prefetch ? 1 : 0;
-            if (options.reclaim && options.prefetch)
-                throw invalid_argument("reclaim", "cannot be combined with prefetch: a worker gives tasks back from "
-                                                  "the one chunk it computes");
             s.config.reclaim = options.reclaim ? 1 : 0;
             s.config.replicated = options.replicated_input ? 1 : 0;
             for (double f : s.emulated.slowdown) emulation_data.push_back(f);
@@ -691,9 +697,9 @@ private:
             return;
         }
         if (h.kind == released_work) {
-            inflight_[static_cast<std::size_t>(w)].shrink_newest(h.count);
-            if (h.count > 0) report_.chunks_per_rank[static_cast<std::size_t>(rank)].back() -= h.count;
-            const release_outcome o = farmer_.released(w, h.count, t);
+            const chunk given{h.first, h.count};
+            if (given.count > 0) shrink(rank, given);
+            const release_outcome o = farmer_.released(w, given, t);
             act(o.thief + offset_, o.answer);
             serve_parked();  // thieves that waited for this answer ask again
             return;
@@ -774,6 +780,11 @@ private:
             }
             return;
         }
+        if (d.what == decision::kind::later) {  // it holds a chunk; it asks again once that is done
+            if (rank == 0) throw internal_error("farm: the farmer's own request was answered 'later'");
+            send_header(rank, {later_work, 0, 0, 0, 0.0, 0.0});
+            return;
+        }
         if (d.what == decision::kind::stop) {
             told_to_stop_[w] = true;
             if (rank == 0) {
@@ -845,16 +856,24 @@ private:
         for (int thief : farmer_.thieves()) reply_end(thief + offset_, abort_work);  // their victims' answers are ignored
     }
 
+    /// Rank `rank` gave `given` back from a chunk in flight: its records shrink with it.
+    void shrink(int rank, const chunk& given) {
+        const int from_newest = inflight_[slot(rank)].shrink(given);
+        auto& sizes = report_.chunks_per_rank[static_cast<std::size_t>(rank)];
+        sizes[sizes.size() - 1 - static_cast<std::size_t>(from_newest)] -= given.count;
+    }
+
     /// The farmer's own chunk is the victim (it computes): between two of its tasks, nothing is started.
     void give_back_own(const decision& asked) {
-        const task_count unstarted = own_.count > 0 ? own_.first + own_.count - own_.next : 0;
         const task_count done = own_.next - own_.first;
-        const double share = victim_share(asked, done > 0 ? own_.compute / static_cast<double>(done) : 0.0);
-        const auto given = static_cast<task_count>(std::floor(static_cast<double>(unstarted) * share));
-        if (given > 0) {
-            own_.count -= given;
-            inflight_[0].shrink_newest(given);
-            report_.chunks_per_rank[0].back() -= given;
+        chunk given{own_.first + own_.count, 0};
+        if (own_.count > 0) {
+            given = victim_gives(asked, done > 0 ? own_.compute / static_cast<double>(done) : 0.0,
+                                 {own_.first, own_.count}, own_.next);
+            if (given.count > 0) {
+                own_.count -= given.count;
+                shrink(0, given);
+            }
         }
         const release_outcome o = farmer_.released(0, given, clock());
         act(o.thief + offset_, o.answer);
@@ -967,15 +986,25 @@ private:
         std::string failure;
     };
 
-    /// Waits for the farmer's next reply. A reclaim that arrives meanwhile is about a chunk this worker has
-    /// finished: it gives nothing back (unless `keep_reclaims`, when the caller handles it).
-    void receive_reply(chunk_buffer& c, bool keep_reclaims = false) {
+    /// Receives the farmer's next message, whatever it is, into `c`.
+    void receive_message(chunk_buffer& c) {
+        MPI_Status status;
+        MPI_Message message = wait_message(comm_, 0, tag_reply, &status, setup_.config.gentle_wait != 0);
+        receive(message, status, c.data);
+        std::memcpy(&c.header, c.data.data(), sizeof c.header);
+    }
+
+    /// Waits for the farmer's next reply (one that came while computing first: prefetch). A reclaim that
+    /// arrives meanwhile is about a chunk this worker has finished: it gives nothing back.
+    void receive_reply(chunk_buffer& c) {
+        if (ahead_ready_) {
+            std::swap(c, ahead_);
+            ahead_ready_ = false;
+            return;
+        }
         for (;;) {
-            MPI_Status status;
-            MPI_Message message = wait_message(comm_, 0, tag_reply, &status, setup_.config.gentle_wait != 0);
-            receive(message, status, c.data);
-            std::memcpy(&c.header, c.data.data(), sizeof c.header);
-            if (c.header.kind != reclaim_work || keep_reclaims) return;
+            receive_message(c);
+            if (c.header.kind != reclaim_work) return;
             send_released(0, 0);
         }
     }
@@ -988,23 +1017,41 @@ private:
         mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_request, comm_), "MPI_Send");
     }
 
-    /// Between two tasks of chunk `c` (the next to start is `next`): answers a reclaim if one has arrived.
+    /// Between two tasks of chunk `c` (the next to start is `next`): answers a reclaim if one has arrived. With
+    /// prefetch, the reply for the chunk after `c` may come first: it is kept in ahead_, and a reclaim behind
+    /// it may take tasks from it (victim_gives: the end of whichever chunk has more unstarted tasks).
     void answer_reclaim(chunk_buffer& c, task_count next) {
-        int flag = 0;
-        mpi::check(MPI_Iprobe(0, tag_reply, comm_, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
-        if (!flag) return;
-        receive_reply(reclaim_, true);
-        if (reclaim_.header.kind != reclaim_work)
-            throw internal_error("farm: rank " + std::to_string(rank_) + " got reply kind " +
-                                 std::to_string(reclaim_.header.kind) + " while computing");
-        const task_count unstarted = c.header.first + c.header.count - next;
-        decision asked{decision::kind::reclaim, {}, false};
-        asked.share = reclaim_.header.share;
-        asked.thief_seconds = reclaim_.header.thief_seconds;
-        const double mine = (now() - t0_ - c.started) / static_cast<double>(next - c.header.first);
-        const auto given = static_cast<task_count>(std::floor(static_cast<double>(unstarted) * victim_share(asked, mine)));
-        c.header.count -= given;
-        send_released(c.header.first + c.header.count, given);
+        for (;;) {
+            int flag = 0;
+            mpi::check(MPI_Iprobe(0, tag_reply, comm_, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
+            if (!flag) return;
+            if (ahead_ready_) {
+                receive_message(reclaim_);
+            } else {
+                receive_message(ahead_);
+                if (ahead_.header.kind != reclaim_work) {
+                    if (!setup_.config.prefetch)
+                        throw internal_error("farm: rank " + std::to_string(rank_) + " got reply kind " +
+                                             std::to_string(ahead_.header.kind) + " while computing");
+                    ahead_ready_ = true;
+                    continue;
+                }
+                std::swap(ahead_, reclaim_);
+            }
+            if (reclaim_.header.kind != reclaim_work)
+                throw internal_error("farm: rank " + std::to_string(rank_) + " got reply kind " +
+                                     std::to_string(reclaim_.header.kind) + " while holding a prefetched reply");
+            decision asked{decision::kind::reclaim, {}, false};
+            asked.share = reclaim_.header.share;
+            asked.thief_seconds = reclaim_.header.thief_seconds;
+            const double mine = (now() - t0_ - c.started) / static_cast<double>(next - c.header.first);
+            const bool prefetched = ahead_ready_ && ahead_.header.kind == assign_work;
+            const chunk current{c.header.first, c.header.count};
+            const chunk given = victim_gives(asked, mine, current, next,
+                                             prefetched ? chunk{ahead_.header.first, ahead_.header.count} : chunk{});
+            if (given.count > 0) (given.first >= next && given.first < current.first + current.count ? c : ahead_).header.count -= given.count;
+            send_released(given.first, given.count);
+        }
     }
 
     /// Computes chunk `c` into results_ (after the request header). False when a task threw.
@@ -1098,27 +1145,26 @@ private:
 
     /// Prefetch: ask for the next chunk before computing the current one; results ride on the request after.
     /// A calibration task is never prefetched past: the next chunk waits for the calibration barrier, which
-    /// waits for this worker's calibration result.
+    /// waits for this worker's calibration result. After a `later` answer (reclaim, the pool is empty) the
+    /// worker asks only with nothing in hand.
     void run_prefetching(farm_report& r) {
         chunk_buffer a, b;
         receive_reply(a);
-        if (a.header.kind != assign_work) return;
-        if (a.header.calibration) {
-            if (!compute(a, r)) {
-                send_failure(a);
-                drain_until_abort(a);
-                return;
+        bool ahead = true, asked = false;  // still prefetching; a request for the chunk after `a` is out
+        while (a.header.kind == assign_work) {
+            if (!asked && ahead && a.header.calibration == 0) {
+                send_request(request_work, nullptr);  // ask for b while a computes
+                asked = true;
             }
-            send_request(request_work, &a);
-            receive_reply(a);
-            if (a.header.kind != assign_work) return;
-        }
-        send_request(request_work, nullptr);  // ask for b while a computes
-        for (;;) {
             if (!compute(a, r)) {
                 send_failure(a);
                 drain_until_abort(b);
                 return;
+            }
+            if (!asked) {  // nothing asked ahead: the results go with a plain request
+                send_request(request_work, &a);
+                receive_reply(a);
+                continue;
             }
             receive_reply(b);
             if (b.header.kind == abort_work) return;
@@ -1126,8 +1172,13 @@ private:
                 send_request(final_results, &a);
                 return;
             }
-            send_request(request_work, &a);  // a's results, and a request for the chunk after b
-            std::swap(a, b);
+            send_request(request_work, &a);  // a's results, and a request for the chunk after b (or a plain one)
+            if (b.header.kind == later_work) {
+                ahead = asked = false;
+                receive_reply(a);
+                continue;
+            }
+            std::swap(a, b);  // b is assigned; the request for the chunk after it is out
         }
     }
 
@@ -1139,7 +1190,9 @@ private:
     double t0_;
     sampler& monitors_;
     std::vector<std::byte> results_;
-    chunk_buffer reclaim_;  ///< receives reclaim messages while computing
+    chunk_buffer reclaim_;      ///< receives reclaim messages while computing
+    chunk_buffer ahead_;        ///< prefetch with reclaim: the reply for the next chunk, received while computing
+    bool ahead_ready_ = false;  ///< ahead_ holds a reply not yet used
 };
 
 }  // namespace
