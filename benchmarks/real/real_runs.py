@@ -56,6 +56,8 @@ def main():
     parser.add_argument("--size", choices=SIZES, default="small")
     parser.add_argument("--apps", default="calcium,mandelbrot")
     parser.add_argument("--techniques", default=",".join(TECHNIQUES))
+    parser.add_argument("--farm-options", default="",
+                        help="farm flags given to every app run and to pfarm-sim, e.g. \"--reclaim\" or \"--prefetch --reclaim\"")
     parser.add_argument("--markdown", help="write the table as Markdown here")
     parser.add_argument("--json", help="write every number as JSON here")
     args = parser.parse_args()
@@ -90,9 +92,10 @@ def main():
         record["apps"][app] = {"sequential_s": t1, "tasks": sequential["tasks"], "techniques": {}}
         for technique in args.techniques.split(","):
             measured, wall = run_json(
-                launcher + ["-n", str(args.ranks)] + base + ["--technique", technique, "--slowdown", slowdown], env)
+                launcher + ["-n", str(args.ranks)] + base + ["--technique", technique, "--slowdown", slowdown]
+                + shlex.split(args.farm_options), env)
             predicted, _ = run_json([sim, "--technique", technique, "--costs", costs,
-                                     "--task-times", task_times, "--json"])
+                                     "--task-times", task_times, "--json"] + shlex.split(args.farm_options))
             efficiency = t1 / (measured["makespan"] * speed)
             record["apps"][app]["techniques"][technique] = {
                 "makespan_s": measured["makespan"], "wall_s": wall, "percent_imbalance": measured["percent_imbalance"],
@@ -111,7 +114,8 @@ def main():
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for app, technique, m, p, b, im, ip, e in rows:
         table.append(f"| {app} | {technique} | {m:.3f} | {p:.3f} | {m / p:.2f} | {b:.3f} | {im:.1f} | {ip:.1f} | {e:.2f} |")
-    header = (f"{args.ranks} ranks (rank 0 farms), worker slowdowns {factors}, size {args.size}; "
+    header = (f"{args.ranks} ranks (rank 0 farms), worker slowdowns {factors}, size {args.size}"
+              f"{', farm options ' + args.farm_options if args.farm_options else ''}; "
               f"sequential: " + ", ".join(f"{a} {v['sequential_s']:.3f} s" for a, v in record["apps"].items()))
     print("\n" + header + "\n\n" + "\n".join(table))
     if args.markdown:

@@ -14,14 +14,22 @@
 //     whose result passed the barrier; each of those answers costs `overhead`, one after the other. The
 //     parked worker's earlier `wait` answer cost `overhead` too.
 //   - stop: the worker is done; its final result reached the farmer with that request.
+//   - prefetch (run_options::prefetch, as the MPI worker does): a worker that starts a chunk (not its
+//     calibration task) sends a request with no results at once; when the chunk ends and the reply has reached
+//     it, it sends the chunk's results with its next request and starts the reply's chunk (assign); after a
+//     stop it sends its results alone; after a later (reclaim) it sends them with a request and asks ahead no
+//     more. A reply that has not arrived when the chunk ends keeps the worker idle until it does.
 //   - reclaim (run_options::reclaim, farmer.hpp "Reclaim"): the farmer's answer to the thief is a reclaim
 //     message that reaches the victim `latency` after the service ends. The victim answers at the end of the
-//     task it is computing (task ends integrated over its load changes; after its request when that is its
-//     last task; at once when it has finished that chunk), giving back floor(unstarted x victim_share()) of
-//     its chunk, its own seconds per task measured on the chunk so far; its chunk and its next request move
-//     earlier. Its answer reaches the farmer `latency` later and is served like a request (`overhead`): the
-//     thief gets the range (or another reclaim, or stop), then the workers that waited for that answer ask
-//     again, each answer costing `overhead`.
+//     task it is computing (task ends integrated over its load changes; at once when it has finished that
+//     chunk or is idle); in its last task it reads the reclaim when that ends, after sending its request, and
+//     answers in its prefetched chunk if it holds one, else 0. It gives back victim_gives(), from the chunk
+//     it computes or the prefetched one, its own seconds per task measured on the chunk so far; a chunk it
+//     computes ends earlier (and with it the next request). Its answer reaches the farmer `latency` later and
+//     is served like a request (`overhead`): the thief gets the range (or another reclaim, later, or stop),
+//     then the workers that waited for that answer ask again, each answer costing `overhead`.
+//   - Events at the same time go by worker index, then by the order they were made, so two messages between
+//     the same pair arrive in the order sent.
 //
 // Compute time
 //   - Task i costs c_i (the workload shape, mean 1). A chunk [a, a+n) is base = (C[a+n] - C[a]) * task_time_w

@@ -17,7 +17,7 @@ void add_farm_options(CLI::App& app, farm_options& o) {
     app.add_flag("--prefetch", o.prefetch, "workers ask for the next chunk before computing the current one");
     app.add_flag("--reclaim", o.reclaim,
                  "work take-back: once every task is handed out, an idle worker takes unstarted tasks back from the "
-                 "worker expected to finish last (not with --prefetch)");
+                 "worker expected to finish last (with --prefetch too)");
     app.add_flag("--replicated-input", o.replicated_input, "every rank holds the input: only indices travel");
     app.add_option("--trace", o.trace, "write a trace of every chunk: FILE.csv or FILE.json");
     app.add_option_function<std::string>(

@@ -66,7 +66,7 @@ struct farm_options {
     bool prefetch = false;                 ///< a worker asks for its next chunk before computing the current one
     /// Work take-back (docs/skeleton.md "Reclaim"): once every task is handed out, an idle worker takes
     /// unstarted tasks back from the worker expected to finish last. Workers check for a reclaim between two
-    /// tasks (one MPI_Iprobe per task). Not with prefetch.
+    /// tasks (one MPI_Iprobe per task). With prefetch too (a worker that asks ahead may take tasks back at once).
     bool reclaim = false;
     bool replicated_input = false;         ///< every rank holds the input: only task indices travel
     std::string trace;                     ///< write a trace: "run.csv" or "run.json" (rank 0)
