@@ -164,76 +164,113 @@ TEST_P(EveryTechnique, RejectsZeroTasks) {
     EXPECT_THROW(pfarm::schedule_round_robin(GetParam(), 0, 2, o), pfarm::invalid_argument);
 }
 
-/// Drives a farmer with reclaim on in a random order of events: a worker completes its chunk, or a victim
-/// answers a pending reclaim, having started a random number of its tasks (or, when it already finished
-/// that chunk, giving nothing). Returns every task's number of runs (a task runs where its final chunk is).
+/// Drives a farmer with reclaim on in a random order of events, as a driver would see them: a worker completes
+/// its oldest chunk (and asks again), asks ahead (prefetch: when it holds one chunk), or a victim answers a
+/// pending reclaim with victim_gives(), having started a random number of the tasks of the chunk it computes
+/// (nothing to give when it holds nothing any more: it crossed its request). A thief waiting for its victim's
+/// answer does nothing (its results travel with the request that waits for that answer). Returns every task's
+/// number of runs (a task runs where its final chunk is).
 std::vector<int> random_reclaim_drive(const std::string& name, task_count tasks, int p, const pfarm::technique_options& o,
-                                      std::uint64_t seed, task_count& reclaims) {
-    pfarm::farmer f(tasks, p, pfarm::make_technique(name, o, p), o.min_chunk, 1, true);
+                                      std::uint64_t seed, bool prefetch, task_count& reclaims) {
+    pfarm::farmer f(tasks, p, pfarm::make_technique(name, o, p), o.min_chunk, prefetch ? 2 : 1, true);
     std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
     std::vector<pfarm::resource_sample> samples(static_cast<std::size_t>(p));
     for (auto& s : samples) s.availability = 0.5, s.latency = 1e-4, s.benchmark = 200.0;
-    std::vector<pfarm::chunk> holding(static_cast<std::size_t>(p));  // count 0: none
-    struct pending {
-        int victim;
-        double share;
-        task_count chunk_first;
+    struct worker {
+        std::vector<pfarm::chunk> held;  // oldest first; the oldest is being computed
+        task_count next = 0;             // first task of the oldest chunk not started
+        bool thief = false, parked = false, asked = false, ahead = true, stopped = false;
     };
-    std::vector<pending> reclaims_pending;
-    std::vector<int> parked, runs(static_cast<std::size_t>(tasks), 0);
+    std::vector<worker> ws(static_cast<std::size_t>(p));
+    for (auto& w : ws) w.ahead = prefetch;
+    std::vector<std::pair<int, pfarm::decision>> pending;  // (victim, the reclaim it was sent)
+    std::vector<int> runs(static_cast<std::size_t>(tasks), 0);
     double now = 0.0;
-    std::function<void(int, const pfarm::decision&)> act = [&](int w, const pfarm::decision& d) {
-        if (d.what == pfarm::decision::kind::assign) {
-            holding[static_cast<std::size_t>(w)] = d.work;
-        } else if (d.what == pfarm::decision::kind::wait) {
-            parked.push_back(w);
-        } else if (d.what == pfarm::decision::kind::reclaim) {
-            EXPECT_NE(d.victim, w);
+    const auto act = [&](int i, const pfarm::decision& d) {
+        auto& w = ws[static_cast<std::size_t>(i)];
+        switch (d.what) {
+        case pfarm::decision::kind::assign:
+            if (w.held.empty()) w.next = d.work.first;
+            w.held.push_back(d.work);
+            break;
+        case pfarm::decision::kind::wait:
+            EXPECT_TRUE(w.held.empty()) << "wait for a worker holding a chunk";
+            w.parked = true;
+            break;
+        case pfarm::decision::kind::reclaim:
+            EXPECT_NE(d.victim, i);
             EXPECT_GT(d.share, 0.0);
             EXPECT_LT(d.share, 1.0);
-            reclaims_pending.push_back({d.victim, d.share, holding[static_cast<std::size_t>(d.victim)].first});
+            w.thief = true;
+            pending.push_back({d.victim, d});
+            break;
+        case pfarm::decision::kind::later:
+            EXPECT_FALSE(w.held.empty()) << "later for a worker holding nothing";
+            w.ahead = false;
+            break;
+        case pfarm::decision::kind::stop:
+            EXPECT_TRUE(w.held.empty()) << "stop for a worker holding a chunk, with reclaim on";
+            w.stopped = true;
+            break;
         }
     };
-    for (int w = 0; w < p; ++w) act(w, f.request(w, now));
-    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    const auto ask_parked = [&] {
+        for (int i = 0; i < p; ++i)
+            if (ws[static_cast<std::size_t>(i)].parked && !f.calibrating())
+                ws[static_cast<std::size_t>(i)].parked = false, act(i, f.request(i, now));
+    };
+    const auto ask = [&](int i) {  // a request: ahead when it still holds a chunk
+        auto& w = ws[static_cast<std::size_t>(i)];
+        w.asked = !w.held.empty();
+        act(i, f.request(i, now));
+    };
+    for (int i = 0; i < p; ++i) ask(i);
     for (;;) {
-        std::vector<int> busy;
-        for (int w = 0; w < p; ++w)
-            if (holding[static_cast<std::size_t>(w)].count > 0) busy.push_back(w);
-        if (busy.empty() && reclaims_pending.empty()) break;
+        // Who may move: a worker holding one chunk that may ask ahead must do so before it completes it.
+        std::vector<int> movers;
+        for (int i = 0; i < p; ++i) {
+            const auto& w = ws[static_cast<std::size_t>(i)];
+            if (!w.thief && !w.held.empty()) movers.push_back(i);
+        }
+        if (movers.empty() && pending.empty()) break;
         now += unit(rng);
-        if (!reclaims_pending.empty() && (busy.empty() || unit(rng) < 0.4)) {
-            const std::size_t i = std::uniform_int_distribution<std::size_t>(0, reclaims_pending.size() - 1)(rng);
-            const pending r = reclaims_pending[i];
-            reclaims_pending.erase(reclaims_pending.begin() + static_cast<long>(i));
-            auto& c = holding[static_cast<std::size_t>(r.victim)];
-            task_count given = 0;
-            if (c.count > 0 && c.first == r.chunk_first) {  // still computing that chunk: >= 1 task started
-                const task_count started = std::uniform_int_distribution<task_count>(1, c.count)(rng);
-                given = static_cast<task_count>(std::floor(static_cast<double>(c.count - started) * r.share));
-                c.count -= given;
+        if (!pending.empty() && (movers.empty() || unit(rng) < 0.4)) {
+            const std::size_t k = std::uniform_int_distribution<std::size_t>(0, pending.size() - 1)(rng);
+            const auto [v, asked] = pending[k];
+            pending.erase(pending.begin() + static_cast<long>(k));
+            auto& w = ws[static_cast<std::size_t>(v)];
+            pfarm::chunk given{0, 0};
+            if (!w.held.empty()) {
+                const pfarm::chunk current = w.held[0];
+                w.next = std::uniform_int_distribution<task_count>(std::max(w.next, current.first + 1),
+                                                                   current.first + current.count)(rng);
+                given = pfarm::victim_gives(asked, unit(rng) < 0.2 ? 0.0 : 0.5 + unit(rng), current, w.next,
+                                            w.held.size() > 1 ? w.held[1] : pfarm::chunk{});
+                for (auto& c : w.held)
+                    if (given.count > 0 && given.first + given.count == c.first + c.count && given.first > c.first)
+                        c.count -= given.count;
             }
-            const auto o2 = f.released(r.victim, {c.first + c.count, given}, now);
-            act(o2.thief, o2.answer);
-            std::vector<int> again;  // thieves that waited for this answer ask again
-            again.swap(parked);
-            std::sort(again.begin(), again.end());
-            for (int v : again) act(v, f.request(v, now));
+            const auto out = f.released(v, given, now);
+            ws[static_cast<std::size_t>(out.thief)].thief = false;
+            act(out.thief, out.answer);
+            ask_parked();  // thieves that waited for this answer ask again
             continue;
         }
-        const int w = busy[std::uniform_int_distribution<std::size_t>(0, busy.size() - 1)(rng)];
-        auto& c = holding[static_cast<std::size_t>(w)];
-        for (task_count t = c.first; t < c.first + c.count; ++t) ++runs[static_cast<std::size_t>(t)];
-        const double seconds = static_cast<double>(c.count) * o.times[static_cast<std::size_t>(w)];
-        c = {};
-        f.complete(w, seconds, &samples[static_cast<std::size_t>(w)]);
-        act(w, f.request(w, now));
-        if (!f.calibrating() && !parked.empty()) {
-            std::vector<int> again;
-            again.swap(parked);
-            std::sort(again.begin(), again.end());
-            for (int v : again) act(v, f.request(v, now));
+        const int i = movers[std::uniform_int_distribution<std::size_t>(0, movers.size() - 1)(rng)];
+        auto& w = ws[static_cast<std::size_t>(i)];
+        if (w.ahead && w.held.size() == 1 && !w.asked && !f.calibrating()) {
+            ask(i);  // prefetch: it asks for the next chunk while it computes this one
+            continue;
         }
+        const pfarm::chunk c = w.held.front();
+        w.held.erase(w.held.begin());
+        for (task_count t = c.first; t < c.first + c.count; ++t) ++runs[static_cast<std::size_t>(t)];
+        if (!w.held.empty()) w.next = w.held.front().first;
+        f.complete(i, static_cast<double>(c.count) * o.times[static_cast<std::size_t>(i)], &samples[static_cast<std::size_t>(i)]);
+        // Its results travel with a request: for the chunk after the one it now holds, or with nothing in hand.
+        if (w.held.empty() || w.ahead) ask(i);
+        ask_parked();
     }
     EXPECT_TRUE(f.done()) << name << ": " << f.tasks() - f.completed_tasks() << " tasks not completed";
     EXPECT_TRUE(f.thieves().empty());
@@ -244,19 +281,23 @@ std::vector<int> random_reclaim_drive(const std::string& name, task_count tasks,
 TEST_P(EveryTechnique, ReclaimKeepsEveryTaskExactlyOnce) {
     const std::string name = GetParam();
     std::mt19937_64 rng(std::hash<std::string>{}(name) ^ 0x5eed);
-    task_count moved = 0;
+    task_count moved[2] = {0, 0};
     for (int trial = 0; trial < 40; ++trial) {
         const int p = std::uniform_int_distribution<int>(1, 10)(rng);
         const task_count tasks = trial % 5 == 0 ? std::uniform_int_distribution<task_count>(1, 2 * p)(rng)
                                                 : std::uniform_int_distribution<task_count>(1, 3000)(rng);
         const auto o = random_options(rng, p, trial % 2 == 0);
         SCOPED_TRACE(name + " I=" + std::to_string(tasks) + " p=" + std::to_string(p) + " trial " + std::to_string(trial));
-        task_count reclaims = 0;
-        const auto runs = random_reclaim_drive(name, tasks, p, o, rng(), reclaims);
-        EXPECT_TRUE(std::all_of(runs.begin(), runs.end(), [](int c) { return c == 1; }));
-        moved += reclaims;
+        for (bool prefetch : {false, true}) {
+            SCOPED_TRACE(prefetch ? "prefetch" : "no prefetch");
+            task_count reclaims = 0;
+            const auto runs = random_reclaim_drive(name, tasks, p, o, rng(), prefetch, reclaims);
+            EXPECT_TRUE(std::all_of(runs.begin(), runs.end(), [](int c) { return c == 1; }));
+            moved[prefetch] += reclaims;
+        }
     }
-    EXPECT_GT(moved, 0) << "no reclaim ever moved a task: the drive does not exercise reclaim";
+    EXPECT_GT(moved[0], 0) << "no reclaim ever moved a task: the drive does not exercise reclaim";
+    EXPECT_GT(moved[1], 0) << "no reclaim ever moved a task with prefetch";
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, EveryTechnique, ::testing::ValuesIn(technique_names()),
