@@ -41,19 +41,4 @@ std::vector<double> sequential(const problem& p) {
     return a;
 }
 
-comparison compare(std::span<const double> got, std::span<const double> expected, double tolerance) {
-    comparison r;
-    if (got.size() != expected.size()) {
-        r.mismatches = static_cast<std::int64_t>(std::max(got.size(), expected.size()));
-        r.max_abs_error = INFINITY;
-        return r;
-    }
-    for (std::size_t i = 0; i < got.size(); ++i) {
-        const double e = std::abs(got[i] - expected[i]);
-        if (!(e <= tolerance * (1.0 + std::abs(expected[i])))) ++r.mismatches;  // NaN counts as a mismatch
-        r.max_abs_error = std::isnan(e) ? e : std::max(r.max_abs_error, e);
-    }
-    return r;
-}
-
 }  // namespace pfarm::apps::adjoint

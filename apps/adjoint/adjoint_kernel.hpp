@@ -8,6 +8,8 @@
 // (the paper's O(N^2 - i)), which is what makes the loop hard to balance. Seed 000 runs N = 800 on random arrays.
 #pragma once
 
+#include "compare.hpp"
+
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -45,12 +47,8 @@ inline double element(const problem& p, std::int64_t i) {
 /// The whole loop, sequentially: A(I) at [I - 1].
 std::vector<double> sequential(const problem& p);
 
-/// Largest |got - expected| and whether every element is within `tolerance` * (1 + |expected|).
-struct comparison {
-    double max_abs_error = 0.0;
-    std::int64_t mismatches = 0;
-    bool ok() const { return mismatches == 0; }
-};
-comparison compare(std::span<const double> got, std::span<const double> expected, double tolerance = 1e-9);
+/// Outputs against the sequential loop (apps/common/compare.hpp).
+using pfarm::apps::comparison;
+using pfarm::apps::compare;
 
 }  // namespace pfarm::apps::adjoint

@@ -124,19 +124,4 @@ double freivalds_error(const problem& p, std::span<const double> z, int rounds, 
     return worst;
 }
 
-comparison compare(std::span<const double> got, std::span<const double> expected, double tolerance) {
-    comparison r;
-    if (got.size() != expected.size()) {
-        r.mismatches = static_cast<std::int64_t>(std::max(got.size(), expected.size()));
-        r.max_rel_error = INFINITY;
-        return r;
-    }
-    for (std::size_t i = 0; i < got.size(); ++i) {
-        const double e = std::abs(got[i] - expected[i]) / (1.0 + std::abs(expected[i]));
-        if (!(e <= tolerance)) ++r.mismatches;
-        r.max_rel_error = std::isnan(e) ? e : std::max(r.max_rel_error, e);
-    }
-    return r;
-}
-
 }  // namespace pfarm::apps::matmul

@@ -11,6 +11,8 @@
 //   random      [0, len_i)          len_i uniform in [1, n] from the seed
 #pragma once
 
+#include "compare.hpp"
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -53,12 +55,8 @@ std::vector<double> sequential(const problem& p);
 /// seen: rounding-sized (about 1e-16 n) when Z is right, orders of magnitude larger for a wrong row.
 double freivalds_error(const problem& p, std::span<const double> z, int rounds, std::uint64_t seed);
 
-/// Largest |got - expected| / (1 + |expected|), and how many elements exceed `tolerance` (NaN counts).
-struct comparison {
-    double max_rel_error = 0.0;
-    std::int64_t mismatches = 0;
-    bool ok() const { return mismatches == 0; }
-};
-comparison compare(std::span<const double> got, std::span<const double> expected, double tolerance = 1e-9);
+/// Outputs against the sequential loop (apps/common/compare.hpp).
+using pfarm::apps::comparison;
+using pfarm::apps::compare;
 
 }  // namespace pfarm::apps::matmul

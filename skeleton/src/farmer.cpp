@@ -12,6 +12,12 @@ namespace {
 /// Times below this are taken as this: a timer may return 0 for a very short task, and every technique
 /// that learns from times divides by them. 1 ns is below any real timer's resolution.
 constexpr double min_seconds = 1e-9;
+
+/// The victim's part that a thief should take so that both finish together if their times per task hold,
+/// kept within [1/3, 2/3] (farmer::take_back says why).
+double balanced_share(double victim_seconds, double thief_seconds) {
+    return std::clamp(victim_seconds / (victim_seconds + thief_seconds), 1.0 / 3.0, 2.0 / 3.0);
+}
 }  // namespace
 
 farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk,
@@ -143,7 +149,7 @@ decision farmer::take_back(int thief, double now) {
             if (left <= 0.0) left = 0.5 * static_cast<double>(held) * t;  // past it: guessed half-way
             left -= busy;
             if (left <= 0.0) continue;
-            if (thief_time > 0.0) share = std::clamp(t / (t + thief_time), 1.0 / 3.0, 2.0 / 3.0);
+            if (thief_time > 0.0) share = balanced_share(t, thief_time);
             const double most = static_cast<double>(largest - 1);  // it keeps a task of the chunk it gives from
             if (std::min(std::floor(left / t * share), most) < 1.0) continue;  // expected to give back nothing
             gain = std::min(share * left, most * t);
@@ -204,20 +210,15 @@ release_outcome farmer::released(int victim, chunk given, double now) {
     return {thief, assign(thief, given.first, given.count, false, now)};
 }
 
-double victim_share(const decision& d, double victim_seconds) {
-    if (victim_seconds > 0.0 && d.thief_seconds > 0.0)
-        return std::clamp(victim_seconds / (victim_seconds + d.thief_seconds), 1.0 / 3.0, 2.0 / 3.0);
-    return d.share;
-}
-
 chunk victim_gives(const decision& d, double victim_seconds, chunk current, task_count next_task, chunk prefetched) {
     const task_count in_current = std::max<task_count>(0, current.first + current.count - next_task);
     const task_count in_prefetched = std::max<task_count>(0, prefetched.count);
-    // A thief still busy for d.thief_busy seconds gets the share of what the victim has beyond that.
+    const double share = victim_seconds > 0.0 && d.thief_seconds > 0.0 ? balanced_share(victim_seconds, d.thief_seconds)
+                                                                        : d.share;
     double unstarted = static_cast<double>(in_current + in_prefetched);
     const double pace = victim_seconds > 0.0 ? victim_seconds : d.thief_seconds;
     if (d.thief_busy > 0.0 && pace > 0.0) unstarted -= d.thief_busy / pace;
-    const auto wanted = static_cast<task_count>(std::floor(std::max(0.0, unstarted) * victim_share(d, victim_seconds)));
+    const auto wanted = static_cast<task_count>(std::floor(std::max(0.0, unstarted) * share));
     const bool from_current = in_current >= in_prefetched;
     const chunk& c = from_current ? current : prefetched;
     const task_count count = std::min(wanted, from_current ? in_current : in_prefetched - 1);
@@ -254,7 +255,6 @@ void farmer::complete(int worker, double seconds, const resource_sample* sample)
     completed_ += count;
     w.busy_seconds += seconds;
     w.done_tasks += count;
-    if (w.held == 0) w.reclaimable = false;
     if (phase_ == phase::calibrating && !w.calibrated) {
         w.calibrated = true;
         // The raw time: pfarm::calibrate has its own rule for a time of 0.

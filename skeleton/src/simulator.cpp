@@ -301,7 +301,6 @@ struct worker_state {
     bool prefetching = false;      ///< asks for the next chunk before computing the current one
     bool asked_ahead = false;      ///< a request for the chunk after the current one is out
     bool computed = false;         ///< got at least one chunk
-    double last_end = 0.0;
 };
 
 }  // namespace
@@ -600,7 +599,7 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     // Worker j's chunk now ends at `end` (it started, or shrank): records, trace, and its chunk_end event.
     const auto set_end = [&](std::size_t j, double end) {
         auto& s = state[j];
-        s.end = s.last_end = end;
+        s.end = end;
         out.workers[j].finish = end;
         if (run.keep_trace) {
             out.trace[s.trace_index].count = s.count;
@@ -689,17 +688,6 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         }
     };
 
-    // Victim j gave `count` tasks back from its `current` chunk, or from its prefetched one (at `trace_index`).
-    const auto shrink_record = [&](std::size_t j, std::size_t trace_index, task_count count, bool current) {
-        auto& r = out.workers[j];
-        r.tasks -= count;
-        // Its chunk sizes are recorded in hand-out order: the prefetched chunk is the last, the current the one
-        // before it when a prefetched one is held.
-        const std::size_t back = current && state[j].next && state[j].next->what == decision::kind::assign ? 2 : 1;
-        r.chunks[r.chunks.size() - back] -= count;
-        if (!current && run.keep_trace) out.trace[trace_index].count -= count;  // set_end updates the current one
-    };
-
     // A reclaim reaches victim v at time t. It answers between two tasks of the chunk it computes, giving
     // back victim_gives(): the unstarted end of that chunk or of the prefetched one it holds, whichever has more,
     // its seconds per task measured on the chunk so far. Computing its last task, it reads the reclaim when
@@ -726,13 +714,19 @@ result simulate(const platform& given, const workload& wl, const std::string& te
                 const chunk back = victim_gives(asked, seconds, current, s.first + lo + 1,
                                                 prefetched ? s.next->work : chunk{});
                 reply.given = back;
-                if (back.count > 0 && back.first >= s.first && back.first < s.first + s.count) {
-                    s.count -= back.count;
-                    set_end(j, task_end(j, s.count - 1));
-                    shrink_record(j, s.trace_index, back.count, true);
-                } else if (back.count > 0) {
-                    s.next->work.count -= back.count;
-                    shrink_record(j, s.next_trace_index, back.count, false);
+                if (back.count > 0) {
+                    const bool from_current = back.first + back.count == s.first + s.count;
+                    auto& r = out.workers[j];
+                    r.tasks -= back.count;
+                    // Chunk sizes are in hand-out order: a prefetched chunk is the last, the current one before it.
+                    r.chunks[r.chunks.size() - (from_current && prefetched ? 2 : 1)] -= back.count;
+                    if (from_current) {
+                        s.count -= back.count;
+                        set_end(j, task_end(j, s.count - 1));  // its trace entry too
+                    } else {
+                        s.next->work.count -= back.count;
+                        if (run.keep_trace) out.trace[s.next_trace_index].count = s.next->work.count;
+                    }
                 }
             } else {
                 // In its last task: it reads the reclaim once that ends, after sending its results (a chunk_end
@@ -815,7 +809,7 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         const double t = out.workers[j].finish;
         max_finish = std::max(max_finish, t);
         sum += t;
-        if (state[j].computed) out.makespan = std::max(out.makespan, state[j].last_end + pl.latency);
+        if (state[j].computed) out.makespan = std::max(out.makespan, state[j].end + pl.latency);
     }
     const double mean = sum / p;
     double squares = 0.0;

@@ -46,18 +46,16 @@ struct decision {
     bool calibration = false;  ///< the chunk is this worker's calibration task
     int victim = -1;           ///< reclaim: the worker to ask for tasks back
     double share = 0.0;        ///< reclaim: the fraction (0, 1) of its unstarted tasks it should give back
-    double thief_seconds = 0.0;  ///< reclaim: the thief's seconds per task so far (0: unknown), see victim_share()
+    double thief_seconds = 0.0;  ///< reclaim: the thief's seconds per task so far (0: unknown), see victim_gives()
     double thief_busy = 0.0;     ///< reclaim: seconds of work the thief still holds (prefetch; 0: it is idle)
 };
 
-/// The share a victim gives back, decided where the best estimate is, at the victim: from its own seconds
-/// per task in the chunk it is computing (`victim_seconds`, 0 when it has finished no task of it) and the
-/// thief's (`d.thief_seconds`), t_v / (t_v + t_thief) kept within [1/3, 2/3], so that both finish together;
-/// without both times, the farmer's `d.share`.
-double victim_share(const decision& d, double victim_seconds);
-
-/// The range a victim gives back for reclaim `d`: floor(u x victim_share()) of its u unstarted tasks, from the
-/// unstarted end of the chunk it holds with more of them. `current` is the chunk it computes, `next_task` the
+/// The range a victim gives back for reclaim `d`: floor(u x share) of its u unstarted tasks, from the unstarted
+/// end of the chunk it holds with more of them. The share is decided where the best estimate is, at the
+/// victim: from its own seconds per task in the chunk it is computing (`victim_seconds`, 0 when it has
+/// finished no task of it) and the thief's (`d.thief_seconds`), t_v / (t_v + t_thief) kept within [1/3, 2/3],
+/// so that both finish together; without both times, the farmer's `d.share`. A thief still busy for
+/// `d.thief_busy` seconds gets that share of what the victim has beyond that. `current` is the chunk it computes, `next_task` the
 /// first task of it not started, `prefetched` (count 0: none) a chunk it holds and has not started, of which
 /// it keeps at least one task (no chunk in flight is left empty). Count 0: nothing to give.
 chunk victim_gives(const decision& d, double victim_seconds, chunk current, task_count next_task, chunk prefetched = {});

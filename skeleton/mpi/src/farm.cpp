@@ -97,7 +97,7 @@ struct reply_header {
     std::int32_t calibration = 0;
     std::int64_t first = 0;
     std::int64_t count = 0;
-    double share = 0.0;  ///< reclaim: the farmer's share of the unstarted tasks to give back (victim_share)
+    double share = 0.0;  ///< reclaim: the farmer's share of the unstarted tasks to give back (victim_gives)
     double thief_seconds = 0.0;  ///< reclaim: the thief's seconds per task
 };
 
@@ -1049,7 +1049,10 @@ private:
             const chunk current{c.header.first, c.header.count};
             const chunk given = victim_gives(asked, mine, current, next,
                                              prefetched ? chunk{ahead_.header.first, ahead_.header.count} : chunk{});
-            if (given.count > 0) (given.first >= next && given.first < current.first + current.count ? c : ahead_).header.count -= given.count;
+            if (given.count > 0) {  // the end of the chunk it computes, or of the prefetched one
+                chunk_buffer& from = given.first + given.count == current.first + current.count ? c : ahead_;
+                from.header.count -= given.count;
+            }
             send_released(given.first, given.count);
         }
     }
