@@ -4,7 +4,8 @@
 // Messages and the farmer
 //   - Every worker sends its first request at t = 0. A message (request or reply) takes `latency` one way.
 //   - The farmer is one server: it serves the requests that have reached it one at a time, in arrival order,
-//     ties in arrival time broken by increasing worker index, each answer taking `overhead` of farmer time.
+//     ties in arrival time broken by increasing worker index, each answer taking `overhead` of farmer time;
+//     a victim's answer to a reclaim (below) goes before the requests waiting, as in the MPI farmer.
 //     Serving worker w's request = farmer.complete(w, compute seconds of its previous chunk) (the result
 //     piggybacks on the request; nothing to complete on the first request), then farmer.request(w).
 //   - assign: the reply leaves when the answer's service ends and reaches w `latency` later; w computes the
@@ -27,7 +28,8 @@
 //     it computes or the prefetched one, its own seconds per task measured on the chunk so far; a chunk it
 //     computes ends earlier (and with it the next request). Its answer reaches the farmer `latency` later and
 //     is served like a request (`overhead`): the thief gets the range (or another reclaim, later, or stop),
-//     then the workers that waited for that answer ask again, each answer costing `overhead`.
+//     then the workers that waited for that answer ask again, each answer costing `overhead` except a `wait`
+//     again (the MPI farmer sends nothing then).
 //   - Events at the same time go by worker index, then by the order they were made, so two messages between
 //     the same pair arrive in the order sent.
 //
@@ -230,10 +232,11 @@ double fluid_bound(const platform& pl, double work) {
 // --- the event loop --------------------------------------------------------------------------------------
 
 /// An event: a message reaching the farmer (a request, a final result, a victim's answer to a reclaim), a
-/// message reaching a worker (the farmer's reply, a reclaim) or a worker's chunk ending. Ties in time go by
-/// worker index, then by the order the events were made (so two messages between the same pair stay in order).
+/// message reaching a worker (the farmer's reply, a reclaim), a worker's chunk ending, or the farmer's turn to
+/// serve a message of its inbox. Ties in time go by worker index (the farmer's turn last), then by the order
+/// the events were made (so two messages between the same pair stay in order).
 struct event {
-    enum class kind : std::uint8_t { request, final_results, released, reply, reclaim, chunk_end };
+    enum class kind : std::uint8_t { request, final_results, released, reply, reclaim, chunk_end, farmer_turn };
     double time = 0.0;
     int worker = 0;
     std::uint64_t sequence = 0;
@@ -644,12 +647,14 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     };
 
     // The farmer's answer `d` to worker w, its service starting at `at`; returns when the service ends.
-    const auto act = [&](int w, const decision& d, double at) {
+    // `message_in`: the answer serves a message that reached the farmer; false for a parked worker asked again,
+    // whose `wait` then costs nothing (no message in or out, as in the MPI farmer).
+    const auto act = [&](int w, const decision& d, double at, bool message_in = true) {
         const double served = at + pl.overhead;
         const auto j = static_cast<std::size_t>(w);
         if (d.what == decision::kind::wait) {
             parked.push_back(w);
-            return served;
+            return message_in ? served : at;
         }
         if (d.what == decision::kind::reclaim) {
             auto e = event::at(served + pl.latency, d.victim, event::kind::reclaim);
@@ -745,12 +750,31 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         std::sort(parked.begin(), parked.end());
         const std::vector<int> waiting = std::move(parked);
         parked.clear();
-        for (int w : waiting) now = act(w, f.request(w, now), now);
+        for (int w : waiting) now = act(w, f.request(w, now), now, false);
         return now;
     };
+    // The farmer's inbox: the messages that have reached it and wait for its service. A farmer_turn event (after
+    // every other event at its time, so that messages arriving together are all in) serves one of them.
+    std::priority_queue<event, std::vector<event>, std::greater<>> inbox, answers;  // answers: victims' (released)
+    bool turn_pending = false;
+    const auto farmer_turn = [&](double t) {
+        push(event::at(t, std::numeric_limits<int>::max(), event::kind::farmer_turn));
+        turn_pending = true;
+    };
     while (!events.empty()) {
-        const event e = events.top();
+        event e = events.top();
         events.pop();
+        if (e.what == event::kind::farmer_turn) {
+            turn_pending = false;
+            auto& from = answers.empty() ? inbox : answers;  // a victim's answer first
+            e = from.top();
+            from.pop();
+        } else if (e.what == event::kind::request || e.what == event::kind::final_results ||
+                   e.what == event::kind::released) {
+            (e.what == event::kind::released ? answers : inbox).push(e);
+            if (!turn_pending) farmer_turn(std::max(e.time, farmer_free));
+            continue;
+        }
         const auto j = static_cast<std::size_t>(e.worker);
         auto& s = state[j];
         switch (e.what) {
@@ -784,6 +808,7 @@ result simulate(const platform& given, const workload& wl, const std::string& te
             now = act(o.thief, o.answer, now);
             if (!parked.empty()) now = serve_parked(now);  // thieves that waited for this answer ask again
             farmer_free = now;
+            if (!inbox.empty() || !answers.empty()) farmer_turn(farmer_free);
             continue;
         }
         if (e.results) {
@@ -796,6 +821,7 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         }
         if (e.what == event::kind::request) now = act(e.worker, f.request(e.worker, now), now);
         farmer_free = now;
+        if (!inbox.empty() || !answers.empty()) farmer_turn(farmer_free);
     }
     out.reclaims = f.reclaims();
     out.reclaimed_tasks = f.reclaimed_tasks();

@@ -51,6 +51,7 @@ namespace {
 constexpr int tag_request = 1;
 constexpr int tag_reply = 2;
 constexpr int tag_clock = 3;
+constexpr int tag_released = 4;  // a victim's answer to a reclaim: the farmer serves these first (next_message)
 
 enum request_kind : std::int32_t { request_work = 1, final_results = 2, failure = 3, released_work = 4 };
 enum reply_kind : std::int32_t { assign_work = 1, stop_work = 2, abort_work = 3, reclaim_work = 4, later_work = 5 };
@@ -627,7 +628,7 @@ public:
                     continue;
                 }
                 MPI_Status status;
-                MPI_Message message = wait_message(comm_, MPI_ANY_SOURCE, tag_request, &status, setup_.config.gentle_wait != 0);
+                MPI_Message message = next_message(status, true);
                 handle(message, status);
             }
         } catch (const worker_error&) {
@@ -639,7 +640,7 @@ public:
             if (unanswered_ > 0) reply_end(unanswered_, abort_work);
             while (remote_left_ > 0) {
                 MPI_Status status;
-                MPI_Message message = wait_message(comm_, MPI_ANY_SOURCE, tag_request, &status, setup_.config.gentle_wait != 0);
+                MPI_Message message = next_message(status, true);
                 handle(message, status);
             }
         }
@@ -673,13 +674,28 @@ private:
 
     void drain_messages() {
         for (;;) {
-            int flag = 0;
             MPI_Status status;
-            MPI_Message message = MPI_MESSAGE_NULL;
-            mpi::check(MPI_Improbe(MPI_ANY_SOURCE, tag_request, comm_, &flag, &message, &status), "MPI_Improbe");
-            if (!flag) return;
+            MPI_Message message = next_message(status, false);
+            if (message == MPI_MESSAGE_NULL) return;
             handle(message, status);
         }
+    }
+
+    /// The next message for the farmer. With reclaim, a victim's answer (tag_released) goes first: it carries
+    /// tasks for a thief that waits, while a request queued beside it is mostly a worker that will wait or be
+    /// sent to ask a victim (docs/skeleton.md "Reclaim"). Otherwise the first message of any kind. `block`
+    /// false: MPI_MESSAGE_NULL when none has come.
+    MPI_Message next_message(MPI_Status& status, bool block) {
+        int flag = 0;
+        MPI_Message message = MPI_MESSAGE_NULL;
+        if (setup_.config.reclaim) {
+            mpi::check(MPI_Improbe(MPI_ANY_SOURCE, tag_released, comm_, &flag, &message, &status), "MPI_Improbe");
+            if (flag) return message;
+        }
+        const int tag = setup_.config.reclaim ? MPI_ANY_TAG : tag_request;  // comm_ is the farm's own communicator
+        if (block) return wait_message(comm_, MPI_ANY_SOURCE, tag, &status, setup_.config.gentle_wait != 0);
+        mpi::check(MPI_Improbe(MPI_ANY_SOURCE, tag, comm_, &flag, &message, &status), "MPI_Improbe");
+        return flag ? message : MPI_MESSAGE_NULL;
     }
 
     void handle(MPI_Message& message, const MPI_Status& status) {
@@ -1014,7 +1030,7 @@ private:
         h.kind = released_work;
         h.first = first;
         h.count = count;
-        mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_request, comm_), "MPI_Send");
+        mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_released, comm_), "MPI_Send");
     }
 
     /// Between two tasks of chunk `c` (the next to start is `next`): answers a reclaim if one has arrived. With
