@@ -7,7 +7,9 @@
 //             kind request   = "here are my results (if count > 0), give me work"
 //             kind final     = "here are my results, I want nothing more" (after a stop, with prefetch)
 //             kind failure   = "task failed_task threw", followed by the message text
-//             kind released  = "I gave back tasks [first, first + count) of my chunk" (count may be 0)
+//   worker -> farmer, tag 4 (released): [request_header] of kind released only, "I gave back tasks
+//             [first, first + count) of my chunk" (count may be 0); the farmer serves these before the
+//             requests waiting (messages.hpp, next_farmer_message)
 //   farmer -> worker, tag 2 (reply):    [reply_header][inputs of the chunk, unless the input is replicated]
 //             kind assign / stop / abort
 //             kind reclaim   = "give back `share` of your unstarted tasks" (--reclaim): the worker answers with
@@ -20,6 +22,8 @@
 // Workers' requests carry their previous chunk's results (piggybacking, seed 002 section 5) and its compute
 // time, which the farmer feeds to the technique.
 #include "pfarm/farm.hpp"
+
+#include "messages.hpp"
 
 #include "pfarm/benchmark_monitor.hpp"
 #include "pfarm/farmer.hpp"
@@ -48,10 +52,6 @@ namespace pfarm::detail {
 
 namespace {
 
-constexpr int tag_request = 1;
-constexpr int tag_reply = 2;
-constexpr int tag_clock = 3;
-constexpr int tag_released = 4;  // a victim's answer to a reclaim: the farmer serves these first (next_message)
 
 enum request_kind : std::int32_t { request_work = 1, final_results = 2, failure = 3, released_work = 4 };
 enum reply_kind : std::int32_t { assign_work = 1, stop_work = 2, abort_work = 3, reclaim_work = 4, later_work = 5 };
@@ -237,29 +237,6 @@ double cpu_seconds() {
     getrusage(RUSAGE_SELF, &u);
     return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
            static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
-}
-
-/// Waits for a message and takes it out of MPI's matching (a matched probe: the receive need not match it
-/// again). With `gentle` (more ranks than cores on this node) it polls with a growing sleep instead of
-/// MPI_Mprobe's busy wait, so an idle rank frees its core for a rank that computes.
-MPI_Message wait_message(MPI_Comm comm, int source, int tag, MPI_Status* status, bool gentle) {
-    MPI_Message message = MPI_MESSAGE_NULL;
-    if (!gentle) {
-        mpi::check(MPI_Mprobe(source, tag, comm, &message, status), "MPI_Mprobe");
-        return message;
-    }
-    int flag = 0;
-    for (int spin = 0; spin < 200; ++spin) {
-        mpi::check(MPI_Improbe(source, tag, comm, &flag, &message, status), "MPI_Improbe");
-        if (flag) return message;
-    }
-    auto pause = std::chrono::microseconds(2);
-    for (;;) {
-        mpi::check(MPI_Improbe(source, tag, comm, &flag, &message, status), "MPI_Improbe");
-        if (flag) return message;
-        std::this_thread::sleep_for(pause);
-        pause = std::min(pause * 2, std::chrono::microseconds(500));
-    }
 }
 
 /// Receives the matched message into `buffer` (grown, never shrunk: no allocation once warm).
@@ -681,21 +658,9 @@ private:
         }
     }
 
-    /// The next message for the farmer. With reclaim, a victim's answer (tag_released) goes first: it carries
-    /// tasks for a thief that waits, while a request queued beside it is mostly a worker that will wait or be
-    /// sent to ask a victim (docs/skeleton.md "Reclaim"). Otherwise the first message of any kind. `block`
-    /// false: MPI_MESSAGE_NULL when none has come.
+    /// The farmer's next message: with reclaim a victim's answer first (next_farmer_message).
     MPI_Message next_message(MPI_Status& status, bool block) {
-        int flag = 0;
-        MPI_Message message = MPI_MESSAGE_NULL;
-        if (setup_.config.reclaim) {
-            mpi::check(MPI_Improbe(MPI_ANY_SOURCE, tag_released, comm_, &flag, &message, &status), "MPI_Improbe");
-            if (flag) return message;
-        }
-        const int tag = setup_.config.reclaim ? MPI_ANY_TAG : tag_request;  // comm_ is the farm's own communicator
-        if (block) return wait_message(comm_, MPI_ANY_SOURCE, tag, &status, setup_.config.gentle_wait != 0);
-        mpi::check(MPI_Improbe(MPI_ANY_SOURCE, tag, comm_, &flag, &message, &status), "MPI_Improbe");
-        return flag ? message : MPI_MESSAGE_NULL;
+        return next_farmer_message(comm_, setup_.config.reclaim != 0, block, setup_.config.gentle_wait != 0, status);
     }
 
     void handle(MPI_Message& message, const MPI_Status& status) {
