@@ -52,7 +52,6 @@ namespace pfarm::detail {
 
 namespace {
 
-
 enum request_kind : std::int32_t { request_work = 1, final_results = 2, failure = 3, released_work = 4 };
 enum reply_kind : std::int32_t { assign_work = 1, stop_work = 2, abort_work = 3, reclaim_work = 4, later_work = 5 };
 
