@@ -753,31 +753,55 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         for (int w : waiting) now = act(w, f.request(w, now), now, false);
         return now;
     };
-    // The farmer's inbox: the messages that have reached it and wait for its service. A farmer_turn event (after
-    // every other event at its time, so that messages arriving together are all in) serves one of them.
-    std::priority_queue<event, std::vector<event>, std::greater<>> inbox, answers;  // answers: victims' (released)
-    bool turn_pending = false;
+    // Serves message m (a request, final results or a victim's answer) from time `now`, when the farmer turns
+    // to it; returns when the farmer is free again.
+    const auto serve = [&](const event& m, double now) {
+        if (m.what == event::kind::released) {
+            const release_outcome o = f.released(m.worker, m.given, now);
+            now = act(o.thief, o.answer, now);
+            return parked.empty() ? now : serve_parked(now);  // thieves that waited for this answer ask again
+        }
+        if (m.results) {
+            const bool was_calibrating = f.calibrating();
+            const auto& s = state[static_cast<std::size_t>(m.worker)];
+            f.complete(m.worker, m.seconds, m.calibration ? &s.sample : nullptr);
+            if (was_calibrating && !f.calibrating()) {
+                out.calibration_end = now;
+                now = serve_parked(now);
+            }
+        }
+        return m.what == event::kind::request ? act(m.worker, f.request(m.worker, now), now) : now;
+    };
+    // The farmer's inbox: the messages that have reached it and wait for its service, victims' answers apart
+    // (served first). A farmer_turn event (after every other event at its time, so that messages arriving
+    // together are all in) serves one of them.
+    std::priority_queue<event, std::vector<event>, std::greater<>> inbox, answers;
+    bool turn_pending = false;  // a farmer_turn event is in the queue
     const auto farmer_turn = [&](double t) {
         push(event::at(t, std::numeric_limits<int>::max(), event::kind::farmer_turn));
         turn_pending = true;
     };
     while (!events.empty()) {
-        event e = events.top();
+        const event e = events.top();
         events.pop();
         if (e.what == event::kind::farmer_turn) {
             turn_pending = false;
-            auto& from = answers.empty() ? inbox : answers;  // a victim's answer first
-            e = from.top();
+            auto& from = answers.empty() ? inbox : answers;
+            const event m = from.top();
             from.pop();
-        } else if (e.what == event::kind::request || e.what == event::kind::final_results ||
-                   e.what == event::kind::released) {
-            (e.what == event::kind::released ? answers : inbox).push(e);
-            if (!turn_pending) farmer_turn(std::max(e.time, farmer_free));
+            farmer_free = serve(m, e.time);
+            if (!inbox.empty() || !answers.empty()) farmer_turn(farmer_free);
             continue;
         }
         const auto j = static_cast<std::size_t>(e.worker);
         auto& s = state[j];
         switch (e.what) {
+        case event::kind::request:
+        case event::kind::final_results:
+        case event::kind::released:  // a message reaching the farmer: it waits in the inbox for its turn
+            (e.what == event::kind::released ? answers : inbox).push(e);
+            if (!turn_pending) farmer_turn(std::max(e.time, farmer_free));
+            break;
         case event::kind::reply:
             if (e.answer.what == decision::kind::assign && !s.holds) {
                 start_chunk(j, e.answer, e.trace_index, e.time, true);
@@ -788,40 +812,19 @@ result simulate(const platform& given, const workload& wl, const std::string& te
             } else if (e.answer.what != decision::kind::stop) {
                 throw internal_error("simulator: worker " + std::to_string(e.worker) + " got an answer it cannot use");
             }
-            continue;
+            break;
         case event::kind::chunk_end:
-            if (e.generation != s.generation) continue;  // its chunk shrank: a later chunk_end replaces this one
+            if (e.generation != s.generation) break;  // its chunk shrank: a later chunk_end replaces this one
             s.finished = true;
             if (!s.asked_ahead) send(j, event::kind::request, e.time);
             else if (s.next) advance(j, e.time);
-            continue;
+            break;
         case event::kind::reclaim:
             victim_answers(e.worker, e.time, e.answer);
-            continue;
-        default:
             break;
+        case event::kind::farmer_turn:
+            break;  // handled above
         }
-        // A message reaching the farmer: served one at a time, each answer costing `overhead`.
-        double now = std::max(e.time, farmer_free);
-        if (e.what == event::kind::released) {
-            const release_outcome o = f.released(e.worker, e.given, now);
-            now = act(o.thief, o.answer, now);
-            if (!parked.empty()) now = serve_parked(now);  // thieves that waited for this answer ask again
-            farmer_free = now;
-            if (!inbox.empty() || !answers.empty()) farmer_turn(farmer_free);
-            continue;
-        }
-        if (e.results) {
-            const bool was_calibrating = f.calibrating();
-            f.complete(e.worker, e.seconds, e.calibration ? &s.sample : nullptr);
-            if (was_calibrating && !f.calibrating()) {
-                out.calibration_end = now;
-                now = serve_parked(now);
-            }
-        }
-        if (e.what == event::kind::request) now = act(e.worker, f.request(e.worker, now), now);
-        farmer_free = now;
-        if (!inbox.empty() || !answers.empty()) farmer_turn(farmer_free);
     }
     out.reclaims = f.reclaims();
     out.reclaimed_tasks = f.reclaimed_tasks();
