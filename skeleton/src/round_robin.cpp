@@ -1,7 +1,7 @@
 #include "pfarm/round_robin.hpp"
 
 #include "pfarm/error.hpp"
-#include "pfarm/farmer.hpp"
+#include "pfarm/farmer_session.hpp"
 #include "pfarm/registry.hpp"
 
 namespace pfarm {
@@ -15,36 +15,44 @@ round_robin_schedule schedule_round_robin(const std::string& technique, task_cou
     if (!samples.empty() && static_cast<long>(samples.size()) != workers)
         throw invalid_argument("samples", "has " + std::to_string(samples.size()) + " entries; expected one per worker (" +
                                               std::to_string(workers) + ")");
-    farmer f(iterations, workers, make_technique(technique, options, workers), options.min_chunk);
+    farmer_session f(iterations, workers, make_technique(technique, options, workers), {options.min_chunk});
     const auto p = static_cast<std::size_t>(workers);
-    std::vector<task_count> outstanding(p, 0);
-    std::vector<bool> stopped(p, false);
+    std::vector<chunk> outstanding(p);
+    std::vector<bool> asking(p, true), parked(p, false);
     round_robin_schedule out;
-    while (!f.done()) {
-        bool busy = false;
-        for (std::size_t w = 0; w < p; ++w) {
-            if (outstanding[w] == 0) continue;
-            const double per_task = options.times.empty() ? 1.0 : options.times[w];
-            f.complete(static_cast<int>(w), static_cast<double>(outstanding[w]) * per_task,
-                       samples.empty() ? nullptr : &samples[w]);
-            outstanding[w] = 0;
-        }
-        for (std::size_t w = 0; w < p; ++w) {
-            if (stopped[w]) continue;
-            const decision d = f.request(static_cast<int>(w));
-            if (d.what == decision::kind::assign) {
-                out.handouts.push_back({static_cast<int>(w), d.work, d.calibration});
-                outstanding[w] = d.work.count;
-                busy = true;
-            } else if (d.what == decision::kind::stop) {
-                stopped[w] = true;
+    const auto perform = [&](const std::vector<farmer_action>& actions) {
+        for (const farmer_action& a : actions) {
+            const auto w = static_cast<std::size_t>(a.worker);
+            parked[w] = a.what == farmer_action::kind::park;
+            if (a.what != farmer_action::kind::send) continue;
+            if (a.reply.what == reply_message::kind::assign) {
+                out.handouts.push_back({a.worker, a.reply.work, a.reply.calibration});
+                outstanding[w] = a.reply.work;
+            } else {
+                asking[w] = false;  // stop
             }
         }
-        if (!busy && !f.done() && !f.calibrating())
-            throw internal_error("round robin: no worker got work with " + std::to_string(f.remaining()) +
+    };
+    while (!f.over()) {
+        bool any = false;
+        for (std::size_t w = 0; w < p; ++w) {  // each worker still active sends its results and asks, in turn
+            if (!asking[w] || parked[w]) continue;  // a parked worker is answered by the session
+            any = true;
+            request_message m;
+            m.done = outstanding[w];
+            if (m.done.count > 0) {
+                m.seconds = static_cast<double>(m.done.count) * (options.times.empty() ? 1.0 : options.times[w]);
+                if (!samples.empty()) m.has_sample = true, m.sample = samples[w];
+            }
+            outstanding[w] = {};
+            perform(f.on_message(static_cast<int>(w), m, 0.0));
+        }
+        if (!any && !f.over())
+            throw internal_error("round robin: no worker asks with " + std::to_string(f.decisions().remaining()) +
                                  " tasks unassigned");
     }
-    out.k = f.policy().installment_factor();
+    const farmer& decisions = f.decisions();
+    out.k = decisions.policy().installment_factor();
     return out;
 }
 

@@ -69,7 +69,8 @@
 #include "pfarm/simulator.hpp"
 
 #include "pfarm/error.hpp"
-#include "pfarm/farmer.hpp"
+#include "pfarm/farmer_session.hpp"
+#include "pfarm/worker_session.hpp"
 #include "pfarm/registry.hpp"
 #include "pfarm/sample.hpp"
 
@@ -231,23 +232,19 @@ double fluid_bound(const platform& pl, double work) {
 
 // --- the event loop --------------------------------------------------------------------------------------
 
-/// An event: a message reaching the farmer (a request, a final result, a victim's answer to a reclaim), a
+/// An event: a message reaching the farmer (a request or final results, a victim's answer to a reclaim), a
 /// message reaching a worker (the farmer's reply, a reclaim), a worker's chunk ending, or the farmer's turn to
 /// serve a message of its inbox. Ties in time go by worker index (the farmer's turn last), then by the order
 /// the events were made (so two messages between the same pair stay in order).
 struct event {
-    enum class kind : std::uint8_t { request, final_results, released, reply, reclaim, chunk_end, farmer_turn };
+    enum class kind : std::uint8_t { to_farmer, reply, reclaim, chunk_end, farmer_turn };
     double time = 0.0;
     int worker = 0;
     std::uint64_t sequence = 0;
-    kind what = kind::request;
-    // request / final_results: the results of the chunk it completed travel with it
-    bool results = false;
-    bool calibration = false;  ///< those results are its calibration task's: its sample travels too
-    double seconds = 0.0;
-    chunk given;                   ///< released: the tasks given back
-    decision answer;               ///< reply: the farmer's answer; reclaim: the share and the thief's seconds
-    std::size_t trace_index = 0;   ///< reply: the trace entry of the chunk it assigns (when a trace is kept)
+    kind what = kind::to_farmer;
+    bool answer_first = false;     ///< to_farmer: a victim's answer (served before the requests waiting)
+    std::size_t mail = 0;          ///< to_farmer: the request_message, in the mail pool
+    reply_message reply;           ///< reply, reclaim
     std::uint64_t generation = 0;  ///< chunk_end: the chunk it ends (a shrunk chunk re-schedules its end)
     static event at(double time, int worker, kind what) {
         event e;
@@ -288,22 +285,12 @@ resource_sample simulated_sample(const platform& pl, const worker_load& load, st
     return s;
 }
 
-/// A worker as the simulator sees it: the chunk it computes, and (prefetch) the reply that has reached it
-/// for the chunk after.
+/// A worker as the simulator sees it: its session (the protocol) and the timing of the chunk it computes.
 struct worker_state {
-    bool holds = false;        ///< has a chunk whose results it has not sent yet
-    task_count first = 0, count = 0;
-    bool calibration = false;  ///< that chunk is its calibration task
-    resource_sample sample;    ///< its monitors' reading at the start of its calibration task
+    explicit worker_state(const worker_session_options& o) : session(o) {}
+    worker_session session;
     double start = 0.0, end = 0.0;
     std::uint64_t generation = 0;  ///< bumped when its chunk changes or shrinks: a stale chunk_end is ignored
-    std::size_t trace_index = 0;
-    bool finished = false;         ///< its chunk has ended; it waits for the reply it needs to go on
-    std::optional<decision> next;  ///< prefetch: a reply that reached it while it computed
-    std::size_t next_trace_index = 0;
-    bool prefetching = false;      ///< asks for the next chunk before computing the current one
-    bool asked_ahead = false;      ///< a request for the chunk after the current one is out
-    bool computed = false;         ///< got at least one chunk
 };
 
 }  // namespace
@@ -561,7 +548,9 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     const std::vector<double> costs = task_costs(wl);
     const int p = static_cast<int>(pl.task_times.size());
     const auto up = static_cast<std::size_t>(p);
-    farmer f(wl.tasks, p, make_technique(technique, options, p), options.min_chunk, run.prefetch ? 2 : 1, run.reclaim);
+    farmer_session farm(wl.tasks, p, make_technique(technique, options, p),
+                        {options.min_chunk, run.prefetch, run.reclaim, pl.overhead + 2.0 * pl.latency, run.keep_trace});
+    const technique_needs& needs = farm.needs();
 
     std::vector<double> prefix(costs.size() + 1, 0.0);
     for (std::size_t i = 0; i < costs.size(); ++i) prefix[i + 1] = prefix[i] + costs[i];
@@ -576,9 +565,11 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     out.total_work = prefix.back();
     out.lower_bound = fluid_bound(pl, out.total_work);
     out.workers.resize(up);
-    std::vector<worker_state> state(up);
-    for (auto& s : state) s.prefetching = run.prefetch;
-    std::vector<int> parked;
+    std::vector<worker_state> state;
+    state.reserve(up);
+    for (std::size_t j = 0; j < up; ++j)
+        state.emplace_back(worker_session_options{run.prefetch, !needs.with_every_request.empty(),
+                                                  !needs.with_calibration.empty()});
 
     std::vector<event> storage;
     storage.reserve(3 * up);
@@ -588,195 +579,96 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         e.sequence = sequence++;
         events.push(e);
     };
-    for (int w = 0; w < p; ++w) push(event::at(pl.latency, w, event::kind::request));  // every worker's first request
-    if (run.reclaim) f.set_request_cost(pl.overhead + 2.0 * pl.latency);
+    // Messages to the farmer wait in a pool (an event carries its index), so that events stay small.
+    std::vector<request_message> mail;
+    std::vector<std::size_t> free_mail;
 
     // The end of task k (0-based) of worker j's chunk, load changes included.
     const auto task_end = [&](std::size_t j, task_count k) {
         const auto& s = state[j];
-        const auto first = static_cast<std::size_t>(s.first);
+        const auto first = static_cast<std::size_t>(s.session.current().first);
         const double base = (prefix[first + static_cast<std::size_t>(k) + 1] - prefix[first]) * pl.task_times[j];
         return loads[j].changes.empty() ? s.start + base : compute_end(loads[j], s.start, base);
     };
-
-    // Worker j's chunk now ends at `end` (it started, or shrank): records, trace, and its chunk_end event.
+    // Worker j's chunk now ends at `end` (it started, or shrank): its chunk_end event.
     const auto set_end = [&](std::size_t j, double end) {
         auto& s = state[j];
         s.end = end;
-        out.workers[j].finish = end;
-        if (run.keep_trace) {
-            out.trace[s.trace_index].count = s.count;
-            out.trace[s.trace_index].start = s.start;
-            out.trace[s.trace_index].end = end;
-        }
         auto e = event::at(end, static_cast<int>(j), event::kind::chunk_end);
         e.generation = ++s.generation;
         push(e);
     };
-
-    // Worker j sends its request (what == request) or its last results (final_results) at time t; the
-    // results of its chunk travel with it when it holds one.
-    const auto send = [&](std::size_t j, event::kind what, double t) {
-        auto& s = state[j];
-        auto e = event::at(t + pl.latency, static_cast<int>(j), what);
-        if (s.holds) {
-            e.results = true;
-            e.calibration = s.calibration;
-            e.seconds = s.end - s.start;
-            s.holds = false;
-        }
-        push(e);
-    };
-
-    // Worker j starts chunk d.work at t. With prefetch it asks for the next chunk at once (`ask_ahead`), unless
-    // this is its calibration task: nothing is prefetched past the calibration barrier.
-    const auto start_chunk = [&](std::size_t j, const decision& d, std::size_t trace_index, double t, bool ask_ahead) {
-        auto& s = state[j];
-        s.holds = true;
-        s.finished = false;
-        s.first = d.work.first;
-        s.count = d.work.count;
-        s.calibration = d.calibration;
-        s.start = t;
-        s.trace_index = trace_index;
-        s.computed = true;
-        if (d.calibration) s.sample = simulated_sample(pl, loads[j], j, t);
-        set_end(j, task_end(j, s.count - 1));
-        s.asked_ahead = ask_ahead && s.prefetching && !d.calibration;
-        if (s.asked_ahead) push(event::at(t + pl.latency, static_cast<int>(j), event::kind::request));  // a request with no results: the chunk after
-    };
-
-    // The farmer's answer `d` to worker w, its service starting at `at`; returns when the service ends.
-    // `message_in`: the answer serves a message that reached the farmer; false for a parked worker asked again,
-    // whose `wait` then costs nothing (no message in or out, as in the MPI farmer).
-    const auto act = [&](int w, const decision& d, double at, bool message_in = true) {
-        const double served = at + pl.overhead;
-        const auto j = static_cast<std::size_t>(w);
-        if (d.what == decision::kind::wait) {
-            parked.push_back(w);
-            return message_in ? served : at;
-        }
-        if (d.what == decision::kind::reclaim) {
-            auto e = event::at(served + pl.latency, d.victim, event::kind::reclaim);
-            e.answer = d;
+    // Worker j's session acts at time t: its messages leave for the farmer, a chunk starts computing.
+    const auto perform = [&](std::size_t j, const std::vector<worker_action>& actions, double t) {
+        for (const worker_action& a : actions) {
+            if (a.what == worker_action::kind::compute) {
+                state[j].start = t;
+                set_end(j, task_end(j, a.work.count - 1));
+                continue;
+            }
+            std::size_t slot = mail.size();
+            if (free_mail.empty()) mail.push_back(a.message);
+            else slot = free_mail.back(), free_mail.pop_back(), mail[slot] = a.message;
+            if (a.readings) {  // the readings it must carry, taken as it sends
+                mail[slot].has_sample = true;
+                mail[slot].sample = simulated_sample(pl, loads[j], j, t);
+            }
+            auto e = event::at(t + pl.latency, static_cast<int>(j), event::kind::to_farmer);
+            e.mail = slot;
+            e.answer_first = a.message.what == request_message::kind::released;
             push(e);
-            return served;
         }
-        auto e = event::at(served + pl.latency, w, event::kind::reply);
-        e.answer = d;
-        if (d.what == decision::kind::assign) {
-            auto& r = out.workers[j];
-            if (!d.calibration) r.chunks.push_back(d.work.count);
-            r.tasks += d.work.count;
-            ++out.chunks;
-            e.trace_index = out.trace.size();
-            if (run.keep_trace) out.trace.push_back({w, d.work.first, d.work.count, 0.0, 0.0, d.calibration});
-        }
-        push(e);
-        return served;
     };
+    for (std::size_t j = 0; j < up; ++j) perform(j, state[j].session.start(), 0.0);  // every worker asks at t = 0
 
-    // Worker j's chunk has ended and the reply it needed (prefetch) has reached it, at time t.
-    const auto advance = [&](std::size_t j, double t) {
+    // A reclaim reaches victim v at time t. It answers between two tasks of the chunk it computes (the first
+    // boundary at or after t), its seconds per task measured on the chunk so far; computing its last task, it
+    // reads the reclaim when that ends (after its chunk_end, made earlier); computing nothing, at once.
+    const auto victim_answers = [&](std::size_t j, double t, const reply_message& asked) {
         auto& s = state[j];
-        const decision d = *s.next;
-        s.next.reset();
-        if (d.what == decision::kind::assign) {
-            send(j, event::kind::request, t);  // the results, and the request for the chunk after d
-            start_chunk(j, d, s.next_trace_index, t, false);
-            s.asked_ahead = true;
-        } else if (d.what == decision::kind::later) {
-            send(j, event::kind::request, t);  // the pool is empty: it asks again with nothing in hand
-            s.prefetching = false;
-        } else {
-            send(j, event::kind::final_results, t);
+        if (!s.session.computing()) {
+            perform(j, s.session.on_reclaim(asked, 0, 0.0), t);
+            return;
         }
+        const chunk c = s.session.current();
+        task_count lo = 0, hi = c.count - 1;  // boundaries 0 .. count-2; hi = none left
+        while (lo < hi) {
+            const task_count mid = lo + (hi - lo) / 2;
+            if (task_end(j, mid) >= t) hi = mid;
+            else lo = mid + 1;
+        }
+        if (lo == c.count - 1) {  // in its last task
+            auto again = event::at(s.end, static_cast<int>(j), event::kind::reclaim);
+            again.reply = asked;
+            push(again);
+            return;
+        }
+        const double boundary = task_end(j, lo);
+        perform(j, s.session.on_reclaim(asked, c.first + lo + 1, (boundary - s.start) / static_cast<double>(lo + 1)), boundary);
+        if (s.session.current().count != c.count) set_end(j, task_end(j, s.session.current().count - 1));
     };
 
-    // A reclaim reaches victim v at time t. It answers between two tasks of the chunk it computes, giving
-    // back victim_gives(): the unstarted end of that chunk or of the prefetched one it holds, whichever has more,
-    // its seconds per task measured on the chunk so far. Computing its last task, it reads the reclaim when
-    // that ends: in its prefetched chunk if it holds one, else with nothing unstarted it answers 0 (after its
-    // request). Idle, or waiting for a reply, it answers 0 at once.
-    const auto victim_answers = [&](int v, double t, const decision& asked) {
-        const auto j = static_cast<std::size_t>(v);
-        auto& s = state[j];
-        auto reply = event::at(t + pl.latency, v, event::kind::released);
-        if (s.holds && !s.finished) {
-            // It checks after each task but the last: find the first such boundary at or after t.
-            task_count lo = 0, hi = s.count - 1;  // boundaries 0 .. count-2; hi = none left
-            while (lo < hi) {
-                const task_count mid = lo + (hi - lo) / 2;
-                if (task_end(j, mid) >= t) hi = mid;
-                else lo = mid + 1;
-            }
-            const bool prefetched = s.next && s.next->what == decision::kind::assign;
-            if (lo < s.count - 1) {
-                const double boundary = task_end(j, lo);
-                const double seconds = (boundary - s.start) / static_cast<double>(lo + 1);
-                reply.time = boundary + pl.latency;
-                const chunk current{s.first, s.count};
-                const chunk back = victim_gives(asked, seconds, current, s.first + lo + 1,
-                                                prefetched ? s.next->work : chunk{});
-                reply.given = back;
-                if (back.count > 0) {
-                    const bool from_current = back.first + back.count == s.first + s.count;
-                    auto& r = out.workers[j];
-                    r.tasks -= back.count;
-                    // Chunk sizes are in hand-out order: a prefetched chunk is the last, the current one before it.
-                    r.chunks[r.chunks.size() - (from_current && prefetched ? 2 : 1)] -= back.count;
-                    if (from_current) {
-                        s.count -= back.count;
-                        set_end(j, task_end(j, s.count - 1));  // its trace entry too
-                    } else {
-                        s.next->work.count -= back.count;
-                        if (run.keep_trace) out.trace[s.next_trace_index].count = s.next->work.count;
-                    }
-                }
-            } else {
-                // In its last task: it reads the reclaim once that ends, after sending its results (a chunk_end
-                // at the same time was made earlier, so it goes first), in its prefetched chunk if it has one.
-                auto again = event::at(s.end, v, event::kind::reclaim);
-                again.answer = asked;
-                push(again);
-                return;
-            }
-        }
-        push(reply);
-    };
-
-    double farmer_free = 0.0;
-    const auto serve_parked = [&](double now) {
-        std::sort(parked.begin(), parked.end());
-        const std::vector<int> waiting = std::move(parked);
-        parked.clear();
-        for (int w : waiting) now = act(w, f.request(w, now), now, false);
-        return now;
-    };
-    // Serves message m (a request, final results or a victim's answer) from time `now`, when the farmer turns
-    // to it; returns when the farmer is free again.
+    // Serves message m from time `now`, when the farmer turns to it; each answer (a reply, or a worker parked
+    // by its own request) takes `overhead`, one after the other. Returns when the farmer is free again.
     const auto serve = [&](const event& m, double now) {
-        if (m.what == event::kind::released) {
-            const release_outcome o = f.released(m.worker, m.given, now);
-            now = act(o.thief, o.answer, now);
-            return parked.empty() ? now : serve_parked(now);  // thieves that waited for this answer ask again
+        for (const farmer_action& a : farm.on_message(m.worker, mail[m.mail], now, m.time)) {
+            if (a.what == farmer_action::kind::deliver) continue;
+            now += pl.overhead;
+            if (a.what == farmer_action::kind::park) continue;
+            auto e = event::at(now + pl.latency, a.worker,
+                               a.reply.what == reply_message::kind::reclaim ? event::kind::reclaim : event::kind::reply);
+            e.reply = a.reply;
+            push(e);
         }
-        if (m.results) {
-            const bool was_calibrating = f.calibrating();
-            const auto& s = state[static_cast<std::size_t>(m.worker)];
-            f.complete(m.worker, m.seconds, m.calibration ? &s.sample : nullptr);
-            if (was_calibrating && !f.calibrating()) {
-                out.calibration_end = now;
-                now = serve_parked(now);
-            }
-        }
-        return m.what == event::kind::request ? act(m.worker, f.request(m.worker, now), now) : now;
+        free_mail.push_back(m.mail);
+        return now;
     };
     // The farmer's inbox: the messages that have reached it and wait for its service, victims' answers apart
     // (served first). A farmer_turn event (after every other event at its time, so that messages arriving
     // together are all in) serves one of them.
     std::priority_queue<event, std::vector<event>, std::greater<>> inbox, answers;
     bool turn_pending = false;  // a farmer_turn event is in the queue
+    double farmer_free = 0.0;
     const auto farmer_turn = [&](double t) {
         push(event::at(t, std::numeric_limits<int>::max(), event::kind::farmer_turn));
         turn_pending = true;
@@ -784,68 +676,58 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     while (!events.empty()) {
         const event e = events.top();
         events.pop();
-        if (e.what == event::kind::farmer_turn) {
+        const auto j = static_cast<std::size_t>(e.worker);
+        switch (e.what) {
+        case event::kind::farmer_turn: {
             turn_pending = false;
             auto& from = answers.empty() ? inbox : answers;
             const event m = from.top();
             from.pop();
             farmer_free = serve(m, e.time);
             if (!inbox.empty() || !answers.empty()) farmer_turn(farmer_free);
-            continue;
+            break;
         }
-        const auto j = static_cast<std::size_t>(e.worker);
-        auto& s = state[j];
-        switch (e.what) {
-        case event::kind::request:
-        case event::kind::final_results:
-        case event::kind::released:  // a message reaching the farmer: it waits in the inbox for its turn
-            (e.what == event::kind::released ? answers : inbox).push(e);
+        case event::kind::to_farmer:  // it waits in the inbox for its turn
+            (e.answer_first ? answers : inbox).push(e);
             if (!turn_pending) farmer_turn(std::max(e.time, farmer_free));
             break;
         case event::kind::reply:
-            if (e.answer.what == decision::kind::assign && !s.holds) {
-                start_chunk(j, e.answer, e.trace_index, e.time, true);
-            } else if (s.holds) {  // prefetch: the reply for the chunk after the one it computes
-                s.next = e.answer;
-                s.next_trace_index = e.trace_index;
-                if (s.finished) advance(j, e.time);
-            } else if (e.answer.what != decision::kind::stop) {
-                throw internal_error("simulator: worker " + std::to_string(e.worker) + " got an answer it cannot use");
-            }
+            perform(j, state[j].session.on_reply(e.reply), e.time);
             break;
-        case event::kind::chunk_end:
+        case event::kind::chunk_end: {
+            auto& s = state[j];
             if (e.generation != s.generation) break;  // its chunk shrank: a later chunk_end replaces this one
-            s.finished = true;
-            if (!s.asked_ahead) send(j, event::kind::request, e.time);
-            else if (s.next) advance(j, e.time);
+            perform(j, s.session.on_chunk_done(s.end - s.start, s.start, s.end), e.time);
             break;
+        }
         case event::kind::reclaim:
-            victim_answers(e.worker, e.time, e.answer);
+            victim_answers(j, e.time, e.reply);
             break;
-        case event::kind::farmer_turn:
-            break;  // handled above
         }
     }
+    const farmer& f = farm.decisions();
     out.reclaims = f.reclaims();
     out.reclaimed_tasks = f.reclaimed_tasks();
-    if (!f.done())
+    if (!f.done() || !farm.over())
         throw internal_error("simulator: no request left with " + std::to_string(f.tasks() - f.completed_tasks()) +
                              " tasks not completed (technique '" + technique + "')");
 
-    // Metrics.
-    double max_finish = 0.0, sum = 0.0;
-    for (std::size_t j = 0; j < up; ++j) {
-        const double t = out.workers[j].finish;
-        max_finish = std::max(max_finish, t);
-        sum += t;
-        if (state[j].computed) out.makespan = std::max(out.makespan, state[j].end + pl.latency);
+    // Metrics and records: the farmer session's.
+    const bool calibrated = needs.calibration != calibration_mode::none;
+    for (int w = 0; w < p; ++w) {
+        auto& r = out.workers[static_cast<std::size_t>(w)];
+        const auto& sizes = farm.chunks_of(w);
+        r.chunks.assign(sizes.begin() + (calibrated && !sizes.empty() ? 1 : 0), sizes.end());
+        r.tasks = farm.tasks_of(w);
+        r.finish = farm.finish_of(w);
+        out.chunks += static_cast<task_count>(sizes.size());
     }
-    const double mean = sum / p;
-    double squares = 0.0;
-    for (const auto& r : out.workers) squares += (r.finish - mean) * (r.finish - mean);
-    const double stddev = std::sqrt(squares / p);
-    out.cov = mean > 0.0 ? stddev / mean : 0.0;
-    out.percent_imbalance = p > 1 && max_finish > 0.0 ? (max_finish - mean) / max_finish * p / (p - 1) * 100.0 : 0.0;
+    for (const chunk_trace& c : farm.records())
+        out.trace.push_back({c.rank, c.first, c.count, c.started, c.finished, c.calibration});
+    out.makespan = farm.last_result();
+    out.calibration_end = farm.calibration_end();
+    out.percent_imbalance = farm.percent_imbalance();
+    out.cov = farm.cov();
     out.k = f.policy().installment_factor();
     if (const auto* c = f.calibration()) out.calibration_note = c->note;
     return out;

@@ -8,11 +8,17 @@
 //   reclaim     work take-back: every technique x {plain, farmer computes} x {without, with prefetch} with a slow
 //               rank and a costly tail, each task exactly once and outputs equal; static moves tasks with and
 //               without prefetch; a task that throws in a reclaimed run gives worker_error everywhere
+//   alignment   every output element the worker function sees is aligned for its type (alignas(16) and
+//               alignas(64), one and three outputs per task), on every rank, with and without prefetch and
+//               farmer computes; a monitor of the registry ("hwloc") is accepted in farm_options::monitors
+//               and an unknown one is invalid_argument "monitors" everywhere
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
 #include "pfarm/registry.hpp"
 
 #include <chrono>
+#include <cstdint>
+#include <span>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -266,6 +272,72 @@ void reclaim() {
     }
 }
 
+template <std::size_t Align>
+struct alignas(Align) aligned_out {
+    double value = 0.0;
+};
+
+template <std::size_t Align>
+void check_alignment(int outputs, bool prefetch, bool computes) {
+    using out_t = aligned_out<Align>;
+    std::vector<double> in(200);
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<double>(i);
+    std::vector<out_t> out(in.size() * static_cast<std::size_t>(outputs));
+    int misaligned = 0, calls = 0;
+    pfarm::farm_options o;
+    o.technique = "gss";
+    o.prefetch = prefetch;
+    o.farmer_computes = computes;
+    pfarm::farm(MPI_COMM_WORLD, in, out,
+                [&](const double& x, std::span<out_t> y) {
+                    ++calls;
+                    for (auto& e : y) {
+                        misaligned += reinterpret_cast<std::uintptr_t>(&e) % Align != 0;
+                        e.value = x;
+                    }
+                },
+                o);
+    int all_misaligned = 0, all_calls = 0;
+    MPI_Allreduce(&misaligned, &all_misaligned, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&calls, &all_calls, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(all_misaligned == 0, "alignas(%zu), %d outputs, prefetch %d, computes %d: %d elements misaligned", Align,
+          outputs, prefetch, computes, all_misaligned);
+    CHECK(all_calls == 200, "alignas(%zu): %d calls for 200 tasks", Align, all_calls);
+    if (rank_ == 0) {
+        int wrong = 0;
+        for (std::size_t i = 0; i < out.size(); ++i) wrong += out[i].value != static_cast<double>(i / static_cast<std::size_t>(outputs));
+        CHECK(wrong == 0, "alignas(%zu), %d outputs: %d outputs wrong", Align, outputs, wrong);
+    }
+}
+
+void alignment() {
+    for (int outputs : {1, 3})
+        for (bool prefetch : {false, true})
+            for (bool computes : {false, true}) {
+                check_alignment<16>(outputs, prefetch, computes);
+                check_alignment<64>(outputs, prefetch, computes);
+            }
+    std::vector<double> in(50, 1.0), out(50);
+    pfarm::farm_options o;
+    o.technique = "gss";
+    o.monitors = {"hwloc", "loadavg"};
+    o.record_trace = true;
+    const auto r = pfarm::farm(MPI_COMM_WORLD, in, out, [](const double& x, double& y) { y = 2 * x; }, o);
+    if (rank_ == 0) {
+        bool cores = !r.trace.empty();
+        for (const auto& c : r.trace) cores = cores && c.sample.cores.has_value();
+        CHECK(cores, "monitors hwloc: a chunk's readings have no core count");
+    }
+    bool unknown = false;
+    o.monitors = {"no-such-monitor"};
+    try {
+        pfarm::farm(MPI_COMM_WORLD, in, out, [](const double& x, double& y) { y = x; }, o);
+    } catch (const pfarm::invalid_argument& e) {
+        unknown = e.argument() == "monitors";
+    }
+    CHECK(unknown, "an unknown monitor is not invalid_argument 'monitors'");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -279,6 +351,7 @@ int main(int argc, char** argv) {
     else if (scenario == "slowdown") slowdown();
     else if (scenario == "single") single();
     else if (scenario == "reclaim") reclaim();
+    else if (scenario == "alignment") alignment();
     else {
         std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
         return 2;

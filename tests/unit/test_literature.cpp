@@ -184,21 +184,24 @@ TEST(LiteratureAf, FormulaWithMeasuredDeviation) {
 
 // ------------------------------------------------------------------------------------------------------- awf
 TEST(LiteratureAwf, AwfBWeightsMoveTowardTheFasterWorker) {
-    // N = 1000, p = 2, times 1 and 4. Batch 1 (equal weights): ceil(1000/4) = 250 each, R = 500.
-    // pi = 1 and 4, weights (1/pi) / mean(1/pi) = 1 / 0.625 = 1.6 and 0.25 / 0.625 = 0.4;
-    // batch 2: ceil(500 * 1.6 / 4) = 200, ceil(500 * 0.4 / 4) = 50; batch 3 (R = 250): 100, 25; then 50, 13 ...
+    // N = 1000, p = 2, times 1 and 4, round robin (each worker sends its results with its next request, in turn).
+    // Batch 1 (equal weights): ceil(1000/4) = 250 each, R = 500. Batch 2 starts when worker 0 asks, with only its
+    // own time known (worker 1's result comes with its request after): weights 1 and the initial 1, so
+    // ceil(500/4) = 125 each, R = 250. Batch 3 sees both: pi = 1 and 4, weights (1/pi) / mean(1/pi) = 1.6 and
+    // 0.4: ceil(250 * 1.6 / 4) = 100, ceil(250 * 0.4 / 4) = 25; then 50, 13 (R = 125) ...
     EXPECT_EQ(chunk_sizes("awf-b", 1000, 2, with_times({1, 4})),
-              (sizes{250, 250, 200, 50, 100, 25, 50, 13, 25, 7, 12, 3, 6, 2, 3, 1, 2, 1}));
+              (sizes{250, 250, 125, 125, 100, 25, 50, 13, 25, 7, 12, 3, 6, 2, 3, 1, 2, 1}));
     const sizes fast = chunks_of("awf-b", 1000, 2, 0, with_times({1, 4}));
     const sizes slow = chunks_of("awf-b", 1000, 2, 1, with_times({1, 4}));
-    for (std::size_t i = 1; i < std::min(fast.size(), slow.size()); ++i) EXPECT_GT(fast[i], slow[i]) << "batch " << i;
+    for (std::size_t i = 2; i < std::min(fast.size(), slow.size()); ++i) EXPECT_GT(fast[i], slow[i]) << "batch " << i;
 }
 
 TEST(LiteratureAwf, AwfCWeightsMoveTowardTheFasterWorker) {
-    // Per request ceil(R w_j / (2p)): 250 (R = 750), ceil(750/4) = 188 (R = 562); then weights 1.6, 0.4:
-    // ceil(562 * 1.6 / 4) = 225 (R = 337), ceil(337 * 0.4 / 4) = 34 ...
+    // Per request ceil(R w_j / (2p)): 250 (R = 750), ceil(750/4) = 188 (R = 562); worker 0 reports (only it
+    // measured: weight 1): ceil(562/4) = 141 (R = 421); worker 1 reports: 1/pi = 1 and 0.25, weight
+    // 0.25 x 2 / 1.25 = 0.4: ceil(421 * 0.4 / 4) = 43 ...
     const sizes s = chunk_sizes("awf-c", 1000, 2, with_times({1, 4}));
-    EXPECT_EQ(sizes(s.begin(), s.begin() + 4), (sizes{250, 188, 225, 34}));
+    EXPECT_EQ(sizes(s.begin(), s.begin() + 4), (sizes{250, 188, 141, 43}));
     EXPECT_EQ(total(s), 1000);
     const sizes fast = chunks_of("awf-c", 1000, 2, 0, with_times({1, 4}));
     const sizes slow = chunks_of("awf-c", 1000, 2, 1, with_times({1, 4}));
@@ -211,18 +214,21 @@ TEST(LiteratureAwf, InitialWeightsFromOptions) {
     o.weights = {3, 1};
     const sizes s = chunk_sizes("awf-b", 1000, 2, o);
     EXPECT_EQ(sizes(s.begin(), s.begin() + 2), (sizes{375, 125}));
-    // Equal per-task times: measured weights are equal from batch 2 on (500 / 4 = 125 each).
-    EXPECT_EQ(sizes(s.begin() + 2, s.begin() + 4), (sizes{125, 125}));
+    // Batch 2 starts with only worker 0 measured: its weight 1, worker 1 keeps its initial 0.5: 125 and
+    // ceil(62.5) = 63 (R = 312). Equal per-task times: the measured weights are equal from batch 3 on (78 each).
+    EXPECT_EQ(sizes(s.begin() + 2, s.begin() + 6), (sizes{125, 63, 78, 78}));
 }
 
 TEST(LiteratureAwf, AwfDChargesTheOverheadPerChunk) {
-    // As above, with h = 125 added to every chunk time: pi_0 = (375 + 125) / 375 = 4/3, pi_1 = (125 + 125) / 125
-    // = 2; 1/pi = 0.75, 0.5, weights 1.2, 0.8: batch 2 is 500 * 1.2 / 4 = 150 and 100 (awf-b: 125 and 125).
+    // As above, with h = 125 added to every chunk time. Batch 2 (only worker 0 measured) is 125 and 63 as for
+    // awf-b. Batch 3 (R = 312): worker 0's chunks weigh k = 1, 2: 1/pi = (375 + 2 x 125) / (500 + 2 x 250) =
+    // 0.625; worker 1's: 125 / (125 + 125) = 0.5; weights 1.111 and 0.889: ceil(86.7) = 87, ceil(69.3) = 70
+    // (awf-b, without h: 78 and 78).
     pfarm::technique_options o;
     o.weights = {3, 1};
     o.overhead = 125;
     const sizes d = chunk_sizes("awf-d", 1000, 2, o);
-    EXPECT_EQ(sizes(d.begin(), d.begin() + 4), (sizes{375, 125, 150, 100}));
+    EXPECT_EQ(sizes(d.begin(), d.begin() + 6), (sizes{375, 125, 125, 63, 87, 70}));
     EXPECT_NE(d, chunk_sizes("awf-b", 1000, 2, o));
     EXPECT_NE(chunk_sizes("awf-e", 1000, 2, o), chunk_sizes("awf-c", 1000, 2, o));
 }

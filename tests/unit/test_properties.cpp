@@ -1,8 +1,10 @@
-// Properties every technique must have, over many random (I, p, options) and random request orders:
-// chunks >= 1, never more than what remains, every task index handed out exactly once (so the sizes add up to
-// I), min_chunk respected except by the last chunk, deterministic, and the loop always finishes.
+// Properties every technique must have, over many random (I, p, options) and random message orders, driving
+// the core's farmer and worker sessions (with and without prefetch and reclaim): chunks >= 1, never more than
+// what remains, every task index handed out, computed and delivered exactly once (so the sizes add up to I),
+// min_chunk respected except by the last chunk, deterministic, and the loop always finishes.
 #include "pfarm/error.hpp"
-#include "pfarm/farmer.hpp"
+#include "pfarm/farmer_session.hpp"
+#include "pfarm/worker_session.hpp"
 #include "pfarm/registry.hpp"
 #include "pfarm/round_robin.hpp"
 
@@ -10,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <functional>
 #include <random>
 #include <string>
@@ -47,52 +50,123 @@ struct record {
     bool calibration;
 };
 
-/// Drives a farmer with a random request order: at each step a random worker that holds a chunk completes it
-/// (time = count x its per-task time, jittered) and asks again; parked (waiting) workers are re-asked once the
-/// calibration barrier passes. Returns every hand-out.
-std::vector<record> random_drive(const std::string& name, task_count tasks, int p, const pfarm::technique_options& o,
-                                 std::uint64_t seed) {
-    pfarm::farmer f(tasks, p, pfarm::make_technique(name, o, p), o.min_chunk);
+/// What a random drive saw.
+struct drive_result {
+    std::vector<record> handouts;  ///< every assign, in the order sent
+    std::vector<int> computed;     ///< per task: how many times a worker computed it
+    std::vector<int> delivered;    ///< per task: how many times its results reached the farmer
+    task_count reclaims = 0;
+};
+
+/// Runs a farmer_session and one worker_session per worker (the core's protocol, nothing of it copied here)
+/// over an in-process transport that delivers messages in a random order, keeping each pair's order (as MPI
+/// does): at each step it hands the farmer the oldest message of a random worker, hands a worker its oldest
+/// reply, or lets a computing worker finish its chunk (time = count x its per-task time, jittered). A reclaim
+/// reaches a computing worker between two tasks, at a random one (after its last task when none is left).
+drive_result random_drive(const std::string& name, task_count tasks, int p, const pfarm::technique_options& o,
+                          std::uint64_t seed, bool prefetch = false, bool reclaim = false) {
+    pfarm::farmer_session farm(tasks, p, pfarm::make_technique(name, o, p), {o.min_chunk, prefetch, reclaim, 0.0, false});
     std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> unit(0.0, 1.0), jitter(0.8, 1.25);
     // Monitor readings for the statistical calibrations (dealdyn-lr, dealdyn-mv).
     std::vector<pfarm::resource_sample> samples(static_cast<std::size_t>(p));
     for (auto& s : samples) {
         s.availability = std::uniform_real_distribution<double>(0.1, 1.0)(rng);
         s.latency = std::uniform_real_distribution<double>(1e-6, 1e-3)(rng);
         s.benchmark = std::uniform_real_distribution<double>(100.0, 400.0)(rng);
+        s.run_queue = 1.0;
     }
-    std::vector<record> out;
-    std::vector<task_count> holding(static_cast<std::size_t>(p), 0);
-    std::vector<int> parked;
-    std::vector<int> busy;
-    const auto ask = [&](int w) {
-        const auto d = f.request(w);
-        if (d.what == pfarm::decision::kind::assign) {
-            out.push_back({w, d.work, d.calibration});
-            holding[static_cast<std::size_t>(w)] = d.work.count;
-            busy.push_back(w);
-        } else if (d.what == pfarm::decision::kind::wait) {
-            parked.push_back(w);
+    const auto needs = farm.needs();
+    std::vector<pfarm::worker_session> workers;
+    for (int w = 0; w < p; ++w)
+        workers.emplace_back(pfarm::worker_session_options{prefetch, !needs.with_every_request.empty(), !needs.with_calibration.empty()});
+    std::vector<std::deque<pfarm::request_message>> up(static_cast<std::size_t>(p));
+    std::vector<std::deque<pfarm::reply_message>> down(static_cast<std::size_t>(p));
+    std::vector<task_count> next(static_cast<std::size_t>(p), 0);  // first task of its chunk not started
+    drive_result out;
+    out.computed.assign(static_cast<std::size_t>(tasks), 0);
+    out.delivered.assign(static_cast<std::size_t>(tasks), 0);
+    double now = 0.0;
+    const auto worker_acts = [&](int w, const std::vector<pfarm::worker_action>& actions) {
+        for (const auto& a : actions) {
+            if (a.what == pfarm::worker_action::kind::compute) {
+                next[static_cast<std::size_t>(w)] = a.work.first;
+                continue;
+            }
+            up[static_cast<std::size_t>(w)].push_back(a.message);
+            if (a.readings) up[static_cast<std::size_t>(w)].back().has_sample = true,
+                            up[static_cast<std::size_t>(w)].back().sample = samples[static_cast<std::size_t>(w)];
         }
     };
-    for (int w = 0; w < p; ++w) ask(w);
-    std::uniform_real_distribution<double> jitter(0.8, 1.25);
-    while (!busy.empty()) {
-        const std::size_t i = std::uniform_int_distribution<std::size_t>(0, busy.size() - 1)(rng);
-        const int w = busy[i];
-        busy.erase(busy.begin() + static_cast<long>(i));
-        const double t = static_cast<double>(holding[static_cast<std::size_t>(w)]) * o.times[static_cast<std::size_t>(w)] * jitter(rng);
-        holding[static_cast<std::size_t>(w)] = 0;
-        f.complete(w, t, &samples[static_cast<std::size_t>(w)]);
-        ask(w);
-        if (!f.calibrating() && !parked.empty()) {
-            std::vector<int> again;
-            again.swap(parked);
-            std::sort(again.begin(), again.end());
-            for (int v : again) ask(v);
+    const auto farmer_acts = [&](const std::vector<pfarm::farmer_action>& actions) {
+        for (const auto& a : actions) {
+            if (a.what == pfarm::farmer_action::kind::deliver) {
+                for (task_count t = a.results.first; t < a.results.first + a.results.count; ++t)
+                    ++out.delivered[static_cast<std::size_t>(t)];
+            } else if (a.what == pfarm::farmer_action::kind::send) {
+                if (a.reply.what == pfarm::reply_message::kind::assign)
+                    out.handouts.push_back({a.worker, a.reply.work, a.reply.calibration});
+                down[static_cast<std::size_t>(a.worker)].push_back(a.reply);
+            }
+        }
+    };
+    for (int w = 0; w < p; ++w) worker_acts(w, workers[static_cast<std::size_t>(w)].start());
+    const auto finish_chunk = [&](int w) {
+        auto& s = workers[static_cast<std::size_t>(w)];
+        const pfarm::chunk c = s.current();
+        for (task_count t = c.first; t < c.first + c.count; ++t) ++out.computed[static_cast<std::size_t>(t)];
+        const double seconds = static_cast<double>(c.count) * o.times[static_cast<std::size_t>(w)] * jitter(rng);
+        worker_acts(w, s.on_chunk_done(seconds, now, now + seconds));
+    };
+    for (std::size_t step = 0;; ++step) {
+        if (step > 10'000'000) {
+            ADD_FAILURE() << name << ": the drive does not end";
+            break;
+        }
+        std::vector<int> moves;  // w: a message of w to the farmer; p + w: a reply to w; 2p + w: w computes
+        for (int w = 0; w < p; ++w) {
+            const auto j = static_cast<std::size_t>(w);
+            if (!up[j].empty()) moves.push_back(w);
+            if (!down[j].empty()) moves.push_back(p + w);
+            if (workers[j].computing()) moves.push_back(2 * p + w);
+        }
+        if (moves.empty()) break;
+        now += unit(rng);
+        const int m = moves[std::uniform_int_distribution<std::size_t>(0, moves.size() - 1)(rng)];
+        const int w = m % p;
+        const auto j = static_cast<std::size_t>(w);
+        auto& s = workers[j];
+        if (m < p) {
+            const pfarm::request_message msg = up[j].front();
+            up[j].pop_front();
+            farmer_acts(farm.on_message(w, msg, now));
+        } else if (m < 2 * p) {
+            const pfarm::reply_message r = down[j].front();
+            if (r.what != pfarm::reply_message::kind::reclaim) {
+                down[j].pop_front();
+                worker_acts(w, s.on_reply(r));
+            } else if (!s.computing()) {
+                down[j].pop_front();
+                worker_acts(w, s.on_reclaim(r, 0, 0.0));
+            } else {
+                const pfarm::chunk c = s.current();
+                const task_count lo = std::max(next[j], c.first + 1), hi = c.first + c.count - 1;
+                if (lo > hi) {  // in its last task: it reads the reclaim once the chunk is done
+                    finish_chunk(w);
+                    continue;
+                }
+                down[j].pop_front();
+                next[j] = std::uniform_int_distribution<task_count>(lo, hi)(rng);
+                worker_acts(w, s.on_reclaim(r, next[j], unit(rng) < 0.2 ? 0.0 : 0.5 + unit(rng)));
+            }
+        } else {
+            finish_chunk(w);
         }
     }
-    EXPECT_TRUE(f.done()) << name << ": " << f.remaining() << " tasks never handed out";
+    EXPECT_TRUE(farm.over()) << name << ": the farm did not end";
+    EXPECT_TRUE(farm.decisions().done()) << name << ": " << farm.decisions().remaining() << " tasks never handed out";
+    for (int w = 0; w < p; ++w) EXPECT_TRUE(workers[static_cast<std::size_t>(w)].ended()) << "worker " << w << " did not end";
+    out.reclaims = farm.decisions().reclaims();
     return out;
 }
 
@@ -107,7 +181,10 @@ TEST_P(EveryTechnique, ChunksCoverTheLoopExactlyOnce) {
                                                 : std::uniform_int_distribution<task_count>(1, 5000)(rng);
         const auto o = random_options(rng, p, trial % 2 == 0);
         SCOPED_TRACE(name + " I=" + std::to_string(tasks) + " p=" + std::to_string(p) + " trial " + std::to_string(trial));
-        const auto handouts = random_drive(name, tasks, p, o, rng());
+        const auto drive = random_drive(name, tasks, p, o, rng(), trial % 3 == 1);  // a third with prefetch
+        const auto& handouts = drive.handouts;
+        EXPECT_TRUE(std::all_of(drive.delivered.begin(), drive.delivered.end(), [](int c) { return c == 1; }));
+        EXPECT_TRUE(std::all_of(drive.computed.begin(), drive.computed.end(), [](int c) { return c == 1; }));
         std::vector<int> seen(static_cast<std::size_t>(tasks), 0);
         task_count sum = 0;
         for (std::size_t i = 0; i < handouts.size(); ++i) {
@@ -164,120 +241,6 @@ TEST_P(EveryTechnique, RejectsZeroTasks) {
     EXPECT_THROW(pfarm::schedule_round_robin(GetParam(), 0, 2, o), pfarm::invalid_argument);
 }
 
-/// Drives a farmer with reclaim on in a random order of events, as a driver would see them: a worker completes
-/// its oldest chunk (and asks again), asks ahead (prefetch: when it holds one chunk), or a victim answers a
-/// pending reclaim with victim_gives(), having started a random number of the tasks of the chunk it computes
-/// (nothing to give when it holds nothing any more: it crossed its request). A thief waiting for its victim's
-/// answer does nothing (its results travel with the request that waits for that answer). Returns every task's
-/// number of runs (a task runs where its final chunk is).
-std::vector<int> random_reclaim_drive(const std::string& name, task_count tasks, int p, const pfarm::technique_options& o,
-                                      std::uint64_t seed, bool prefetch, task_count& reclaims) {
-    pfarm::farmer f(tasks, p, pfarm::make_technique(name, o, p), o.min_chunk, prefetch ? 2 : 1, true);
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<double> unit(0.0, 1.0);
-    std::vector<pfarm::resource_sample> samples(static_cast<std::size_t>(p));
-    for (auto& s : samples) s.availability = 0.5, s.latency = 1e-4, s.benchmark = 200.0;
-    struct worker {
-        std::vector<pfarm::chunk> held;  // oldest first; the oldest is being computed
-        task_count next = 0;             // first task of the oldest chunk not started
-        bool thief = false, parked = false, asked = false, ahead = true, stopped = false;
-    };
-    std::vector<worker> ws(static_cast<std::size_t>(p));
-    for (auto& w : ws) w.ahead = prefetch;
-    std::vector<std::pair<int, pfarm::decision>> pending;  // (victim, the reclaim it was sent)
-    std::vector<int> runs(static_cast<std::size_t>(tasks), 0);
-    double now = 0.0;
-    const auto act = [&](int i, const pfarm::decision& d) {
-        auto& w = ws[static_cast<std::size_t>(i)];
-        switch (d.what) {
-        case pfarm::decision::kind::assign:
-            if (w.held.empty()) w.next = d.work.first;
-            w.held.push_back(d.work);
-            break;
-        case pfarm::decision::kind::wait:
-            EXPECT_TRUE(w.held.empty()) << "wait for a worker holding a chunk";
-            w.parked = true;
-            break;
-        case pfarm::decision::kind::reclaim:
-            EXPECT_NE(d.victim, i);
-            EXPECT_GT(d.share, 0.0);
-            EXPECT_LT(d.share, 1.0);
-            w.thief = true;
-            pending.push_back({d.victim, d});
-            break;
-        case pfarm::decision::kind::later:
-            EXPECT_FALSE(w.held.empty()) << "later for a worker holding nothing";
-            w.ahead = false;
-            break;
-        case pfarm::decision::kind::stop:
-            EXPECT_TRUE(w.held.empty()) << "stop for a worker holding a chunk, with reclaim on";
-            w.stopped = true;
-            break;
-        }
-    };
-    const auto ask_parked = [&] {
-        for (int i = 0; i < p; ++i)
-            if (ws[static_cast<std::size_t>(i)].parked && !f.calibrating())
-                ws[static_cast<std::size_t>(i)].parked = false, act(i, f.request(i, now));
-    };
-    const auto ask = [&](int i) {  // a request: ahead when it still holds a chunk
-        auto& w = ws[static_cast<std::size_t>(i)];
-        w.asked = !w.held.empty();
-        act(i, f.request(i, now));
-    };
-    for (int i = 0; i < p; ++i) ask(i);
-    for (;;) {
-        // Who may move: a worker holding one chunk that may ask ahead must do so before it completes it.
-        std::vector<int> movers;
-        for (int i = 0; i < p; ++i) {
-            const auto& w = ws[static_cast<std::size_t>(i)];
-            if (!w.thief && !w.held.empty()) movers.push_back(i);
-        }
-        if (movers.empty() && pending.empty()) break;
-        now += unit(rng);
-        if (!pending.empty() && (movers.empty() || unit(rng) < 0.4)) {
-            const std::size_t k = std::uniform_int_distribution<std::size_t>(0, pending.size() - 1)(rng);
-            const auto [v, asked] = pending[k];
-            pending.erase(pending.begin() + static_cast<long>(k));
-            auto& w = ws[static_cast<std::size_t>(v)];
-            pfarm::chunk given{0, 0};
-            if (!w.held.empty()) {
-                const pfarm::chunk current = w.held[0];
-                w.next = std::uniform_int_distribution<task_count>(std::max(w.next, current.first + 1),
-                                                                   current.first + current.count)(rng);
-                given = pfarm::victim_gives(asked, unit(rng) < 0.2 ? 0.0 : 0.5 + unit(rng), current, w.next,
-                                            w.held.size() > 1 ? w.held[1] : pfarm::chunk{});
-                for (auto& c : w.held)
-                    if (given.count > 0 && given.first + given.count == c.first + c.count && given.first > c.first)
-                        c.count -= given.count;
-            }
-            const auto out = f.released(v, given, now);
-            ws[static_cast<std::size_t>(out.thief)].thief = false;
-            act(out.thief, out.answer);
-            ask_parked();  // thieves that waited for this answer ask again
-            continue;
-        }
-        const int i = movers[std::uniform_int_distribution<std::size_t>(0, movers.size() - 1)(rng)];
-        auto& w = ws[static_cast<std::size_t>(i)];
-        if (w.ahead && w.held.size() == 1 && !w.asked && !f.calibrating()) {
-            ask(i);  // prefetch: it asks for the next chunk while it computes this one
-            continue;
-        }
-        const pfarm::chunk c = w.held.front();
-        w.held.erase(w.held.begin());
-        for (task_count t = c.first; t < c.first + c.count; ++t) ++runs[static_cast<std::size_t>(t)];
-        if (!w.held.empty()) w.next = w.held.front().first;
-        f.complete(i, static_cast<double>(c.count) * o.times[static_cast<std::size_t>(i)], &samples[static_cast<std::size_t>(i)]);
-        // Its results travel with a request: for the chunk after the one it now holds, or with nothing in hand.
-        if (w.held.empty() || w.ahead) ask(i);
-        ask_parked();
-    }
-    EXPECT_TRUE(f.done()) << name << ": " << f.tasks() - f.completed_tasks() << " tasks not completed";
-    EXPECT_TRUE(f.thieves().empty());
-    reclaims = f.reclaims();
-    return runs;
-}
-
 TEST_P(EveryTechnique, ReclaimKeepsEveryTaskExactlyOnce) {
     const std::string name = GetParam();
     std::mt19937_64 rng(std::hash<std::string>{}(name) ^ 0x5eed);
@@ -290,10 +253,10 @@ TEST_P(EveryTechnique, ReclaimKeepsEveryTaskExactlyOnce) {
         SCOPED_TRACE(name + " I=" + std::to_string(tasks) + " p=" + std::to_string(p) + " trial " + std::to_string(trial));
         for (bool prefetch : {false, true}) {
             SCOPED_TRACE(prefetch ? "prefetch" : "no prefetch");
-            task_count reclaims = 0;
-            const auto runs = random_reclaim_drive(name, tasks, p, o, rng(), prefetch, reclaims);
-            EXPECT_TRUE(std::all_of(runs.begin(), runs.end(), [](int c) { return c == 1; }));
-            moved[prefetch] += reclaims;
+            const auto drive = random_drive(name, tasks, p, o, rng(), prefetch, true);
+            EXPECT_TRUE(std::all_of(drive.computed.begin(), drive.computed.end(), [](int c) { return c == 1; }));
+            EXPECT_TRUE(std::all_of(drive.delivered.begin(), drive.delivered.end(), [](int c) { return c == 1; }));
+            moved[prefetch] += drive.reclaims;
         }
     }
     EXPECT_GT(moved[0], 0) << "no reclaim ever moved a task: the drive does not exercise reclaim";

@@ -718,14 +718,20 @@ TEST(SimulatorReclaim, AParkedThiefAskedAgainCostsNothingWhenItWaitsAgain) {
     // 40-49 from 5 and is asked by w2 in the tail; it answers at its task boundary 25 with 47-49. Workers
     // parked meanwhile are asked again after every answer; when they get `wait` again no message leaves the
     // farmer, so it is free at 25 and w2 starts at 26. Were those waits charged an overhead each, it would
-    // start at 28.
+    // start at 28. The parked workers asked again at 25 (the farmer session reads the clock once per message
+    // it handles) judge w2's new chunk worth asking: w1 becomes its thief, and w2 gives back task 49 at its
+    // boundary 28 (share 1/2 of its 2 unstarted tasks); w1 computes it from 29 (28-29: the answer's service).
     const auto r = sim::simulate(make_platform({2, 1, 2, 2, 4, 2}, 1.0), make_workload(60), "static", {},
                                  {.keep_trace = true, .reclaim = true});
     const auto it = std::find_if(r.trace.begin(), r.trace.end(), [](const auto& c) { return c.first == 47; });
     ASSERT_NE(it, r.trace.end());
     EXPECT_EQ(it->worker, 2);
-    EXPECT_EQ(it->count, 3);
+    EXPECT_EQ(it->count, 2);
     EXPECT_DOUBLE_EQ(it->start, 26.0);
+    const auto back = std::find_if(r.trace.begin(), r.trace.end(), [](const auto& c) { return c.first == 49; });
+    ASSERT_NE(back, r.trace.end());
+    EXPECT_EQ(back->worker, 1);
+    EXPECT_DOUBLE_EQ(back->start, 29.0);
     expect_reclaim_consistent(r, 60);
 }
 

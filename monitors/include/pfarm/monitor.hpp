@@ -42,9 +42,6 @@ private:
     std::string source_;
 };
 
-/// One field of a resource_sample, for saying which readings a technique needs.
-enum class reading { availability, run_queue, load1, latency, benchmark, cores, node_key };
-
 /// "availability", "run_queue", ... (the resource_sample field's name).
 std::string_view to_string(reading r) noexcept;
 

@@ -104,6 +104,11 @@ public:
     /// Reclaims answered with at least one task, and tasks moved by them.
     task_count reclaims() const noexcept { return reclaims_; }
     task_count reclaimed_tasks() const noexcept { return reclaimed_tasks_; }
+    /// How many chunks worker `worker` holds (0, 1 or 2), and the i-th of them, oldest first (shrunk by reclaims).
+    int held(int worker) const { return workers_.at(static_cast<std::size_t>(worker)).held; }
+    chunk in_flight(int worker, int i) const { return workers_.at(static_cast<std::size_t>(worker)).in_flight[i]; }
+    /// Whether worker `worker` is being asked to give tasks back (its answer is due).
+    bool asked(int worker) const { return workers_.at(static_cast<std::size_t>(worker)).thief >= 0; }
     /// Workers waiting for a victim's answer (a driver that aborts must answer them too).
     std::vector<int> thieves() const;
     const technique& policy() const noexcept { return *policy_; }

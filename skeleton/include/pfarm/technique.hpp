@@ -7,6 +7,7 @@
 #pragma once
 
 #include "pfarm/calibration.hpp"
+#include "pfarm/sample.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -52,6 +53,23 @@ struct schedule_context {
     const calibration_result* calibration = nullptr;  ///< null when the technique asked for none
 };
 
+/// What a technique needs from the farm beyond its tasks' compute times: its calibration and the monitor
+/// readings its requests must carry. Every driver reads this, never a technique's name or family.
+struct technique_needs {
+    calibration_mode calibration = calibration_mode::none;
+    std::vector<reading> with_calibration;    ///< readings sent with a calibration task's result
+    std::vector<reading> with_every_request;  ///< readings sent with every request (non-dedicated mode)
+};
+
+/// The readings a calibration mode fits to: availability and benchmark (eq. 5), and latency (eq. 6).
+inline std::vector<reading> calibration_readings(calibration_mode mode) {
+    switch (mode) {
+    case calibration_mode::univariate: return {reading::availability, reading::benchmark};
+    case calibration_mode::multivariate: return {reading::availability, reading::benchmark, reading::latency};
+    default: return {};
+    }
+}
+
 /// The interface every technique implements. Hooks are called by the farmer only:
 ///   needs_calibration() once, start() once, then next()/completed() in any interleaving.
 class technique {
@@ -63,6 +81,13 @@ public:
 
     /// Whether the farmer must run one calibration task per worker (and wait for all) before start().
     virtual calibration_mode needs_calibration() const { return calibration_mode::none; }
+
+    /// What the farm must provide: by default the calibration above and the readings it fits to. A technique
+    /// without --weights calibrates (times-only) to measure its workers' powers, under every driver.
+    virtual technique_needs needs() const {
+        const calibration_mode mode = needs_calibration();
+        return {mode, calibration_readings(mode), {}};
+    }
 
     /// Scheduling starts: `remaining` tasks are left to hand out.
     virtual void start(const schedule_context& context) = 0;

@@ -26,6 +26,12 @@ public:
     calibration_mode needs_calibration() const override {
         return options_.weights.empty() ? calibration_mode::times_only : calibration_mode::none;
     }
+    /// The run queue with every request: A_j = V_j / Q_j follows the load (seed 002, non-dedicated mode).
+    technique_needs needs() const override {
+        technique_needs n = technique::needs();
+        n.with_every_request = {reading::run_queue};
+        return n;
+    }
     void start(const schedule_context& c) override {
         p_ = c.workers;
         v_ = virtual_powers(weights_or_calibration(options_, c, name_.c_str()));

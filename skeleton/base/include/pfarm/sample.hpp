@@ -20,4 +20,7 @@ struct resource_sample {
     std::optional<std::string> node_key;
 };
 
+/// One field of a resource_sample, for saying which readings a technique needs (technique::needs()).
+enum class reading { availability, run_queue, load1, latency, benchmark, cores, node_key };
+
 }  // namespace pfarm

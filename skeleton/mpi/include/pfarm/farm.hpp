@@ -14,6 +14,7 @@
 #include "pfarm/error.hpp"
 #include "pfarm/sample.hpp"
 #include "pfarm/technique.hpp"
+#include "pfarm/trace.hpp"
 
 #include <mpi.h>
 
@@ -83,19 +84,6 @@ struct farm_options {
     /// with the calibration result; weighted techniques without weights take the benchmark values as V_j
     /// and the run queue from loadavg with every request.
     std::vector<std::string> monitors;
-};
-
-/// One chunk as it ran (times in seconds since the farm started, on the farmer's clock).
-struct chunk_trace {
-    int rank = 0;
-    task_count first = 0;
-    task_count count = 0;
-    double sent = 0.0;      ///< the farmer sent it
-    double started = 0.0;   ///< the worker started computing
-    double finished = 0.0;  ///< the worker finished computing
-    double received = 0.0;  ///< its results reached the farmer
-    bool calibration = false;
-    resource_sample sample;  ///< the worker's monitor readings with its request
 };
 
 /// What a farm did. Per-rank vectors have one entry per rank (rank 0 is the farmer).

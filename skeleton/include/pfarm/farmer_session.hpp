@@ -1,0 +1,133 @@
+// pfarm scheduling core: the farmer session, the farm's protocol on the farmer's side (DESIGN.md principle 1).
+//
+// It turns the messages that reach the farmer (protocol.hpp) into the actions a driver performs, around the
+// decision machine `farmer` (farmer.hpp). It owns every rule a driver would otherwise write again: the
+// calibration barrier (parking and re-asking), the chunks in flight (the farmer's, the one copy), results
+// accepted only for the chunk they belong to, reclaim on the farmer's side (asking the victim, shrinking its
+// chunk and its records, re-asking the thieves that waited), stop/final/retire, aborting every worker on a
+// failure, the readings a technique needs, the run-queue changes it is told, and the report's metrics and
+// chunk records. A driver (MPI engine, simulator, round robin, tests) only moves messages and keeps time:
+//
+//   farmer_session s(tasks, workers, make_technique(...), {.prefetch = ..., .reclaim = ...});
+//   for each message m from worker w:  for (auto& a : s.on_message(w, m, now)) perform(a);
+//   if the farmer itself fails:        for (auto& a : s.abort(what)) perform(a);
+//   the farm is over when              s.over()   (every worker retired)
+//
+// Actions, in the order they must be performed:
+//   deliver w, chunk   the results of `chunk` travel in the message being handled: store them
+//   send w, reply      send `reply` to worker w (a reclaim goes to the victim; its thief waits)
+//   park w             w's request gets no reply yet (the calibration barrier, or a victim is being asked);
+//                      a parked worker is asked again by the session itself: when the barrier passes (before
+//                      the request that passed it is answered) and after every victim's answer
+// A send or park is one answer: a driver that models the farmer's service time charges it per answer (a
+// parked worker asked again and parked again costs nothing: no message goes in or out).
+#pragma once
+
+#include "pfarm/farmer.hpp"
+#include "pfarm/protocol.hpp"
+#include "pfarm/trace.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pfarm {
+
+struct farmer_session_options {
+    task_count min_chunk = 1;
+    bool prefetch = false;        ///< a worker may hold two chunks (it asks ahead)
+    bool reclaim = false;         ///< work take-back (farmer.hpp "Reclaim")
+    double request_cost = 0.0;    ///< reclaim: one request's round trip, what a reclaim must win (seconds)
+    bool keep_records = false;    ///< keep a chunk_trace per chunk (records())
+};
+
+struct farmer_action {
+    enum class kind { deliver, send, park };
+    kind what = kind::send;
+    int worker = 0;
+    reply_message reply;  ///< send
+    chunk results;        ///< deliver
+};
+
+/// How the farm ended.
+struct farm_outcome {
+    enum class kind { ok, task_failed, worker_failed, farmer_failed };
+    kind what = kind::ok;
+    int worker = -1;       ///< task_failed, worker_failed: who
+    task_count task = -1;  ///< task_failed: which task
+    std::string text;
+};
+
+class farmer_session {
+public:
+    /// Throws invalid_argument as farmer's constructor does (tasks, workers, min_chunk, technique).
+    farmer_session(task_count tasks, int workers, std::unique_ptr<technique> policy,
+                   const farmer_session_options& options = {});
+
+    /// Worker `worker`'s message `m` is handled at `now` (the driver's clock, seconds, non-decreasing); it
+    /// reached the farmer at `arrived` (<= now; default now), which dates its results. The actions stay
+    /// valid until the next call.
+    const std::vector<farmer_action>& on_message(int worker, const request_message& m, double now,
+                                                 double arrived = -1.0);
+    /// The farmer itself failed (an exception while handling a message): every worker is stopped with abort.
+    const std::vector<farmer_action>& abort(const std::string& why);
+
+    bool over() const noexcept { return retired_count_ == workers(); }
+    bool aborting() const noexcept { return aborting_; }
+    const farm_outcome& outcome() const noexcept { return outcome_; }
+    int workers() const noexcept { return farmer_.workers(); }
+    const farmer& decisions() const noexcept { return farmer_; }
+    const technique_needs& needs() const noexcept { return needs_; }
+
+    // The report (DESIGN.md "Metrics"), per worker index.
+    task_count tasks_of(int worker) const { return state(worker).tasks; }
+    const std::vector<task_count>& chunks_of(int worker) const { return state(worker).chunks; }  ///< sizes, hand-out order, calibration included
+    double busy_of(int worker) const { return state(worker).busy; }
+    double finish_of(int worker) const { return state(worker).finish; }  ///< end of its last chunk (0: none)
+    double last_result() const noexcept { return last_result_; }        ///< the makespan: the last result arrived
+    double calibration_end() const noexcept { return calibration_end_; }  ///< when the barrier passed (0: none)
+    double percent_imbalance() const;  ///< of every worker's finish time, an idle worker's being 0
+    double cov() const;
+    const std::vector<chunk_trace>& records() const noexcept { return records_; }  ///< hand-out order
+
+private:
+    struct held_chunk {
+        std::size_t size_index = 0;    ///< its entry in chunks
+        std::size_t record_index = 0;  ///< its entry in records_ (keep_records)
+    };
+    struct worker_state {
+        held_chunk held[2];  ///< parallel to the farmer's chunks in flight, oldest first
+        int holding = 0;
+        bool awaiting = false;   ///< has a request with no reply yet (parked, or a thief)
+        bool stop_sent = false;
+        bool retired = false;
+        double last_queue = 0.0;
+        task_count tasks = 0;
+        std::vector<task_count> chunks;
+        double busy = 0.0, finish = 0.0;
+    };
+
+    const worker_state& state(int worker) const;
+    void check(int worker) const;
+    void answer(int worker, const decision& d, double now, bool direct);
+    void accept(int worker, const request_message& m, double now, double arrived);
+    void shrink(int worker, chunk given);
+    void reask_parked(double now);
+    void abort_all();
+    void retire(int worker);
+    void send(int worker, const reply_message& r) { actions_.push_back({farmer_action::kind::send, worker, r, {}}); }
+
+    farmer farmer_;
+    farmer_session_options options_;
+    technique_needs needs_;
+    std::vector<worker_state> workers_;
+    std::vector<int> parked_;
+    std::vector<farmer_action> actions_;
+    std::vector<chunk_trace> records_;
+    int retired_count_ = 0;
+    bool aborting_ = false;
+    farm_outcome outcome_;
+    double last_result_ = 0.0, calibration_end_ = 0.0;
+};
+
+}  // namespace pfarm

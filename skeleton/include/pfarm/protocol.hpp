@@ -1,0 +1,52 @@
+// pfarm scheduling core: the farm's messages, as the farmer and worker sessions exchange them.
+//
+// A transport (MPI, the simulator, an in-process loop) carries these between a farmer_session and its
+// worker_sessions; how they are encoded on a wire is the transport's business (the MPI engine's is
+// skeleton/mpi/src/wire.hpp). The rules of the exchange are in farmer_session.hpp and worker_session.hpp.
+#pragma once
+
+#include "pfarm/sample.hpp"
+#include "pfarm/technique.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace pfarm {
+
+/// Worker -> farmer.
+struct request_message {
+    enum class kind : std::int32_t {
+        ask = 1,       ///< "here are my results (if `done` holds any), give me work"
+        final = 2,     ///< "here are my results; I want nothing more" (after a stop, with prefetch)
+        failure = 3,   ///< "task failed_task threw `text`" (failed_task -1: the worker itself failed)
+        released = 4,  ///< "I gave back `done`, the end of a chunk I hold" (count 0: nothing) after a reclaim
+    };
+    kind what = kind::ask;
+    chunk done;                 ///< ask/final: the chunk whose results travel with it (count 0: none)
+    double seconds = 0.0;       ///< its compute time (emulated slowdown included)
+    double started = 0.0;       ///< when it started and finished computing, on the farmer's clock
+    double finished = 0.0;
+    bool has_sample = false;    ///< `sample` holds the readings the request must carry
+    resource_sample sample;
+    task_count failed_task = -1;
+    std::string text;           ///< failure: the message
+};
+
+/// Farmer -> worker.
+struct reply_message {
+    enum class kind : std::int32_t {
+        assign = 1,   ///< compute `work`
+        stop = 2,     ///< nothing more: send the results you hold (final), then end
+        abort = 3,    ///< the farm failed: end at once
+        reclaim = 4,  ///< give back part of your unstarted tasks (victim_gives); answer with `released`
+        later = 5,    ///< nothing now: ask again with nothing in hand, and ask ahead no more (prefetch)
+    };
+    kind what = kind::assign;
+    bool calibration = false;    ///< assign: the chunk is this worker's calibration task
+    chunk work;                  ///< assign
+    double share = 0.0;          ///< reclaim: the farmer's share of the unstarted tasks
+    double thief_seconds = 0.0;  ///< reclaim: the thief's seconds per task (0: unknown)
+    double thief_busy = 0.0;     ///< reclaim: seconds of work the thief still holds
+};
+
+}  // namespace pfarm

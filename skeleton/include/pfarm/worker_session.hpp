@@ -1,0 +1,91 @@
+// pfarm scheduling core: the worker session, the farm's protocol on a worker's side (DESIGN.md principle 1).
+//
+// It turns the farmer's replies (protocol.hpp) and the end of its chunks into the actions a driver performs:
+// which requests to send, with which results and readings, when to ask ahead (prefetch), what `later`,
+// `stop` and `abort` mean, and what to give back when a reclaim arrives (victim_gives). A driver computes
+// the chunks and keeps time:
+//
+//   worker_session s({.prefetch = ..., .readings_each = ..., .readings_calibration = ...});
+//   perform(s.start());                                  // the first request
+//   on a reply r (not a reclaim):  perform(s.on_reply(r));
+//   the chunk computed ended:      perform(s.on_chunk_done(seconds, started, finished));
+//   a reclaim r, between two tasks of the chunk computed (`next_task` the first not started, `seconds_per_task`
+//   measured on it so far, 0: none finished), or at once when computing nothing:
+//                                  perform(s.on_reclaim(r, next_task, seconds_per_task));
+//                                  // current() may have shrunk: compute only up to its end
+//   a task threw (or a monitor failed: task -1):  perform(s.on_failure(task, what));
+//   the worker is done when        s.ended()
+//
+// Actions, in order:
+//   send m, readings   send request `m` to the farmer; when `readings` is set the driver first reads the
+//                      technique's readings (with_calibration when m carries a calibration result, else
+//                      with_every_request) into m.sample
+//   compute c          start computing chunk c (current()): the driver computes it task by task
+// With prefetch a worker asks for its next chunk when it starts one (not past its calibration task: the next
+// chunk waits for the calibration barrier), so the reply may arrive while it computes; the chunk's results
+// then travel with the request after. After `later` it asks only with nothing in hand.
+#pragma once
+
+#include "pfarm/protocol.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pfarm {
+
+struct worker_session_options {
+    bool prefetch = false;
+    bool readings_each = false;         ///< every request carries readings (technique_needs::with_every_request)
+    bool readings_calibration = false;  ///< a calibration result carries readings (technique_needs::with_calibration)
+};
+
+struct worker_action {
+    enum class kind { send, compute };
+    kind what = kind::send;
+    request_message message;  ///< send
+    bool readings = false;    ///< send: fill message.sample with the readings first
+    bool calibration = false; ///< send: the readings go with a calibration result
+    chunk work;               ///< compute
+};
+
+class worker_session {
+public:
+    explicit worker_session(const worker_session_options& options = {});
+
+    const std::vector<worker_action>& start();
+    /// A reply other than reclaim (those go to on_reclaim).
+    const std::vector<worker_action>& on_reply(const reply_message& r);
+    /// The chunk being computed ended after `seconds` of compute time, between `started` and `finished`.
+    const std::vector<worker_action>& on_chunk_done(double seconds, double started, double finished);
+    const std::vector<worker_action>& on_reclaim(const reply_message& r, task_count next_task, double seconds_per_task);
+    const std::vector<worker_action>& on_failure(task_count task, const std::string& what);
+
+    bool ended() const noexcept { return ended_; }
+    bool aborted() const noexcept { return aborted_; }
+    bool computing() const noexcept { return computing_; }
+    /// The chunk being computed (its end moves earlier when a reclaim takes tasks back).
+    chunk current() const noexcept { return current_; }
+    bool current_is_calibration() const noexcept { return current_calibration_; }
+    /// A reply that arrived while computing (prefetch), not used yet.
+    const std::optional<reply_message>& ahead() const noexcept { return ahead_; }
+
+private:
+    void ask(request_message::kind kind, bool with_results);
+    void begin(const reply_message& r);
+    void advance(const reply_message& r);
+
+    worker_session_options options_;
+    std::vector<worker_action> actions_;
+    bool prefetching_ = false;
+    bool asked_ahead_ = false;   ///< a request for the chunk after the current one is out
+    bool computing_ = false;     ///< current_ is being computed
+    bool holds_results_ = false; ///< current_'s results are not sent yet
+    bool current_calibration_ = false;
+    bool failed_ = false, ended_ = false, aborted_ = false;
+    chunk current_;
+    double seconds_ = 0.0, started_ = 0.0, finished_ = 0.0;
+    std::optional<reply_message> ahead_;
+};
+
+}  // namespace pfarm

@@ -1,0 +1,124 @@
+// pfarm MPI engine, internal: what the engine's files share. farm.cpp is the entry (run_farm), setup.cpp the
+// agreement before the farm and the outcome after it, farmer_side.cpp and worker_side.cpp the two transports of
+// the core's sessions (farmer_session.hpp, worker_session.hpp), progress.cpp the progress line, wire.hpp the
+// bytes on the wire, messages.hpp the tags and how a rank waits.
+#pragma once
+
+#include "pfarm/farm.hpp"
+#include "pfarm/farmer_session.hpp"
+#include "pfarm/loadavg_monitor.hpp"
+#include "pfarm/monitor.hpp"
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pfarm::detail {
+
+inline double now() { return MPI_Wtime(); }
+
+/// Emulated heterogeneity: per-rank slowdown and load changes over time (seconds since the start).
+struct emulation {
+    std::vector<double> slowdown;
+    std::vector<emulated_load> changes;
+
+    double factor(int rank, double t) const;
+    bool active() const { return !slowdown.empty() || !changes.empty(); }
+    /// The sleep owed by a task of `compute` seconds that started at `start`: (factor - 1) x compute.
+    double owed(int rank, double start, double compute) const;
+};
+
+/// Which readings the run takes (config_header::monitors).
+enum monitor_bits : std::int32_t {
+    loadavg_each = 1,         ///< loadavg with every request
+    loadavg_calibration = 2,  ///< loadavg with a calibration result
+    benchmark_once = 4,       ///< the benchmark kernel once at the start, sent with every reading
+    latency_once = 8,         ///< the latency probe once at the start
+};
+
+/// Broadcast from rank 0 before the farm: the run's shape, or the error every rank throws.
+struct config_header {
+    std::int64_t tasks = 0;
+    std::int32_t error = 0;  ///< 1: invalid argument, then argument and message follow
+    std::int32_t farmer_computes = 0;
+    std::int32_t prefetch = 0;
+    std::int32_t reclaim = 0;
+    std::int32_t replicated = 0;
+    std::int32_t gentle_wait = 0;
+    std::int32_t emulation_count = 0;  ///< doubles of emulation data that follow
+    std::int32_t monitors = 0;         ///< monitor_bits
+    std::int32_t readings_each = 0;    ///< every request carries readings
+    std::int32_t readings_calibration = 0;  ///< a calibration result carries readings
+};
+
+struct shared_setup {
+    config_header config;
+    emulation emulated;
+    std::vector<std::string> extra_monitors;  ///< registry monitors the user asked for, read once at the start
+};
+
+/// The run's description, agreed by every rank (rank 0's view wins), or an invalid_argument on every rank.
+/// `policy` is made on rank 0.
+shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const task_kernel& kernel,
+                   const farm_options& options, std::unique_ptr<technique>& policy);
+
+/// Clock alignment for traces (Cristian's method): on rank 0, each rank's clock minus the farmer's.
+std::vector<double> clock_offsets(MPI_Comm comm, int rank, int ranks, double t0, double* round_trip);
+
+/// What the monitors read, as the run needs it; one per rank.
+class sampler {
+public:
+    explicit sampler(const shared_setup& setup) : bits_(setup.config.monitors), extra_(setup.extra_monitors) {}
+    /// Collective probes at the start (every rank calls it). Throws pfarm::error on every rank when a
+    /// monitor could not read somewhere.
+    void start(MPI_Comm comm, int rank);
+    /// The reading that goes with a request whose completed chunk was (or not) a calibration task.
+    resource_sample read(bool calibration);
+
+private:
+    std::int32_t bits_;
+    std::vector<std::string> extra_;
+    resource_sample cached_;
+    loadavg_monitor loadavg_;
+};
+
+/// The outcome every rank learns at the end (rank 0 fills it and broadcasts it).
+struct outcome {
+    farm_outcome::kind what = farm_outcome::kind::ok;
+    int rank = 0;
+    task_count task = -1;
+    std::string text;
+};
+void share_outcome(MPI_Comm comm, outcome& o);
+[[noreturn]] void throw_outcome(const outcome& o);
+
+/// Progress on the farmer's standard error: a bar on a terminal, plain lines otherwise, nothing when quiet.
+class progress_reporter {
+public:
+    progress_reporter(progress_mode mode, task_count tasks);
+    void update(task_count done) {
+        if (enabled_) show(done);
+    }
+
+private:
+    void show(task_count done);
+    task_count tasks_;
+    double start_, last_ = -1e9, interval_ = 5.0;
+    bool enabled_ = false, bar_ = false;
+};
+
+farm_report empty_report(const farm_options& options, int ranks, task_count tasks);
+void write_trace(const std::string& path, const farm_report& r);
+double cpu_seconds();
+
+/// The farmer's side (rank 0) and a worker's side of one farm; each returns its rank's report.
+farm_report run_farmer_side(MPI_Comm comm, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
+                            const farm_options& options, const shared_setup& setup, std::unique_ptr<technique> policy,
+                            double t0, sampler& monitors, std::vector<double> offsets, double round_trip);
+farm_report run_worker_side(MPI_Comm comm, int rank, int ranks, const std::byte* in, const task_kernel& kernel,
+                            const farm_options& options, const shared_setup& setup, double t0, sampler& monitors);
+
+}  // namespace pfarm::detail

@@ -1,0 +1,264 @@
+// pfarm MPI engine: rank 0's side, the MPI transport of a farmer_session (farmer_session.hpp owns every rule:
+// the barrier, parking, chunks in flight, reclaim, stop, abort, records and metrics). This file only receives
+// requests, stores the results the session accepts, sends the replies it decides, and, when the farmer
+// computes, runs a worker_session for rank 0 in process, between two of whose tasks it serves the requests.
+#include "engine.hpp"
+#include "messages.hpp"
+#include "wire.hpp"
+
+#include "pfarm/farmer_session.hpp"
+#include "pfarm/mpi.hpp"
+#include "pfarm/worker_session.hpp"
+
+#include <chrono>
+#include <deque>
+#include <thread>
+
+namespace pfarm::detail {
+
+namespace {
+
+class farmer_side {
+public:
+    farmer_side(MPI_Comm comm, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
+                const farm_options& options, const shared_setup& setup, std::unique_ptr<technique> policy, double t0,
+                sampler& monitors, std::vector<double> offsets, double round_trip)
+        : comm_(comm), in_(in), out_(out), kernel_(kernel), options_(options), setup_(setup), monitors_(monitors),
+          offsets_(std::move(offsets)), offset_(setup.config.farmer_computes ? 0 : 1), t0_(t0),
+          report_(empty_report(options, ranks, setup.config.tasks)), progress_(options.progress, setup.config.tasks),
+          session_(setup.config.tasks, ranks - offset_, std::move(policy),
+                   {options.parameters.min_chunk, setup.config.prefetch != 0, setup.config.reclaim != 0, round_trip,
+                    !options.trace.empty() || options.record_trace}),
+          // Rank 0's own worker asks nothing ahead: in process, a request costs nothing to wait for.
+          own_({false, setup.config.readings_each != 0, setup.config.readings_calibration != 0}) {}
+
+    farm_report run() {
+        const double cpu0 = cpu_seconds();
+        try {
+            if (offset_ == 0) perform_own(own_.start());
+            while (!session_.over()) {
+                if (own_.computing()) {
+                    compute_own_task();
+                    drain_messages();
+                    continue;
+                }
+                MPI_Status status;
+                MPI_Message message = next_message(status, true);
+                handle(message, status);
+            }
+        } catch (const std::exception& e) {
+            // The farmer itself failed (a calibration that cannot proceed, an MPI error): every worker is
+            // stopped, the one whose request was being handled included; the others as they ask.
+            local_.clear();
+            perform(session_.abort(e.what()));
+            while (!session_.over()) {
+                MPI_Status status;
+                MPI_Message message = next_message(status, true);
+                handle(message, status);
+            }
+        }
+        outcome o;
+        const farm_outcome& f = session_.outcome();
+        o.what = f.what;
+        o.rank = f.worker + offset_;
+        o.task = f.task;
+        o.text = f.what == farm_outcome::kind::worker_failed ? "rank " + std::to_string(o.rank) + ": " + f.text : f.text;
+        share_outcome(comm_, o);
+        if (o.what != farm_outcome::kind::ok) throw_outcome(o);
+        return report(cpu_seconds() - cpu0);
+    }
+
+private:
+    double clock() const { return now() - t0_; }
+
+    MPI_Message next_message(MPI_Status& status, bool block) {
+        return next_farmer_message(comm_, setup_.config.reclaim != 0, block, setup_.config.gentle_wait != 0, status);
+    }
+
+    void drain_messages() {
+        for (;;) {
+            MPI_Status status;
+            MPI_Message message = next_message(status, false);
+            if (message == MPI_MESSAGE_NULL) return;
+            handle(message, status);
+        }
+    }
+
+    void handle(MPI_Message& message, const MPI_Status& status) {
+        int bytes = 0;
+        mpi::check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
+        buffer_.reserve(static_cast<std::size_t>(bytes));
+        mpi::check(MPI_Mrecv(buffer_.data(), bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+        const int rank = status.MPI_SOURCE;
+        decode(buffer_.get<request_header>(), offsets_[static_cast<std::size_t>(rank)], message_);
+        if (message_.what == request_message::kind::failure) {
+            const auto* text = reinterpret_cast<const char*>(buffer_.data() + request_payload_offset);
+            message_.text.assign(text, static_cast<std::size_t>(bytes) - request_payload_offset);
+        }
+        const double t = clock();
+        perform(session_.on_message(rank - offset_, message_, t));
+        serve_own();
+    }
+
+    /// Carries out the session's actions; the results delivered are in buffer_ (a remote worker's message).
+    void perform(const std::vector<farmer_action>& actions) {
+        for (const farmer_action& a : actions) {
+            const int rank = a.worker + offset_;
+            switch (a.what) {
+            case farmer_action::kind::deliver:
+                if (rank != 0)  // rank 0 computes into out_ directly
+                    std::memcpy(out_ + static_cast<std::size_t>(a.results.first) * kernel_.out_bytes,
+                                buffer_.data() + request_payload_offset,
+                                static_cast<std::size_t>(a.results.count) * kernel_.out_bytes);
+                progress_.update(session_.decisions().completed_tasks());
+                break;
+            case farmer_action::kind::park: break;
+            case farmer_action::kind::send:
+                if (rank == 0) deliver_own(a.reply);
+                else send(rank, a.reply);
+                break;
+            }
+        }
+    }
+
+    void send(int rank, const reply_message& r) {
+        const reply_header h = encode(r);
+        std::size_t payload = 0;
+        if (r.what == reply_message::kind::assign && !setup_.config.replicated)
+            payload = static_cast<std::size_t>(r.work.count) * kernel_.in_bytes;
+        if (payload == 0) {
+            mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, rank, tag_reply, comm_), "MPI_Send");
+            return;
+        }
+        send_.reserve(reply_payload_offset + payload);
+        std::memcpy(send_.data(), &h, sizeof h);
+        std::memcpy(send_.data() + reply_payload_offset, in_ + static_cast<std::size_t>(r.work.first) * kernel_.in_bytes,
+                    payload);
+        mpi::check(MPI_Send(send_.data(), static_cast<int>(reply_payload_offset + payload), MPI_BYTE, rank, tag_reply, comm_),
+                   "MPI_Send");
+    }
+
+    // --- rank 0's own worker (farmer computes) ------------------------------------------------------------
+
+    /// A reply to rank 0's own worker: a reclaim is answered between two of its tasks (now, since the farmer
+    /// serves requests only between them).
+    void deliver_own(const reply_message& r) {
+        if (r.what == reply_message::kind::reclaim) {
+            const task_count done = own_next_ - own_.current().first;
+            perform_own(own_.on_reclaim(r, own_next_, done > 0 ? own_compute_ / static_cast<double>(done) : 0.0));
+        } else {
+            perform_own(own_.on_reply(r));
+        }
+    }
+
+    /// The own worker's actions: a chunk to compute, or requests queued for the session (served by serve_own,
+    /// after the session's current actions).
+    void perform_own(const std::vector<worker_action>& actions) {
+        for (const worker_action& a : actions) {
+            if (a.what == worker_action::kind::compute) {
+                own_next_ = a.work.first;
+                own_compute_ = 0.0;
+                own_started_ = clock();
+                continue;
+            }
+            local_.push_back(a.message);
+            if (a.readings) {
+                local_.back().has_sample = true;
+                local_.back().sample = monitors_.read(a.calibration);
+            }
+        }
+    }
+
+    void serve_own() {
+        while (!local_.empty()) {
+            const request_message m = std::move(local_.front());
+            local_.pop_front();
+            perform(session_.on_message(0, m, clock()));
+        }
+    }
+
+    void compute_own_task() {
+        const task_count i = own_next_;
+        const double start = now();
+        try {
+            kernel_.run(i, in_ + static_cast<std::size_t>(i) * kernel_.in_bytes, out_ + static_cast<std::size_t>(i) * kernel_.out_bytes);
+        } catch (const std::exception& e) {
+            perform_own(own_.on_failure(i, e.what()));
+            serve_own();
+            return;
+        } catch (...) {
+            perform_own(own_.on_failure(i, "unknown exception"));
+            serve_own();
+            return;
+        }
+        own_compute_ += now() - start;
+        if (++own_next_ < own_.current().first + own_.current().count) return;
+        // Emulated slowdown of rank 0: sleep in slices, serving requests meanwhile.
+        double extra = setup_.emulated.active() ? (setup_.emulated.factor(0, own_started_) - 1.0) * own_compute_ : 0.0;
+        const double seconds = own_compute_ + std::max(0.0, extra);
+        while (extra > 0.0) {
+            const double slice = std::min(extra, 2e-4), s0 = now();
+            std::this_thread::sleep_for(std::chrono::duration<double>(slice));
+            drain_messages();
+            extra -= now() - s0;
+        }
+        perform_own(own_.on_chunk_done(seconds, own_started_, clock()));
+        serve_own();
+    }
+
+    farm_report report(double farmer_cpu) {
+        for (int w = 0; w < session_.workers(); ++w) {
+            const auto q = static_cast<std::size_t>(w + offset_);
+            report_.tasks_per_rank[q] = session_.tasks_of(w);
+            report_.chunks_per_rank[q] = session_.chunks_of(w);
+            report_.busy_per_rank[q] = session_.busy_of(w);
+            report_.finish_per_rank[q] = session_.finish_of(w);
+        }
+        report_.workers = session_.workers();
+        report_.percent_imbalance = session_.percent_imbalance();
+        report_.cov = session_.cov();
+        report_.makespan = session_.last_result();
+        report_.farmer_cpu_seconds = farmer_cpu;
+        const farmer& f = session_.decisions();
+        report_.k = f.policy().installment_factor();
+        report_.reclaims = f.reclaims();
+        report_.reclaimed_tasks = f.reclaimed_tasks();
+        if (f.calibration()) report_.calibration = *f.calibration();
+        report_.trace = session_.records();
+        for (auto& c : report_.trace) c.rank += offset_;
+        if (!options_.trace.empty()) write_trace(options_.trace, report_);
+        return std::move(report_);
+    }
+
+    MPI_Comm comm_;
+    const std::byte* in_;
+    std::byte* out_;
+    const task_kernel& kernel_;
+    const farm_options& options_;
+    const shared_setup& setup_;
+    sampler& monitors_;
+    std::vector<double> offsets_;  ///< per rank: its clock minus the farmer's (clock_offsets)
+    int offset_;                   ///< rank of worker 0: 0 when the farmer computes, else 1
+    double t0_;
+    farm_report report_;
+    progress_reporter progress_;
+    farmer_session session_;
+    worker_session own_;
+    std::deque<request_message> local_;  ///< the own worker's requests, waiting for the session
+    task_count own_next_ = 0;
+    double own_compute_ = 0.0, own_started_ = 0.0;
+    request_message message_;
+    wire_buffer buffer_, send_;
+};
+
+}  // namespace
+
+farm_report run_farmer_side(MPI_Comm comm, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
+                            const farm_options& options, const shared_setup& setup, std::unique_ptr<technique> policy,
+                            double t0, sampler& monitors, std::vector<double> offsets, double round_trip) {
+    return farmer_side(comm, ranks, in, out, kernel, options, setup, std::move(policy), t0, monitors, std::move(offsets),
+                       round_trip)
+        .run();
+}
+
+}  // namespace pfarm::detail

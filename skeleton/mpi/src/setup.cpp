@@ -1,0 +1,272 @@
+// pfarm MPI engine: what every rank agrees on before the farm (the run's shape, emulation, monitors, clock
+// offsets, the readings to take) and the outcome every rank learns after it.
+#include "engine.hpp"
+
+#include "messages.hpp"
+
+#include "pfarm/benchmark_monitor.hpp"
+#include "pfarm/latency.hpp"
+#include "pfarm/monitor_registry.hpp"
+#include "pfarm/mpi.hpp"
+#include "pfarm/registry.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+#include <thread>
+
+namespace pfarm::detail {
+
+double emulation::factor(int rank, double t) const {
+    double f = static_cast<std::size_t>(rank) < slowdown.size() ? slowdown[static_cast<std::size_t>(rank)] : 1.0;
+    double change = 1.0, when = -1.0;
+    for (const auto& c : changes)
+        if (c.rank == rank && c.time <= t && c.time >= when) change = c.factor, when = c.time;
+    return f * change;
+}
+
+double emulation::owed(int rank, double start, double compute) const {
+    return std::max(0.0, (factor(rank, start) - 1.0) * compute);
+}
+
+namespace {
+
+std::vector<double> parse_numbers(const std::string& text, const std::string& argument, char separator) {
+    std::vector<double> values;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, separator)) {
+        char* end = nullptr;
+        const double v = std::strtod(item.c_str(), &end);
+        if (item.empty() || end != item.c_str() + item.size() || !std::isfinite(v))
+            throw invalid_argument(argument, "'" + item + "' is not a number");
+        values.push_back(v);
+    }
+    return values;
+}
+
+emulation emulation_from(const farm_options& options, int ranks) {
+    emulation e{options.slowdown, options.load_changes};
+    if (e.slowdown.empty())
+        if (const char* env = std::getenv("PFARM_SLOWDOWN"); env && *env)
+            e.slowdown = parse_numbers(env, "PFARM_SLOWDOWN", ',');
+    if (e.changes.empty())
+        if (const char* env = std::getenv("PFARM_LOAD_CHANGES"); env && *env) {
+            std::stringstream in(env);
+            std::string item;
+            while (std::getline(in, item, ',')) {
+                const auto v = parse_numbers(item, "PFARM_LOAD_CHANGES", ':');
+                if (v.size() != 3)
+                    throw invalid_argument("PFARM_LOAD_CHANGES", "'" + item + "' is not rank:time:factor");
+                e.changes.push_back({static_cast<int>(v[0]), v[1], v[2]});
+            }
+        }
+    for (double f : e.slowdown)
+        if (!(f >= 1.0)) throw invalid_argument("slowdown", "factor " + std::to_string(f) + " is below 1");
+    if (e.slowdown.size() > static_cast<std::size_t>(ranks))
+        throw invalid_argument("slowdown", "has " + std::to_string(e.slowdown.size()) + " factors for " +
+                                               std::to_string(ranks) + " ranks");
+    for (const auto& c : e.changes)
+        if (c.rank < 0 || c.rank >= ranks || !(c.time >= 0.0) || !(c.factor > 0.0))
+            throw invalid_argument("load_changes", "entry " + std::to_string(c.rank) + ":" + std::to_string(c.time) +
+                                                       ":" + std::to_string(c.factor) + " is out of range");
+    return e;
+}
+
+
+/// The readings the run takes: what the technique needs (technique::needs(), never its name), and the
+/// monitors the user asked for: "loadavg" with every request, "benchmark" and "latency" (the MPI probe) once
+/// at the start, any other monitor of the registry (monitor_registry.hpp) once at the start.
+void choose_monitors(const technique_needs& needs, const farm_options& options, shared_setup& s) {
+    std::int32_t bits = 0;
+    const auto add = [&bits](reading r, std::int32_t loadavg_bit) {
+        switch (r) {
+        case reading::availability:
+        case reading::run_queue:
+        case reading::load1: bits |= loadavg_bit; break;
+        case reading::benchmark: bits |= benchmark_once; break;
+        case reading::latency: bits |= latency_once; break;
+        default: break;
+        }
+    };
+    for (reading r : needs.with_calibration) add(r, loadavg_calibration);
+    for (reading r : needs.with_every_request) add(r, loadavg_each);
+    for (const auto& name : options.monitors) {
+        if (name == "loadavg") bits |= loadavg_each;
+        else if (name == "benchmark") bits |= benchmark_once;
+        else if (name == "latency") bits |= latency_once;
+        else {
+            try {
+                (void)make_monitor(name);
+            } catch (const error& e) {
+                throw invalid_argument("monitors", "unknown monitor '" + name + "'; expected latency or a monitor of the registry (pfarm-probe --help): " + e.what());
+            }
+            s.extra_monitors.push_back(name);
+        }
+    }
+    s.config.monitors = bits;
+    const bool any = bits != 0 || !s.extra_monitors.empty();
+    s.config.readings_each = !needs.with_every_request.empty() || !options.monitors.empty() || (bits & loadavg_each) ? 1 : 0;
+    s.config.readings_calibration = any ? 1 : 0;
+}
+
+void broadcast_string(MPI_Comm comm, std::string& text) {
+    int length = static_cast<int>(text.size());
+    mpi::check(MPI_Bcast(&length, 1, MPI_INT, 0, comm), "MPI_Bcast");
+    text.resize(static_cast<std::size_t>(length));
+    if (length > 0) mpi::check(MPI_Bcast(text.data(), length, MPI_CHAR, 0, comm), "MPI_Bcast");
+}
+
+
+}  // namespace
+
+/// The run's description, agreed by every rank (rank 0's view wins), or an invalid_argument on every rank.
+shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const task_kernel& kernel,
+                   const farm_options& options, std::unique_ptr<technique>& policy) {
+    shared_setup s;
+    std::string argument, message;
+    std::vector<double> emulation_data;
+    if (rank == 0) {
+        try {
+            if (!kernel.bad_argument.empty()) throw invalid_argument(kernel.bad_argument, kernel.bad_message);
+            if (tasks < 1) throw invalid_argument("in", "holds " + std::to_string(tasks) + " tasks; expected >= 1");
+            if (!kernel.run) throw invalid_argument("worker", "is empty");
+            const int workers = ranks == 1 ? 1 : ranks - (options.farmer_computes ? 0 : 1);
+            policy = make_technique(options.technique, options.parameters, workers);
+            choose_monitors(policy->needs(), options, s);
+            s.emulated = emulation_from(options, ranks);
+            s.config.tasks = tasks;
+            s.config.farmer_computes = options.farmer_computes ? 1 : 0;
+            s.config.prefetch = options.prefetch ? 1 : 0;
+            s.config.reclaim = options.reclaim ? 1 : 0;
+            s.config.replicated = options.replicated_input ? 1 : 0;
+            for (double f : s.emulated.slowdown) emulation_data.push_back(f);
+            emulation_data.push_back(-1.0);  // separator
+            for (const auto& c : s.emulated.changes)
+                emulation_data.insert(emulation_data.end(), {static_cast<double>(c.rank), c.time, c.factor});
+        } catch (const invalid_argument& e) {
+            s.config.error = 1;
+            argument = e.argument();
+            message = e.what();
+            message = message.substr(std::min(message.size(), argument.size() + 2));
+        }
+        s.config.emulation_count = static_cast<std::int32_t>(emulation_data.size());
+    }
+    mpi::check(MPI_Bcast(&s.config, sizeof(config_header), MPI_BYTE, 0, comm), "MPI_Bcast");
+    if (s.config.error) {
+        broadcast_string(comm, argument);
+        broadcast_string(comm, message);
+        throw invalid_argument(argument, message);
+    }
+    emulation_data.resize(static_cast<std::size_t>(s.config.emulation_count));
+    if (!emulation_data.empty())
+        mpi::check(MPI_Bcast(emulation_data.data(), s.config.emulation_count, MPI_DOUBLE, 0, comm), "MPI_Bcast");
+    if (rank != 0) {  // decode: slowdown factors (>= 1), a -1 separator, then (rank, time, factor) triples
+        std::size_t i = 0;
+        while (i < emulation_data.size() && emulation_data[i] >= 0.0) s.emulated.slowdown.push_back(emulation_data[i++]);
+        for (++i; i + 3 <= emulation_data.size(); i += 3)
+            s.emulated.changes.push_back({static_cast<int>(emulation_data[i]), emulation_data[i + 1], emulation_data[i + 2]});
+    }
+    std::string extra;  // the registry monitors asked for, comma-separated
+    for (const auto& name : s.extra_monitors) extra += (extra.empty() ? "" : ",") + name;
+    broadcast_string(comm, extra);
+    s.extra_monitors.clear();
+    for (std::stringstream names(extra); std::getline(names, extra, ',');) s.extra_monitors.push_back(extra);
+    // An idle rank busy-waits in MPI_Probe unless ranks outnumber the cores of its node.
+    MPI_Comm node;
+    mpi::check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    int local = 1;
+    MPI_Comm_size(node, &local);
+    MPI_Comm_free(&node);
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    int gentle = static_cast<unsigned>(local) > cores ? 1 : 0, any_gentle = 0;
+    mpi::check(MPI_Allreduce(&gentle, &any_gentle, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+    s.config.gentle_wait = any_gentle;
+    return s;
+}
+
+
+/// Clock alignment for traces: rank 0 exchanges one ping-pong with each worker in turn (Cristian's method).
+/// Returns, on rank 0, each rank's offset: worker time since its start minus farmer time since the farmer's
+/// start at the same instant (0 elsewhere), so that farmer_time = worker_time - offset. Error: half a round trip.
+std::vector<double> clock_offsets(MPI_Comm comm, int rank, int ranks, double t0, double* round_trip) {
+    std::vector<double> offsets(static_cast<std::size_t>(rank == 0 ? ranks : 0), 0.0);
+    *round_trip = 0.0;
+    if (rank == 0) {
+        for (int r = 1; r < ranks; ++r) {
+            const double sent = now() - t0;
+            double theirs = 0.0;
+            mpi::check(MPI_Send(&sent, 1, MPI_DOUBLE, r, tag_clock, comm), "MPI_Send");
+            mpi::check(MPI_Recv(&theirs, 1, MPI_DOUBLE, r, tag_clock, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+            const double received = now() - t0;
+            offsets[static_cast<std::size_t>(r)] = theirs - (sent + received) / 2.0;
+            *round_trip += (received - sent) / (ranks - 1);
+        }
+    } else {
+        double ping = 0.0;
+        mpi::check(MPI_Recv(&ping, 1, MPI_DOUBLE, 0, tag_clock, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+        const double mine = now() - t0;
+        mpi::check(MPI_Send(&mine, 1, MPI_DOUBLE, 0, tag_clock, comm), "MPI_Send");
+    }
+    return offsets;
+}
+
+void sampler::start(MPI_Comm comm, int rank) {
+    if (bits_ & latency_once) cached_.latency = mpi::measure_latencies(comm)[static_cast<std::size_t>(rank)];
+    int failed = 0, any = 0;
+    std::string why;
+    try {
+        if (bits_ & benchmark_once) cached_.benchmark = benchmark_monitor().read().benchmark;
+        for (const auto& name : extra_) {
+            const resource_sample s = make_monitor(name)->read();
+            if (s.availability) cached_.availability = s.availability;
+            if (s.run_queue) cached_.run_queue = s.run_queue;
+            if (s.load1) cached_.load1 = s.load1;
+            if (s.benchmark) cached_.benchmark = s.benchmark;
+            if (s.cores) cached_.cores = s.cores;
+            if (s.node_key) cached_.node_key = s.node_key;
+        }
+    } catch (const std::exception& e) {
+        failed = 1, why = e.what();
+    }
+    mpi::check(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+    if (any) throw error("a monitor failed" + (why.empty() ? std::string(" on another rank") : ": " + why));
+}
+
+resource_sample sampler::read(bool calibration) {
+    resource_sample s = cached_;
+    if ((bits_ & loadavg_each) || (calibration && (bits_ & loadavg_calibration))) {
+        const resource_sample l = loadavg_.read();
+        s.availability = l.availability;
+        s.run_queue = l.run_queue;
+        s.load1 = l.load1;
+    }
+    return s;
+}
+
+namespace {
+struct outcome_header {
+    std::int32_t kind = 0;  ///< farm_outcome::kind
+    std::int32_t rank = 0;
+    std::int64_t task = -1;
+    std::int32_t text_length = 0;
+};
+}  // namespace
+
+void share_outcome(MPI_Comm comm, outcome& o) {
+    outcome_header h{static_cast<std::int32_t>(o.what), o.rank, o.task, static_cast<std::int32_t>(o.text.size())};
+    mpi::check(MPI_Bcast(&h, sizeof h, MPI_BYTE, 0, comm), "MPI_Bcast");
+    o.what = static_cast<farm_outcome::kind>(h.kind);
+    o.rank = h.rank;
+    o.task = h.task;
+    o.text.resize(static_cast<std::size_t>(h.text_length));
+    if (h.text_length > 0) mpi::check(MPI_Bcast(o.text.data(), h.text_length, MPI_CHAR, 0, comm), "MPI_Bcast");
+}
+
+void throw_outcome(const outcome& o) {
+    if (o.what == farm_outcome::kind::task_failed) throw worker_error(o.task, o.rank, o.text);
+    throw error(o.text);
+}
+
+}  // namespace pfarm::detail

@@ -1,0 +1,197 @@
+// pfarm MPI engine: a worker rank's side, the MPI transport of a worker_session (worker_session.hpp owns
+// every rule: prefetch, later, stop, reclaim, failure). This file only receives replies, computes chunks task by
+// task (with emulated slowdown), reads the monitors a request must carry, and sends.
+#include "engine.hpp"
+#include "messages.hpp"
+#include "wire.hpp"
+
+#include "pfarm/mpi.hpp"
+#include "pfarm/worker_session.hpp"
+
+#include <chrono>
+#include <thread>
+
+namespace pfarm::detail {
+
+namespace {
+
+void sleep_for(double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }
+
+class worker_side {
+public:
+    worker_side(MPI_Comm comm, int rank, const std::byte* in, const task_kernel& kernel, const shared_setup& setup,
+                double t0, sampler& monitors)
+        : comm_(comm), rank_(rank), in_(in), kernel_(kernel), setup_(setup), t0_(t0), monitors_(monitors),
+          session_({setup.config.prefetch != 0, setup.config.readings_each != 0, setup.config.readings_calibration != 0}) {}
+
+    farm_report run(const farm_options& options, int ranks) {
+        report_ = empty_report(options, ranks, setup_.config.tasks);
+        perform(session_.start());
+        while (!session_.ended()) {
+            if (session_.computing()) compute();
+            else receive_one();
+        }
+        outcome o;
+        share_outcome(comm_, o);
+        if (o.what != farm_outcome::kind::ok) throw_outcome(o);
+        return std::move(report_);
+    }
+
+private:
+    double clock() const { return now() - t0_; }
+
+    /// Receives the farmer's next message and hands it to the session. A reclaim is answered with the chunk's
+    /// progress (`next` the first task not started; the session ignores it when nothing is being computed).
+    void receive_one(task_count next = 0) {
+        MPI_Status status;
+        MPI_Message message = wait_message(comm_, 0, tag_reply, &status, setup_.config.gentle_wait != 0);
+        take(message, status, next);
+    }
+
+    void take(MPI_Message& message, const MPI_Status& status, task_count next) {
+        int bytes = 0;
+        mpi::check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
+        reply_message r;
+        if (static_cast<std::size_t>(bytes) > reply_payload_offset) {  // a chunk's inputs: into a free input slot
+            wire_buffer& slot = inputs_[free_slot()];
+            slot.reserve(static_cast<std::size_t>(bytes));
+            mpi::check(MPI_Mrecv(slot.data(), bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+            r = decode(slot.get<reply_header>());
+            slot_first_[&slot - inputs_] = r.work.first;
+        } else {
+            reply_header h;
+            mpi::check(MPI_Mrecv(&h, bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+            r = decode(h);
+        }
+        if (r.what == reply_message::kind::reclaim) {
+            const chunk c = session_.current();
+            const double spt = next > c.first ? (clock() - started_) / static_cast<double>(next - c.first) : 0.0;
+            perform(session_.on_reclaim(r, next, spt));
+        } else {
+            perform(session_.on_reply(r));
+        }
+    }
+
+    /// The input slot not holding the chunk being computed (with prefetch, one chunk computes while the next
+    /// one's inputs arrive).
+    int free_slot() const { return session_.computing() && slot_first_[0] == session_.current().first ? 1 : 0; }
+
+    const std::byte* inputs_of(const chunk& c) const {
+        if (setup_.config.replicated || kernel_.in_bytes == 0) return in_ + static_cast<std::size_t>(c.first) * kernel_.in_bytes;
+        for (int i = 0; i < 2; ++i)
+            if (slot_first_[i] == c.first) return inputs_[i].data() + reply_payload_offset;
+        throw internal_error("farm: rank " + std::to_string(rank_) + " has no inputs for its chunk");
+    }
+
+    void perform(const std::vector<worker_action>& actions) {
+        std::string failed;
+        for (const worker_action& a : actions) {
+            if (a.what == worker_action::kind::compute) continue;  // run() sees session_.computing()
+            request_header h = encode(a.message);
+            if (a.readings) {
+                try {
+                    h.sample = to_wire(monitors_.read(a.calibration));
+                } catch (const std::exception& e) {  // not a task's fault: the farm stops with this message
+                    failed = e.what();
+                    break;
+                }
+            }
+            send(a.message, h);
+        }
+        if (!failed.empty()) perform(session_.on_failure(-1, failed));
+    }
+
+    void send(const request_message& m, const request_header& h) {
+        if (m.what == request_message::kind::released) {
+            mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_released, comm_), "MPI_Send");
+            return;
+        }
+        std::size_t bytes = request_payload_offset;
+        if (m.what == request_message::kind::failure) {
+            results_.reserve(bytes + m.text.size());
+            std::memcpy(results_.data() + bytes, m.text.data(), m.text.size());
+            bytes += m.text.size();
+        } else if (m.done.count > 0) {  // the results were computed in place, after the header
+            bytes += static_cast<std::size_t>(m.done.count) * kernel_.out_bytes;
+        } else {
+            bytes = sizeof h;
+        }
+        results_.reserve(bytes);
+        std::memcpy(results_.data(), &h, sizeof h);
+        mpi::check(MPI_Send(results_.data(), static_cast<int>(bytes), MPI_BYTE, 0, tag_request, comm_), "MPI_Send");
+    }
+
+    /// Computes the session's current chunk into results_ (its payload), answering reclaims between tasks.
+    void compute() {
+        const chunk c = session_.current();
+        results_.reserve(request_payload_offset + static_cast<std::size_t>(c.count) * kernel_.out_bytes);
+        const std::byte* inputs = inputs_of(c);
+        started_ = clock();
+        const bool reclaim = setup_.config.reclaim != 0, emulated = setup_.emulated.active();
+        double owed = 0.0;  // emulated slowdown: sleep owed, paid in slices of >= 1 ms
+        for (task_count task = c.first; task < session_.current().first + session_.current().count; ++task) {
+            const auto i = static_cast<std::size_t>(task - c.first);
+            const double task_start = emulated ? clock() : 0.0;
+            try {
+                kernel_.run(task, inputs + i * kernel_.in_bytes, results_.data() + request_payload_offset + i * kernel_.out_bytes);
+            } catch (const std::exception& e) {
+                perform(session_.on_failure(task, e.what()));
+                return;
+            } catch (...) {
+                perform(session_.on_failure(task, "unknown exception"));
+                return;
+            }
+            if (emulated) {
+                owed += setup_.emulated.owed(rank_, task_start, clock() - task_start);
+                if (owed >= 1e-3) sleep_for(owed), owed = 0.0;
+            }
+            if (reclaim && task + 1 < session_.current().first + session_.current().count) {
+                answer_messages(task + 1);  // one MPI_Iprobe per task
+                if (!session_.computing()) return;  // aborted
+            }
+        }
+        if (owed > 0.0) sleep_for(owed);
+        const double finished = clock();
+        const chunk done = session_.current();
+        const auto q = static_cast<std::size_t>(rank_);
+        report_.tasks_per_rank[q] += done.count;
+        report_.chunks_per_rank[q].push_back(done.count);
+        report_.busy_per_rank[q] += finished - started_;
+        perform(session_.on_chunk_done(finished - started_, started_, finished));
+    }
+
+    /// Between two tasks: the farmer's messages that have come (a reclaim, a reply asked ahead, an abort).
+    void answer_messages(task_count next) {
+        for (;;) {
+            int flag = 0;
+            MPI_Message message = MPI_MESSAGE_NULL;
+            MPI_Status status;
+            mpi::check(MPI_Improbe(0, tag_reply, comm_, &flag, &message, &status), "MPI_Improbe");
+            if (!flag) return;
+            take(message, status, next);
+        }
+    }
+
+    MPI_Comm comm_;
+    int rank_;
+    const std::byte* in_;
+    const task_kernel& kernel_;
+    const shared_setup& setup_;
+    double t0_;
+    sampler& monitors_;
+    worker_session session_;
+    farm_report report_;
+    wire_buffer results_;
+    wire_buffer inputs_[2];
+    task_count slot_first_[2] = {-1, -1};
+    double started_ = 0.0;
+};
+
+}  // namespace
+
+farm_report run_worker_side(MPI_Comm comm, int rank, int ranks, const std::byte* in, const task_kernel& kernel,
+                            const farm_options& options, const shared_setup& setup, double t0, sampler& monitors) {
+    return worker_side(comm, rank, in, kernel, setup, t0, monitors).run(options, ranks);
+}
+
+}  // namespace pfarm::detail

@@ -1,0 +1,241 @@
+// pfarm scheduling core: the farmer session (farmer_session.hpp says what it owns and the action order).
+#include "pfarm/farmer_session.hpp"
+
+#include "pfarm/error.hpp"
+#include "pfarm/metrics.hpp"
+
+#include <algorithm>
+
+namespace pfarm {
+
+namespace {
+reply_message reply(reply_message::kind what) {
+    reply_message r;
+    r.what = what;
+    return r;
+}
+}  // namespace
+
+farmer_session::farmer_session(task_count tasks, int workers, std::unique_ptr<technique> policy,
+                               const farmer_session_options& options)
+    : farmer_(tasks, workers, std::move(policy), options.min_chunk, options.prefetch ? 2 : 1, options.reclaim),
+      options_(options) {
+    needs_ = farmer_.policy().needs();
+    if (options.reclaim) farmer_.set_request_cost(options.request_cost);
+    workers_.resize(static_cast<std::size_t>(workers));
+    parked_.reserve(static_cast<std::size_t>(workers));
+}
+
+void farmer_session::check(int worker) const {
+    if (worker < 0 || worker >= workers())
+        throw invalid_argument("worker", "is " + std::to_string(worker) + "; expected 0.." + std::to_string(workers() - 1));
+}
+
+const farmer_session::worker_state& farmer_session::state(int worker) const {
+    check(worker);
+    return workers_[static_cast<std::size_t>(worker)];
+}
+
+void farmer_session::retire(int worker) {
+    auto& w = workers_[static_cast<std::size_t>(worker)];
+    if (w.retired) return;
+    w.retired = true;
+    w.awaiting = false;
+    ++retired_count_;
+}
+
+const std::vector<farmer_action>& farmer_session::on_message(int worker, const request_message& m, double now,
+                                                             double arrived) {
+    check(worker);
+    actions_.clear();
+    if (arrived < 0.0) arrived = now;
+    auto& w = workers_[static_cast<std::size_t>(worker)];
+    if (w.retired)
+        throw internal_error("farmer session: a message from worker " + std::to_string(worker) + ", which has ended");
+    if (aborting_) {  // the farm is over: nobody's results are kept, everybody is stopped
+        if (m.what == request_message::kind::final) {
+            retire(worker);
+        } else if (m.what == request_message::kind::released) {  // a victim's answer: its thief was aborted
+            if (w.stop_sent) retire(worker);                     // a stopped worker's last message
+        } else {
+            send(worker, reply(reply_message::kind::abort));
+            retire(worker);
+        }
+        return actions_;
+    }
+    switch (m.what) {
+    case request_message::kind::failure:
+        outcome_.what = m.failed_task >= 0 ? farm_outcome::kind::task_failed : farm_outcome::kind::worker_failed;
+        outcome_.worker = worker;
+        outcome_.task = m.failed_task;
+        outcome_.text = m.text;
+        w.awaiting = true;  // it waits for the abort
+        abort_all();
+        return actions_;
+    case request_message::kind::released: {
+        if (m.done.count > 0) shrink(worker, m.done);
+        const release_outcome o = farmer_.released(worker, m.done, now);
+        answer(o.thief, o.answer, now, true);
+        reask_parked(now);  // thieves that waited for this answer ask again
+        if (w.stop_sent && w.holding == 0) retire(worker);  // stopped while its answer was due
+        return actions_;
+    }
+    case request_message::kind::ask:
+    case request_message::kind::final: {
+        const bool was_calibrating = farmer_.calibrating();
+        if (m.done.count > 0) accept(worker, m, now, arrived);
+        if (m.what == request_message::kind::final) {
+            if (!w.stop_sent || w.holding > 0)
+                throw internal_error("farmer session: final results from worker " + std::to_string(worker) +
+                                     ", which still holds work or was not stopped");
+            if (!farmer_.asked(worker)) retire(worker);  // else once its answer to a reclaim is in
+            return actions_;
+        }
+        if (w.awaiting)
+            throw internal_error("farmer session: worker " + std::to_string(worker) + " asked twice without a reply");
+        w.awaiting = true;
+        if (was_calibrating && !farmer_.calibrating()) {  // the barrier passed: the parked go first
+            calibration_end_ = now;
+            reask_parked(now);
+        }
+        answer(worker, farmer_.request(worker, now), now, true);
+        return actions_;
+    }
+    }
+    throw internal_error("farmer session: message kind " + std::to_string(static_cast<int>(m.what)));
+}
+
+void farmer_session::accept(int worker, const request_message& m, double now, double arrived) {
+    auto& w = workers_[static_cast<std::size_t>(worker)];
+    if (w.holding == 0)
+        throw internal_error("farmer session: results from worker " + std::to_string(worker) + ", which holds no chunk");
+    const held_chunk h = w.held[0];
+    const task_count size = w.chunks[h.size_index];
+    w.held[0] = w.held[1];
+    --w.holding;
+    if (options_.keep_records) {
+        chunk_trace& r = records_[h.record_index];
+        if (r.first != m.done.first || r.count != m.done.count)
+            throw internal_error("farmer session: worker " + std::to_string(worker) + " returned results for [" +
+                                 std::to_string(m.done.first) + ", +" + std::to_string(m.done.count) + "), not its chunk [" +
+                                 std::to_string(r.first) + ", +" + std::to_string(r.count) + ")");
+        r.started = m.started;
+        r.finished = m.finished;
+        r.received = arrived;
+        if (m.has_sample) r.sample = m.sample;
+    } else if (size != m.done.count) {
+        throw internal_error("farmer session: worker " + std::to_string(worker) + " returned " +
+                             std::to_string(m.done.count) + " results for a chunk of " + std::to_string(size));
+    }
+    actions_.push_back({farmer_action::kind::deliver, worker, {}, m.done});
+    farmer_.complete(worker, m.seconds, m.has_sample ? &m.sample : nullptr);
+    if (m.has_sample && m.sample.run_queue && *m.sample.run_queue >= 1.0 && *m.sample.run_queue != w.last_queue) {
+        w.last_queue = *m.sample.run_queue;
+        farmer_.run_queue_changed(worker, *m.sample.run_queue);
+    }
+    w.tasks += m.done.count;
+    w.busy += m.seconds;
+    w.finish = m.finished;
+    last_result_ = std::max(last_result_, arrived);
+    (void)now;
+}
+
+void farmer_session::shrink(int worker, chunk given) {
+    auto& w = workers_[static_cast<std::size_t>(worker)];
+    for (int i = 0; i < w.holding; ++i) {
+        const chunk c = farmer_.in_flight(worker, i);  // the one copy of its chunks; released() checks the rest
+        if (c.first + c.count != given.first + given.count) continue;
+        w.chunks[w.held[i].size_index] -= given.count;
+        if (options_.keep_records) records_[w.held[i].record_index].count -= given.count;
+        return;
+    }
+    throw internal_error("farmer session: worker " + std::to_string(worker) + " gave back tasks it does not hold");
+}
+
+void farmer_session::answer(int worker, const decision& d, double now, bool direct) {
+    auto& w = workers_[static_cast<std::size_t>(worker)];
+    switch (d.what) {
+    case decision::kind::wait:
+        parked_.push_back(worker);
+        if (direct) actions_.push_back({farmer_action::kind::park, worker, {}, {}});
+        return;
+    case decision::kind::reclaim: {  // the thief waits while its victim is asked
+        reply_message r = reply(reply_message::kind::reclaim);
+        r.share = d.share;
+        r.thief_seconds = d.thief_seconds;
+        r.thief_busy = d.thief_busy;
+        send(d.victim, r);
+        return;
+    }
+    case decision::kind::later:
+        w.awaiting = false;
+        send(worker, reply(reply_message::kind::later));
+        return;
+    case decision::kind::stop:
+        w.awaiting = false;
+        w.stop_sent = true;
+        send(worker, reply(reply_message::kind::stop));
+        // Else its final results follow, or its answer to a reclaim sent before this stop.
+        if (w.holding == 0 && !farmer_.asked(worker)) retire(worker);
+        return;
+    case decision::kind::assign: {
+        w.awaiting = false;
+        if (w.holding == 2) throw internal_error("farmer session: a worker holds more than two chunks");
+        held_chunk& h = w.held[w.holding++];
+        h.size_index = w.chunks.size();
+        w.chunks.push_back(d.work.count);
+        if (options_.keep_records) {
+            h.record_index = records_.size();
+            records_.push_back({worker, d.work.first, d.work.count, now, 0.0, 0.0, 0.0, d.calibration, {}});
+        }
+        reply_message r = reply(reply_message::kind::assign);
+        r.calibration = d.calibration;
+        r.work = d.work;
+        send(worker, r);
+        return;
+    }
+    }
+}
+
+void farmer_session::reask_parked(double now) {
+    if (farmer_.calibrating() || parked_.empty()) return;
+    std::sort(parked_.begin(), parked_.end());
+    std::vector<int> ready;
+    ready.swap(parked_);
+    parked_.reserve(ready.capacity());
+    for (int w : ready) answer(w, farmer_.request(w, now), now, false);
+}
+
+void farmer_session::abort_all() {
+    aborting_ = true;
+    parked_.clear();
+    for (int w = 0; w < workers(); ++w) {
+        if (!workers_[static_cast<std::size_t>(w)].awaiting) continue;  // it computes: its next message is answered abort
+        send(w, reply(reply_message::kind::abort));
+        retire(w);
+    }
+}
+
+const std::vector<farmer_action>& farmer_session::abort(const std::string& why) {
+    actions_.clear();
+    if (!aborting_) {
+        outcome_.what = farm_outcome::kind::farmer_failed;
+        outcome_.text = why;
+        abort_all();
+    }
+    return actions_;
+}
+
+double farmer_session::percent_imbalance() const {
+    std::vector<double> finish;
+    for (const auto& w : workers_) finish.push_back(w.finish);
+    return pfarm::percent_imbalance(finish);
+}
+
+double farmer_session::cov() const {
+    std::vector<double> finish;
+    for (const auto& w : workers_) finish.push_back(w.finish);
+    return coefficient_of_variation(finish);
+}
+
+}  // namespace pfarm

@@ -1,0 +1,154 @@
+// pfarm scheduling core: the worker session (worker_session.hpp says what it owns and the action order).
+#include "pfarm/worker_session.hpp"
+
+#include "pfarm/error.hpp"
+#include "pfarm/farmer.hpp"
+
+namespace pfarm {
+
+worker_session::worker_session(const worker_session_options& options) : options_(options) {
+    actions_.reserve(4);
+}
+
+void worker_session::ask(request_message::kind kind, bool with_results) {
+    worker_action a;
+    a.what = worker_action::kind::send;
+    a.message.what = kind;
+    if (with_results) {
+        a.message.done = current_;
+        a.message.seconds = seconds_;
+        a.message.started = started_;
+        a.message.finished = finished_;
+        holds_results_ = false;
+    }
+    a.calibration = with_results && current_calibration_;
+    a.readings = options_.readings_each || (a.calibration && options_.readings_calibration);
+    actions_.push_back(std::move(a));
+}
+
+const std::vector<worker_action>& worker_session::start() {
+    actions_.clear();
+    prefetching_ = options_.prefetch;
+    ask(request_message::kind::ask, false);
+    return actions_;
+}
+
+void worker_session::begin(const reply_message& r) {
+    current_ = r.work;
+    current_calibration_ = r.calibration;
+    computing_ = true;
+    holds_results_ = true;
+    // Ask for the chunk after this one now, unless one is asked already or this is the calibration task.
+    if (prefetching_ && !asked_ahead_ && !r.calibration) {
+        ask(request_message::kind::ask, false);
+        asked_ahead_ = true;
+    }
+    worker_action a;
+    a.what = worker_action::kind::compute;
+    a.work = current_;
+    actions_.push_back(a);
+}
+
+/// The current chunk is done and its results held; `r` is the reply to the request asked ahead.
+void worker_session::advance(const reply_message& r) {
+    switch (r.what) {
+    case reply_message::kind::assign:
+        ask(request_message::kind::ask, true);  // the results, and the request for the chunk after r's
+        begin(r);
+        return;
+    case reply_message::kind::later:  // the pool is empty: ask again with nothing in hand, and never ahead
+        ask(request_message::kind::ask, true);
+        prefetching_ = asked_ahead_ = false;
+        return;
+    case reply_message::kind::stop:
+        ask(request_message::kind::final, true);
+        ended_ = true;
+        return;
+    default:
+        throw internal_error("worker session: reply kind " + std::to_string(static_cast<int>(r.what)) + " asked ahead");
+    }
+}
+
+const std::vector<worker_action>& worker_session::on_reply(const reply_message& r) {
+    actions_.clear();
+    if (ended_) throw internal_error("worker session: a reply after the end");
+    if (r.what == reply_message::kind::reclaim) throw internal_error("worker session: a reclaim goes to on_reclaim");
+    if (r.what == reply_message::kind::abort) {  // at once, whatever it was doing
+        ended_ = aborted_ = true;
+        computing_ = false;
+        return actions_;
+    }
+    if (failed_) return actions_;  // replies in flight when it failed: it waits for the abort
+    if (computing_) {              // prefetch: the reply for the chunk after the current one
+        if (ahead_) throw internal_error("worker session: two replies ahead");
+        ahead_ = r;
+        return actions_;
+    }
+    if (holds_results_) {  // its chunk ended before this reply came
+        advance(r);
+        return actions_;
+    }
+    switch (r.what) {
+    case reply_message::kind::assign: begin(r); break;
+    case reply_message::kind::stop: ended_ = true; break;
+    default:
+        throw internal_error("worker session: reply kind " + std::to_string(static_cast<int>(r.what)) +
+                             " with nothing in hand");
+    }
+    return actions_;
+}
+
+const std::vector<worker_action>& worker_session::on_chunk_done(double seconds, double started, double finished) {
+    actions_.clear();
+    if (!computing_) throw internal_error("worker session: a chunk ended that was not being computed");
+    computing_ = false;
+    seconds_ = seconds, started_ = started, finished_ = finished;
+    if (!asked_ahead_) {
+        ask(request_message::kind::ask, true);
+    } else if (ahead_) {
+        const reply_message r = *ahead_;
+        ahead_.reset();
+        advance(r);
+    }  // else the reply asked ahead has not come: advance() when it does
+    return actions_;
+}
+
+const std::vector<worker_action>& worker_session::on_reclaim(const reply_message& r, task_count next_task,
+                                                             double seconds_per_task) {
+    actions_.clear();
+    if (r.what != reply_message::kind::reclaim) throw internal_error("worker session: on_reclaim without a reclaim");
+    chunk given{current_.first + current_.count, 0};
+    if (computing_ && !failed_) {
+        decision asked{decision::kind::reclaim, {}, false};
+        asked.share = r.share;
+        asked.thief_seconds = r.thief_seconds;
+        asked.thief_busy = r.thief_busy;
+        const bool prefetched = ahead_ && ahead_->what == reply_message::kind::assign;
+        given = victim_gives(asked, seconds_per_task, current_, next_task, prefetched ? ahead_->work : chunk{});
+        if (given.count > 0) {  // the unstarted end of the chunk it computes, or of the prefetched one
+            if (given.first + given.count == current_.first + current_.count) current_.count -= given.count;
+            else ahead_->work.count -= given.count;
+        }
+    }
+    worker_action a;
+    a.what = worker_action::kind::send;
+    a.message.what = request_message::kind::released;
+    a.message.done = given;
+    actions_.push_back(std::move(a));
+    return actions_;
+}
+
+const std::vector<worker_action>& worker_session::on_failure(task_count task, const std::string& what) {
+    actions_.clear();
+    failed_ = true;
+    computing_ = false;
+    worker_action a;
+    a.what = worker_action::kind::send;
+    a.message.what = request_message::kind::failure;
+    a.message.failed_task = task;
+    a.message.text = what;
+    actions_.push_back(std::move(a));
+    return actions_;
+}
+
+}  // namespace pfarm
