@@ -1,5 +1,7 @@
-# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -P run.cmake
-# Installs the build into WORK_DIR/prefix, then configures, builds and runs the consumer project against it.
+# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DMPIEXEC=<launcher and flags, ;-separated>
+#       [-DMPIEXEC_POSTFLAGS=...] -P run.cmake
+# Installs the build into WORK_DIR/prefix, then configures and builds each consumer project against it (C and
+# C++, C++ only, C only) and runs it under MPIEXEC with 2 ranks.
 file(REMOVE_RECURSE ${WORK_DIR})
 function(step)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -14,6 +16,10 @@ foreach(tool pfarm-chunks pfarm-sim)
     message(FATAL_ERROR "${tool} was not installed to bin/")
   endif()
 endforeach()
-step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/find-package -B ${WORK_DIR}/build -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
-step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
-step(${WORK_DIR}/build/consumer)
+foreach(consumer c-cxx cxx c)
+  set(build ${WORK_DIR}/build-${consumer})
+  step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/find-package/${consumer} -B ${build}
+       -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
+  step(${CMAKE_COMMAND} --build ${build})
+  step(${MPIEXEC} ${build}/consumer ${MPIEXEC_POSTFLAGS})
+endforeach()
