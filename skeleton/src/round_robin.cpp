@@ -1,3 +1,4 @@
+// Drives the farmer state machine with round-robin requests: the chunk sequence pfarm-chunks prints.
 #include "pfarm/round_robin.hpp"
 
 #include "pfarm/error.hpp"
@@ -45,6 +46,7 @@ round_robin_schedule schedule_round_robin(const std::string& technique, task_cou
                                  " tasks unassigned");
     }
     out.k = f.policy().installment_factor();
+    if (f.calibration() != nullptr) out.calibration = *f.calibration();
     return out;
 }
 

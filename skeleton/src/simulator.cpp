@@ -847,6 +847,7 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     out.cov = mean > 0.0 ? stddev / mean : 0.0;
     out.percent_imbalance = p > 1 && max_finish > 0.0 ? (max_finish - mean) / max_finish * p / (p - 1) * 100.0 : 0.0;
     out.k = f.policy().installment_factor();
+    if (f.calibration() != nullptr) out.calibration = *f.calibration();
     if (const auto* c = f.calibration()) out.calibration_note = c->note;
     return out;
 }
