@@ -1,3 +1,4 @@
+// Drives the farmer state machine with round-robin requests: the chunk sequence pfarm-chunks prints.
 #include "pfarm/round_robin.hpp"
 
 #include "pfarm/error.hpp"
@@ -53,6 +54,7 @@ round_robin_schedule schedule_round_robin(const std::string& technique, task_cou
     }
     const farmer& decisions = f.decisions();
     out.k = decisions.policy().installment_factor();
+    if (decisions.calibration() != nullptr) out.calibration = *decisions.calibration();
     return out;
 }
 

@@ -1,3 +1,5 @@
+// The arithmetic the techniques share (apportionment, trapezoid parameters, virtual powers, weights from a
+// calibration), once for all of them (DESIGN.md principle 2); declarations in detail/schedule_math.hpp.
 #include "pfarm/detail/schedule_math.hpp"
 
 #include "pfarm/error.hpp"
@@ -25,6 +27,16 @@ std::vector<task_count> apportion(task_count total, std::span<const double> weig
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::stable_sort(order.begin(), order.end(),
                      [&](std::size_t a, std::size_t b) { return remainders[a] > remainders[b]; });
+    // Remainders within the ceil/floor tolerance of the largest of their run are a tie, and a tie goes to the
+    // lower index: weights typed as 0.3, 0.1 give remainders 0.4999999999999998 and 0.5 where 3, 1 give 0.5
+    // twice, and both must split 2 tasks as 2 + 0.
+    const double tie = 1e-9 * (1.0 + static_cast<double>(total));
+    for (std::size_t g = 0; g < order.size();) {
+        std::size_t e = g + 1;
+        while (e < order.size() && remainders[order[g]] - remainders[order[e]] <= tie) ++e;
+        std::sort(order.begin() + static_cast<std::ptrdiff_t>(g), order.begin() + static_cast<std::ptrdiff_t>(e));
+        g = e;
+    }
     // Floating error can leave `given` a little off in either direction; settle it one task at a time.
     for (std::size_t i = 0; given < total; i = (i + 1) % order.size(), ++given) ++parts[order[i]];
     for (std::size_t i = order.size(); given > total; --given) {

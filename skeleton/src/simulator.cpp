@@ -729,6 +729,7 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     out.percent_imbalance = farm.percent_imbalance();
     out.cov = farm.cov();
     out.k = f.policy().installment_factor();
+    if (f.calibration() != nullptr) out.calibration = *f.calibration();
     if (const auto* c = f.calibration()) out.calibration_note = c->note;
     return out;
 }

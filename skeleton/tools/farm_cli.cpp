@@ -1,4 +1,7 @@
+// The farm options every app shares (one spelling each) and the farm report as text and as JSON.
 #include "farm_cli.hpp"
+
+#include "calibration_report.hpp"
 
 #include "pfarm/error.hpp"
 
@@ -64,6 +67,12 @@ void print_report(std::ostream& out, const farm_report& r) {
     if (r.k) out << ", k " << *r.k;
     if (r.reclaims > 0) out << ", " << r.reclaims << " reclaims moved " << r.reclaimed_tasks << " tasks";
     out << "\n";
+    if (r.calibration) {
+        const int last = r.first_worker_rank + static_cast<int>(r.calibration->times.size()) - 1;
+        out << "calibration, ranks " << r.first_worker_rank;
+        if (last > r.first_worker_rank) out << "-" << last;
+        out << ": " << calibration_line(*r.calibration) << "\n";
+    }
     for (int q = 0; q < r.ranks; ++q) {
         const auto i = static_cast<std::size_t>(q);
         if (r.tasks_per_rank[i] == 0 && q == 0 && !r.sequential) continue;
@@ -83,11 +92,12 @@ nlohmann::json report_json(const farm_report& r) {
                      {"reclaims", r.reclaims},         {"reclaimed_tasks", r.reclaimed_tasks}};
     if (r.k) j["k"] = *r.k;
     if (r.calibration) {
-        j["calibration"] = {{"mode", to_string(r.calibration->mode)},
-                            {"times", r.calibration->times},
-                            {"fitness", r.calibration->fitness},
-                            {"cv", r.calibration->stats.cv},
-                            {"note", r.calibration->note}};
+        nlohmann::json c = calibration_json(*r.calibration);
+        std::vector<int> ranks;  // entry w of times and fitness is worker w's
+        for (std::size_t w = 0; w < r.calibration->times.size(); ++w)
+            ranks.push_back(r.first_worker_rank + static_cast<int>(w));
+        c["ranks"] = ranks;
+        j["calibration"] = c;
     }
     return j;
 }

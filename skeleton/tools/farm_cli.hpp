@@ -17,10 +17,12 @@ namespace pfarm::tools {
 /// progress, which becomes `auto` (a bar on a terminal, a line every 5 s otherwise; --quiet for none).
 void add_farm_options(CLI::App& app, farm_options& options);
 
-/// A human summary of a farm (rank 0): technique, makespan, per-rank tasks/chunks/busy, imbalance, k.
+/// A human summary of a farm (rank 0): technique, makespan, per-rank tasks/chunks/busy, imbalance, k, and the
+/// calibration (F per worker, CV, k) when the technique calibrated.
 void print_report(std::ostream& out, const farm_report& report);
 
-/// The report as JSON (the trace excluded).
+/// The report as JSON (the trace excluded); "calibration" (calibration_report.hpp) carries "ranks" too, the rank
+/// of each entry of its times and fitness.
 nlohmann::json report_json(const farm_report& report);
 
 }  // namespace pfarm::tools

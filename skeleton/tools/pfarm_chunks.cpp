@@ -1,5 +1,7 @@
 // pfarm-chunks: what chunks will my loop get? Prints the chunk sizes of a technique, in hand-out order, when
-// requests arrive round-robin and every worker keeps the per-task time given by --times (equal by default).
+// requests arrive round-robin and every worker keeps the per-task time given by --times (equal by default);
+// --json adds each chunk's worker and first index, and the calibration (F, CV, k) when the technique calibrates.
+#include "calibration_report.hpp"
 #include "options.hpp"
 
 #include "pfarm/round_robin.hpp"
@@ -18,7 +20,7 @@ int main(int argc, char** argv) {
     app.add_option("--iterations,-I", iterations, "loop iterations (tasks) I >= 1")->required();
     app.add_option("--workers,-p", workers, "workers P >= 1")->required();
     pfarm::tools::add_technique_options(app, args, true);
-    app.add_flag("--json", json, "print a JSON object with the worker of each chunk");
+    app.add_flag("--json", json, "print a JSON object with the worker of each chunk and the calibration (F, CV, k)");
     app.add_option("--availability", availability, "monitor readings a1,...,aP in (0,1] (statistical calibration)");
     app.add_option("--latency", latency, "monitor readings l1,...,lP in seconds (multivariate calibration)");
     app.add_option("--benchmark", benchmark, "monitor readings bm1,...,bmP (scales availability, eq. 5)");
@@ -34,6 +36,7 @@ int main(int argc, char** argv) {
             nlohmann::json out{{"technique", args.technique}, {"iterations", iterations}, {"workers", workers},
                                {"chunks", chunks}};
             if (schedule.k) out["k"] = *schedule.k;
+            if (schedule.calibration) out["calibration"] = pfarm::tools::calibration_json(*schedule.calibration);
             std::cout << out.dump() << "\n";
         } else {
             const char* separator = "";

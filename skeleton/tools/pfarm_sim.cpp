@@ -1,5 +1,7 @@
 // pfarm-sim: runs a technique through the farmer state machine in simulated time (pfarm/simulator.hpp has
-// the model) and prints the makespan against the fluid lower bound, the imbalance and every worker's chunks.
+// the model) and prints the makespan against the fluid lower bound, the imbalance, the calibration (F, CV, k)
+// and every worker's chunks.
+#include "calibration_report.hpp"
 #include "options.hpp"
 
 #include "pfarm/error.hpp"
@@ -58,6 +60,7 @@ nlohmann::json to_json(const std::string& technique, const pfarm::sim::workload&
     if (wl.shape == pfarm::sim::workload_shape::random) out["seed"] = wl.seed;
     if (r.k) out["k"] = *r.k;
     if (!r.calibration_note.empty()) out["calibration_note"] = r.calibration_note;
+    if (r.calibration) out["calibration"] = pfarm::tools::calibration_json(*r.calibration);
     return out;
 }
 
@@ -80,7 +83,7 @@ void print_summary(const std::string& technique, const pfarm::sim::workload& wl,
     std::cout << "calibration end  " << r.calibration_end << "\n";
     if (r.reclaims > 0 || r.reclaimed_tasks > 0)
         std::cout << "reclaims         " << r.reclaims << " (" << r.reclaimed_tasks << " tasks moved)\n";
-    if (!r.calibration_note.empty()) std::cout << "calibration note " << r.calibration_note << "\n";
+    if (r.calibration) std::cout << "calibration      " << pfarm::tools::calibration_line(*r.calibration) << "\n";
     std::cout << "\n"
               << "worker    chunks     tasks      finish\n";
     for (std::size_t j = 0; j < r.workers.size(); ++j) {

@@ -219,6 +219,29 @@ TEST(SimulatorSeed004, Table1) {
     EXPECT_NEAR(r.cov, std::sqrt((0.0625 + 0.5625 + 0.5625 + 1.5625) / 4.0) / mean, 1e-12);
 }
 
+// The run's calibration is in the result (issue 12): seed 004's F = 0.48, 0.24, 0.16, 0.12 as printed, and eq. 7/8
+// with the population sigma of 1, 2, 3, 4 (1.118, CV 0.447, k = ln(68)^0.447 = 1.904; the paper prints the
+// sample sigma 1.3, CV 0.5, k ~ 2). A pinned k (--k 2) is the technique's; the calibration keeps eq. 8's.
+// A technique that does not calibrate has none.
+TEST(SimulatorSeed004, CalibrationInTheResult) {
+    pfarm::technique_options o;
+    o.k = 2;
+    const auto r = sim::simulate(make_platform({1, 2, 3, 4}), make_workload(68), "multi", o);
+    ASSERT_TRUE(r.calibration.has_value());
+    const auto& c = *r.calibration;
+    EXPECT_EQ(c.times, (std::vector<double>{1, 2, 3, 4}));
+    const std::vector<double> paper{0.48, 0.24, 0.16, 0.12};
+    ASSERT_EQ(c.fitness.size(), 4u);
+    for (std::size_t j = 0; j < 4; ++j) EXPECT_NEAR(c.fitness[j], paper[j], 1e-12) << "worker " << j;
+    EXPECT_DOUBLE_EQ(c.stats.mean, 2.5);
+    EXPECT_NEAR(c.stats.stddev, std::sqrt(1.25), 1e-12);
+    EXPECT_NEAR(c.stats.cv, std::sqrt(1.25) / 2.5, 1e-12);
+    EXPECT_NEAR(c.k, std::pow(std::log(68.0), std::sqrt(1.25) / 2.5), 1e-12);
+    ASSERT_TRUE(r.k.has_value());
+    EXPECT_EQ(*r.k, 2.0);
+    EXPECT_FALSE(sim::simulate(make_platform({1, 2, 3, 4}), make_workload(68), "gss", {}).calibration.has_value());
+}
+
 // --- load changes ---------------------------------------------------------------------------------------------
 
 TEST(SimulatorLoadChange, SlowedWorkerGetsFewerTasksAndTheBoundRises) {

@@ -1,6 +1,7 @@
 // pfarm scheduling core: the chunk sequence of a technique under round-robin requests (pfarm-chunks).
 #pragma once
 
+#include "pfarm/calibration.hpp"
 #include "pfarm/sample.hpp"
 #include "pfarm/technique.hpp"
 
@@ -22,6 +23,7 @@ struct handout {
 struct round_robin_schedule {
     std::vector<handout> handouts;  ///< in hand-out order, calibration tasks included
     std::optional<double> k;        ///< the technique's installment factor, where it has one
+    std::optional<calibration_result> calibration;  ///< F, CV, k of eq. 8, when the technique calibrated
 };
 
 /// Drives a farmer_session with requests arriving round-robin (worker 0, 1, ..., p-1, 0, ...): in each round

@@ -4,6 +4,7 @@
 // predicts is what an MPI run does, for every technique, without mpirun.
 #pragma once
 
+#include "pfarm/calibration.hpp"
 #include "pfarm/sample.hpp"
 #include "pfarm/technique.hpp"
 
@@ -94,6 +95,8 @@ struct result {
     std::optional<double> k;         ///< the technique's installment factor, where it has one
     double calibration_end = 0.0;    ///< simulated time of the calibration barrier, 0 when none
     std::string calibration_note;    ///< the calibration's note (a repair, a statistical fit's fallback), or empty
+    /// The calibration (F per worker, CV, k of eq. 8, mode, note) when the technique calibrated, else empty.
+    std::optional<calibration_result> calibration;
     std::vector<worker_result> workers;
     std::vector<chunk_record> trace;  ///< every chunk in hand-out order, when asked for
     task_count reclaims = 0;         ///< reclaims that moved tasks (run_options::reclaim)

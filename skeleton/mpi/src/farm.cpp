@@ -79,6 +79,7 @@ farm_report empty_report(const farm_options& options, int ranks, task_count task
     farm_report r;
     r.technique = options.technique;
     r.ranks = ranks;
+    r.first_worker_rank = ranks == 1 || options.farmer_computes ? 0 : 1;
     r.tasks = tasks;
     r.tasks_per_rank.assign(static_cast<std::size_t>(ranks), 0);
     r.chunks_per_rank.assign(static_cast<std::size_t>(ranks), {});

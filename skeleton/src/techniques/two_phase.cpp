@@ -2,16 +2,16 @@
 // an-gss/fss/tss (seed 001's adjusted "A_N_*", alpha from a heterogeneity ratio) and hpls-gss/fss/tss
 // (Yang et al., seed 003: performance function PF_j = (1/t_j) / sum (1/t_i) from measured times).
 //
-// Phase 1: A = ceil(alpha I / 100) tasks are split by weight as each worker's first chunk, worker j in index
-// order getting min(ceil(A w_j / sum w), what is left of A), the last worker the rest of A. Phase 2: the
-// remaining I - A are scheduled by plain gss/fss/tss over p workers.
+// Phase 1: A = ceil(alpha I / 100) tasks are split by weight as each worker's first chunk, apportioned by
+// largest remainder (Hamilton: floor(A w_j / sum w) each, the tasks left to the largest remainders, a tie to
+// the lower worker index; detail::apportion, shared with dealdyn-*), so the shares add up to exactly A and do
+// not depend on the workers' order. Phase 2: the remaining I - A are scheduled by plain gss/fss/tss over p
+// workers.
 #include "pfarm/detail/schedule_math.hpp"
 #include "pfarm/detail/technique_families.hpp"
 #include "pfarm/error.hpp"
 
 #include <algorithm>
-#include <cmath>
-#include <numeric>
 #include <string>
 
 namespace pfarm::detail {
@@ -55,15 +55,7 @@ public:
             if (heterogeneity_ratio_ >= alpha_percent_ / 100.0) alpha = 100.0;
         }
         const task_count total = ceil_count(alpha * static_cast<double>(c.remaining) / 100.0);
-        const double sum = std::accumulate(w.begin(), w.end(), 0.0);
-        shares_.assign(w.size(), 0);
-        task_count left = total;
-        for (std::size_t j = 0; j < w.size(); ++j) {
-            const task_count s = j + 1 == w.size() ? left
-                                                   : std::min(ceil_count(static_cast<double>(total) * w[j] / sum), left);
-            shares_[j] = s;
-            left -= s;
-        }
+        shares_ = apportion(total, w);
         reserved_ = total;
         inner_->start({c.tasks, c.remaining - total, c.workers, c.calibration});
     }

@@ -30,7 +30,10 @@ inline task_count floor_count(double x) {
 }
 
 /// Splits `total` into integer parts proportional to `weights`, summing exactly to `total`
-/// (largest-remainder / Hamilton apportionment; ties go to the lower index).
+/// (largest-remainder / Hamilton apportionment): floor(total w_i / sum w) each, then one more to each of the
+/// largest remainders. Ties go to the lower index; remainders within 1e-9 (1 + total) of each other are ties,
+/// so weights typed as rounded decimals (0.3, 0.1) split like the integers they stand for (3, 1).
+/// Used by dealdyn-* (S' by F) and the two-phase schemes (their static part by weight).
 std::vector<task_count> apportion(task_count total, std::span<const double> weights);
 
 /// Trapezoid self-scheduling parameters (Tzen & Ni 1993, as in seed 002 section 2).

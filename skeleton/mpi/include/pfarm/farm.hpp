@@ -98,8 +98,11 @@ struct farm_report {
     std::vector<std::vector<task_count>> chunks_per_rank;  ///< sizes in order, calibration task included
     std::vector<double> busy_per_rank;                     ///< seconds computing (emulated slowdown included)
     std::vector<double> finish_per_rank;                   ///< when its last result reached the farmer
-    std::optional<calibration_result> calibration;
-    std::optional<double> k;
+    /// Rank of the farmer's worker 0: worker w is rank w + first_worker_rank (1; 0 when the farmer computes or the
+    /// run is sequential). Entry w of the calibration's times and fitness belongs to that rank.
+    int first_worker_rank = 1;
+    std::optional<calibration_result> calibration;  ///< F, CV, k of eq. 8, when the technique calibrated
+    std::optional<double> k;                        ///< the installment factor the technique used, where it has one
     double percent_imbalance = 0.0;  ///< of the finish times of the ranks that computed
     double cov = 0.0;
     double farmer_cpu_seconds = 0.0; ///< CPU time the farmer process used (shows whether it spun idle)
