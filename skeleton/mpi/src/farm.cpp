@@ -217,20 +217,6 @@ std::vector<double> clock_offsets(MPI_Comm comm, int rank, int ranks, double t0,
     return offsets;
 }
 
-/// `text` as a JSON string literal.
-std::string json_string(const std::string& text) {
-    std::string out = "\"";
-    for (char c : text) {
-        if (c == '"' || c == '\\') out += '\\', out += c;
-        else if (static_cast<unsigned char>(c) < 0x20) {
-            char buffer[8];
-            std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-            out += buffer;
-        } else out += c;
-    }
-    return out + "\"";
-}
-
 double cpu_seconds() {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
@@ -292,57 +278,36 @@ void send_bytes(MPI_Comm comm, const std::vector<std::byte>& buffer, std::size_t
 /// Emulated heterogeneity: per-rank slowdown and load changes over time (seconds since the start).
 struct emulation {
     std::vector<double> slowdown;
-    std::vector<emulated_load> changes;
+    std::vector<load_change> changes;  ///< pfarm/emulation.hpp; the worker is the rank
 
     double factor(int rank, double t) const {
         double f = static_cast<std::size_t>(rank) < slowdown.size() ? slowdown[static_cast<std::size_t>(rank)] : 1.0;
         double change = 1.0, when = -1.0;
         for (const auto& c : changes)
-            if (c.rank == rank && c.time <= t && c.time >= when) change = c.factor, when = c.time;
+            if (c.worker == rank && c.time <= t && c.time >= when) change = c.factor, when = c.time;
         return f * change;
     }
     bool active() const { return !slowdown.empty() || !changes.empty(); }
 };
 
-std::vector<double> parse_numbers(const std::string& text, const std::string& argument, char separator) {
-    std::vector<double> values;
-    std::stringstream in(text);
-    std::string item;
-    while (std::getline(in, item, separator)) {
-        char* end = nullptr;
-        const double v = std::strtod(item.c_str(), &end);
-        if (item.empty() || end != item.c_str() + item.size() || !std::isfinite(v))
-            throw invalid_argument(argument, "'" + item + "' is not a number");
-        values.push_back(v);
-    }
-    return values;
-}
-
+/// The options' emulation, or the environment's (PFARM_SLOWDOWN, PFARM_LOAD_CHANGES) where the options have
+/// none; parsed and range-checked by pfarm/emulation.hpp, the slowdowns checked here.
 emulation emulation_from(const farm_options& options, int ranks) {
     emulation e{options.slowdown, options.load_changes};
+    std::string changes_argument = "load_changes";
     if (e.slowdown.empty())
-        if (const char* env = std::getenv("PFARM_SLOWDOWN"); env && *env)
-            e.slowdown = parse_numbers(env, "PFARM_SLOWDOWN", ',');
+        if (const char* env = std::getenv("PFARM_SLOWDOWN"); env && *env) e.slowdown = parse_numbers(env, "PFARM_SLOWDOWN");
     if (e.changes.empty())
         if (const char* env = std::getenv("PFARM_LOAD_CHANGES"); env && *env) {
-            std::stringstream in(env);
-            std::string item;
-            while (std::getline(in, item, ',')) {
-                const auto v = parse_numbers(item, "PFARM_LOAD_CHANGES", ':');
-                if (v.size() != 3)
-                    throw invalid_argument("PFARM_LOAD_CHANGES", "'" + item + "' is not rank:time:factor");
-                e.changes.push_back({static_cast<int>(v[0]), v[1], v[2]});
-            }
+            changes_argument = "PFARM_LOAD_CHANGES";
+            e.changes = parse_load_changes(env, changes_argument);
         }
     for (double f : e.slowdown)
         if (!(f >= 1.0)) throw invalid_argument("slowdown", "factor " + std::to_string(f) + " is below 1");
     if (e.slowdown.size() > static_cast<std::size_t>(ranks))
         throw invalid_argument("slowdown", "has " + std::to_string(e.slowdown.size()) + " factors for " +
                                                std::to_string(ranks) + " ranks");
-    for (const auto& c : e.changes)
-        if (c.rank < 0 || c.rank >= ranks || !(c.time >= 0.0) || !(c.factor > 0.0))
-            throw invalid_argument("load_changes", "entry " + std::to_string(c.rank) + ":" + std::to_string(c.time) +
-                                                       ":" + std::to_string(c.factor) + " is out of range");
+    for (const auto& c : e.changes) check_load_change(c, ranks, changes_argument);
     return e;
 }
 
@@ -389,7 +354,7 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
             for (double f : s.emulated.slowdown) emulation_data.push_back(f);
             emulation_data.push_back(-1.0);  // separator
             for (const auto& c : s.emulated.changes)
-                emulation_data.insert(emulation_data.end(), {static_cast<double>(c.rank), c.time, c.factor});
+                emulation_data.insert(emulation_data.end(), {static_cast<double>(c.worker), c.time, c.factor});
         } catch (const invalid_argument& e) {
             s.config.error = 1;
             argument = e.argument();
@@ -483,40 +448,13 @@ private:
     bool enabled_ = false, bar_ = false;
 };
 
+/// The farm's trace through the one trace module (pfarm/trace.hpp): the report's summary and chunks.
 void write_trace(const std::string& path, const farm_report& r) {
-    std::ofstream out(path);
-    if (!out) throw error("cannot write the trace file '" + path + "'");
-    out << std::setprecision(9);
-    const auto opt = [](const std::optional<double>& v) { return v ? std::to_string(*v) : std::string(); };
-    if (path.size() >= 5 && path.substr(path.size() - 5) == ".json") {
-        out << "{\"summary\":{\"technique\":" << json_string(r.technique) << ",\"ranks\":" << r.ranks << ",\"tasks\":" << r.tasks
-            << ",\"makespan\":" << r.makespan << ",\"percent_imbalance\":" << r.percent_imbalance
-            << ",\"cov\":" << r.cov;
-        if (r.k) out << ",\"k\":" << *r.k;
-        out << "},\"chunks\":[";
-        for (std::size_t i = 0; i < r.trace.size(); ++i) {
-            const auto& c = r.trace[i];
-            out << (i ? "," : "") << "{\"rank\":" << c.rank << ",\"first\":" << c.first << ",\"count\":" << c.count
-                << ",\"sent\":" << c.sent << ",\"started\":" << c.started << ",\"finished\":" << c.finished
-                << ",\"received\":" << c.received << ",\"calibration\":" << (c.calibration ? "true" : "false");
-            const std::pair<const char*, const std::optional<double>*> fields[] = {
-                {"availability", &c.sample.availability}, {"run_queue", &c.sample.run_queue},
-                {"load1", &c.sample.load1}, {"latency", &c.sample.latency}, {"benchmark", &c.sample.benchmark}};
-            for (const auto& [name, value] : fields)
-                if (*value) out << ",\"" << name << "\":" << **value;
-            out << "}";
-        }
-        out << "]}\n";
-        return;
-    }
-    out << "# pfarm trace: technique " << r.technique << ", " << r.ranks << " ranks, " << r.tasks << " tasks, makespan "
-        << r.makespan << " s, imbalance " << r.percent_imbalance << " %, cov " << r.cov << "\n";
-    out << "rank,first,count,sent,started,finished,received,calibration,availability,run_queue,load1,latency,benchmark\n";
-    for (const auto& c : r.trace)
-        out << c.rank << "," << c.first << "," << c.count << "," << c.sent << "," << c.started << "," << c.finished << ","
-            << c.received << "," << (c.calibration ? 1 : 0) << "," << opt(c.sample.availability) << ","
-            << opt(c.sample.run_queue) << "," << opt(c.sample.load1) << "," << opt(c.sample.latency) << ","
-            << opt(c.sample.benchmark) << "\n";
+    trace_summary s;
+    s.source = trace_source::farm;
+    s.technique = r.technique, s.ranks = r.ranks, s.workers = r.workers, s.tasks = r.tasks;
+    s.makespan = r.makespan, s.percent_imbalance = r.percent_imbalance, s.cov = r.cov, s.k = r.k;
+    pfarm::write_trace(path, s, r.trace, "trace");
 }
 
 void finish_report(farm_report& r) {

@@ -11,9 +11,11 @@
 #pragma once
 
 #include "pfarm/calibration.hpp"
+#include "pfarm/emulation.hpp"
 #include "pfarm/error.hpp"
 #include "pfarm/sample.hpp"
 #include "pfarm/technique.hpp"
+#include "pfarm/trace.hpp"
 
 #include <mpi.h>
 
@@ -52,13 +54,6 @@ enum class progress_mode {
     quiet,      ///< nothing
 };
 
-/// From `time` seconds after the farm started, rank `rank` runs `factor` times slower (emulation).
-struct emulated_load {
-    int rank = 0;
-    double time = 0.0;
-    double factor = 1.0;
-};
-
 struct farm_options {
     std::string technique = "multi";       ///< any registry name (pfarm-chunks --help)
     technique_options parameters;          ///< the technique's parameters
@@ -69,33 +64,21 @@ struct farm_options {
     /// tasks (one MPI_Iprobe per task). With prefetch too (a worker that asks ahead may take tasks back at once).
     bool reclaim = false;
     bool replicated_input = false;         ///< every rank holds the input: only task indices travel
-    std::string trace;                     ///< write a trace: "run.csv" or "run.json" (rank 0)
+    std::string trace;                     ///< write a trace: "run.csv" or "run.json" (rank 0; docs/traces.md)
     bool record_trace = false;             ///< keep the per-chunk trace in the report (implied by `trace`)
     progress_mode progress = progress_mode::quiet;
     /// Emulated heterogeneity: rank r sleeps (slowdown[r] - 1) x the compute time of each chunk, freeing its
     /// core. Empty: from the environment variable PFARM_SLOWDOWN="f0,f1,..." if set.
     std::vector<double> slowdown;
-    /// Emulated load changes. Empty: from PFARM_LOAD_CHANGES="rank:time:factor,..." if set.
-    std::vector<emulated_load> load_changes;
+    /// Emulated load changes: from `time` seconds after the farm started, rank `worker` runs `factor` times
+    /// slower (pfarm/emulation.hpp). Empty: from PFARM_LOAD_CHANGES="rank:time:factor,..." if set.
+    std::vector<load_change> load_changes;
     /// Monitors to read beyond those the technique needs (their readings go to the trace): "loadavg" (with
     /// every request), "benchmark" and "latency" (once, at the start). The technique's needs are added
     /// automatically: statistical calibration reads loadavg and benchmark (and latency for multivariate)
     /// with the calibration result; weighted techniques without weights take the benchmark values as V_j
     /// and the run queue from loadavg with every request.
     std::vector<std::string> monitors;
-};
-
-/// One chunk as it ran (times in seconds since the farm started, on the farmer's clock).
-struct chunk_trace {
-    int rank = 0;
-    task_count first = 0;
-    task_count count = 0;
-    double sent = 0.0;      ///< the farmer sent it
-    double started = 0.0;   ///< the worker started computing
-    double finished = 0.0;  ///< the worker finished computing
-    double received = 0.0;  ///< its results reached the farmer
-    bool calibration = false;
-    resource_sample sample;  ///< the worker's monitor readings with its request
 };
 
 /// What a farm did. Per-rank vectors have one entry per rank (rank 0 is the farmer).
