@@ -606,11 +606,11 @@ def plot_all(res, platforms, sim, tasks, gp, img, tmp):
     trace = os.path.join(tmp, "trace.csv")
     trace_run(sim, pl, "uniform", "multi", tasks, trace)
     chunks = {}
-    with open(trace) as f:
-        for row in csv.DictReader(f):
+    with open(trace) as f:  # the one trace schema (docs/traces.md): a '#' summary line, then a header
+        for row in csv.DictReader(line for line in f if not line.startswith("#")):
             if row["calibration"] == "1":
                 continue
-            chunks.setdefault(int(row["worker"]), []).append((float(row["start"]), int(row["count"])))
+            chunks.setdefault(int(row["rank"]), []).append((float(row["started"]), int(row["count"])))
     # The four workers with the widest load swings (a heavy period among light ones, like Fig. 4's w_2).
     swing = {}
     for c in pl["load_changes"]:

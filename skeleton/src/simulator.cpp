@@ -68,11 +68,14 @@
 // unchanged.
 #include "pfarm/simulator.hpp"
 
+#include "numbers.hpp"
+
 #include "pfarm/error.hpp"
 #include "pfarm/farmer_session.hpp"
 #include "pfarm/worker_session.hpp"
 #include "pfarm/registry.hpp"
 #include "pfarm/sample.hpp"
+#include "pfarm/trace.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -148,22 +151,12 @@ void check_non_negative(double v, const std::string& argument) {
         throw invalid_argument(argument, "is " + show(v) + "; expected a finite value >= 0");
 }
 
-void check_load_change(const load_change& c, std::size_t workers, const std::string& argument) {
-    if (c.worker < 0 || static_cast<std::size_t>(c.worker) >= workers)
-        throw invalid_argument(argument, "worker is " + std::to_string(c.worker) + "; expected 0.." +
-                                             std::to_string(static_cast<long>(workers) - 1));
-    if (!std::isfinite(c.time) || c.time < 0.0)
-        throw invalid_argument(argument, "time is " + show(c.time) + "; expected a finite value >= 0");
-    if (!std::isfinite(c.factor) || c.factor <= 0.0)
-        throw invalid_argument(argument, "factor is " + show(c.factor) + "; expected a finite value > 0");
-}
-
 void validate(const platform& pl) {
     if (pl.task_times.empty()) throw invalid_argument("--task-times", "is empty; expected at least one worker");
     for (std::size_t i = 0; i < pl.task_times.size(); ++i) check_time_per_task(pl.task_times[i], i, "--task-times");
     check_non_negative(pl.overhead, "--overhead");
     check_non_negative(pl.latency, "--latency");
-    for (const auto& c : pl.load_changes) check_load_change(c, pl.task_times.size(), "--load-change");
+    for (const auto& c : pl.load_changes) check_load_change(c, static_cast<int>(pl.task_times.size()), "--load-change");
     if (!pl.monitors.empty() && pl.monitors.size() != pl.task_times.size())
         throw invalid_argument("monitors", "has " + std::to_string(pl.monitors.size()) + " entries; expected one per worker (" +
                                                std::to_string(pl.task_times.size()) + ")");
@@ -308,44 +301,6 @@ std::string to_string(workload_shape shape) {
     return shape_names[i];
 }
 
-load_change parse_load_change(const std::string& text) {
-    const auto bad = [&](const std::string& why) {
-        return invalid_argument("--load-change", "'" + text + "' " + why);
-    };
-    std::vector<std::string> parts;
-    std::stringstream in(text);
-    std::string item;
-    while (std::getline(in, item, ':')) parts.push_back(item);
-    if (parts.size() != 3 || text.empty() || text.back() == ':')
-        throw bad("is not WORKER:TIME:FACTOR (e.g. 2:100:1.5)");
-    load_change c;
-    std::size_t used = 0;
-    try {
-        long long w = std::stoll(parts[0], &used);
-        if (used != parts[0].size() || w < 0 || w > std::numeric_limits<int>::max()) throw std::out_of_range("");
-        c.worker = static_cast<int>(w);
-    } catch (const std::exception&) {
-        throw bad("has worker '" + parts[0] + "'; expected an index >= 0");
-    }
-    const auto number = [&](const std::string& s, const char* what) {
-        std::size_t n = 0;
-        double v = 0.0;
-        try {
-            v = std::stod(s, &n);
-        } catch (const std::exception&) {
-            n = 0;
-        }
-        if (n == 0 || n != s.size()) throw bad(std::string("has ") + what + " '" + s + "'; expected a number");
-        return v;
-    };
-    c.time = number(parts[1], "time");
-    c.factor = number(parts[2], "factor");
-    if (!std::isfinite(c.time) || c.time < 0.0) throw bad("has time " + show(c.time) + "; expected a finite value >= 0");
-    if (!std::isfinite(c.factor) || c.factor <= 0.0)
-        throw bad("has factor " + show(c.factor) + "; expected a finite value > 0");
-    return c;
-}
-
 platform load_platform(const std::string& path) {
     std::ifstream in(path);
     if (!in) throw invalid_argument("--platform", "cannot open '" + path + "'");
@@ -435,57 +390,46 @@ platform load_platform(const std::string& path) {
     return pl;
 }
 
-/// A farm trace's header line: finds the columns replayed as costs. True when `fields` is that header.
-bool number_of_header(const std::vector<std::string>& fields, int& first, int& count, int& started, int& finished) {
-    if (fields.empty() || fields[0] != "rank") return false;
-    for (std::size_t i = 0; i < fields.size(); ++i) {
-        if (fields[i] == "first") first = static_cast<int>(i);
-        if (fields[i] == "count") count = static_cast<int>(i);
-        if (fields[i] == "started") started = static_cast<int>(i);
-        if (fields[i] == "finished") finished = static_cast<int>(i);
-    }
-    return true;
-}
-
 std::vector<double> load_costs(const std::string& path) {
     std::ifstream in(path);
     if (!in) throw invalid_argument("--costs", "cannot read '" + path + "'");
-    std::vector<std::pair<task_count, double>> indexed;  // from a trace: (first task, time)
-    std::vector<double> plain;
+    // A trace (pfarm/trace.hpp) when its first line that is neither blank nor a comment is JSON or a CSV header.
     std::string line;
-    int first = -1, count = -1, started = -1, finished = -1;
+    std::vector<double> plain;
     std::size_t number = 0;
-    const auto bad = [&](const std::string& what) {
-        return invalid_argument("--costs", path + ":" + std::to_string(number) + ": " + what);
-    };
+    bool trace = false;
     while (std::getline(in, line)) {
         ++number;
-        if (line.empty() || line[0] == '#') continue;
-        std::vector<std::string> fields;
-        std::stringstream split(line);
-        for (std::string f; std::getline(split, f, ',');) fields.push_back(f);
-        if (number_of_header(fields, first, count, started, finished)) continue;
-        const auto value = [&](int column) {
-            if (column < 0 || static_cast<std::size_t>(column) >= fields.size()) throw bad("missing column");
-            char* end = nullptr;
-            const double v = std::strtod(fields[static_cast<std::size_t>(column)].c_str(), &end);
-            if (end == fields[static_cast<std::size_t>(column)].c_str() || !std::isfinite(v)) throw bad("not a number");
-            return v;
-        };
-        if (first >= 0) {
-            if (value(count) != 1.0) throw bad("a chunk of more than one task: record costs with technique ss");
-            const double t = value(finished) - value(started);
-            indexed.emplace_back(static_cast<task_count>(value(first)), t > 0.0 ? t : 1e-9);
-        } else {
-            const double v = value(0);
-            if (!(v > 0.0)) throw bad("cost " + fields[0] + " is not > 0");
-            plain.push_back(v);
+        const auto text = detail::trim(line);
+        if (text.empty() || text.front() == '#') continue;
+        const auto first_field = text.substr(0, text.find(','));
+        if (plain.empty() && (text.front() == '{' || first_field == "rank" || first_field == "worker")) {
+            trace = true;
+            break;
         }
+        const auto where = path + ":" + std::to_string(number) + ": ";
+        const auto v = detail::parse_number(text);
+        if (v.problem) throw invalid_argument("--costs", where + "'" + std::string(text) + "' " + v.problem);
+        if (!(v.value > 0.0)) throw invalid_argument("--costs", where + "cost " + std::string(text) + " is not > 0");
+        plain.push_back(v.value);
     }
-    if (first >= 0) {
+    if (trace) {
+        const trace_file t = read_trace(path, "--costs");
+        std::vector<std::pair<task_count, double>> indexed;  // (first task, time)
+        indexed.reserve(t.chunks.size());
+        for (std::size_t i = 0; i < t.chunks.size(); ++i) {
+            const auto& c = t.chunks[i];
+            if (c.count != 1)
+                throw invalid_argument("--costs", path + ": chunk " + std::to_string(i) + " holds " +
+                                                      std::to_string(c.count) +
+                                                      " tasks: record costs with technique ss (chunks of one task)");
+            const double seconds = c.finished - c.started;
+            indexed.emplace_back(c.first, seconds > 0.0 ? seconds : 1e-9);
+        }
         std::sort(indexed.begin(), indexed.end());
         for (std::size_t i = 0; i < indexed.size(); ++i) {
-            if (indexed[i].first != static_cast<task_count>(i)) throw invalid_argument("--costs", path + ": task " + std::to_string(i) + " is missing");
+            if (indexed[i].first != static_cast<task_count>(i))
+                throw invalid_argument("--costs", path + ": task " + std::to_string(i) + " is missing or recorded twice");
             plain.push_back(indexed[i].second);
         }
     }

@@ -3,6 +3,7 @@
 
 #include "calibration_report.hpp"
 
+#include "pfarm/emulation.hpp"
 #include "pfarm/error.hpp"
 
 #include <iomanip>
@@ -42,19 +43,12 @@ void add_farm_options(CLI::App& app, farm_options& o) {
         },
         "extra monitors whose readings go to the trace: loadavg, benchmark, latency (comma-separated)");
     app.add_option_function<std::string>(
-        "--slowdown", [&o](const std::string& s) { o.slowdown = parse_list(s, "--slowdown"); },
+        "--slowdown", [&o](const std::string& s) { o.slowdown = parse_numbers(s, "--slowdown"); },
         "emulated slowdown per rank f0,f1,... (>= 1; or PFARM_SLOWDOWN)");
     app.add_option_function<std::vector<std::string>>(
         "--load-change",
         [&o](const std::vector<std::string>& items) {
-            for (const auto& item : items) {
-                std::string text = item;
-                for (char& c : text)
-                    if (c == ':') c = ',';
-                const auto v = parse_list(text, "--load-change");
-                if (v.size() != 3) throw invalid_argument("--load-change", "'" + item + "' is not RANK:TIME:FACTOR");
-                o.load_changes.push_back({static_cast<int>(v[0]), v[1], v[2]});
-            }
+            for (const auto& item : items) o.load_changes.push_back(parse_load_change(item, "--load-change"));
         },
         "emulated load change RANK:TIME:FACTOR, repeatable (or PFARM_LOAD_CHANGES)");
 }

@@ -1,33 +1,16 @@
+// Command-line options shared by the tools: the technique's options, monitor readings, the technique list and
+// the tools' error handling (options.hpp).
 #include "options.hpp"
 
+#include "pfarm/emulation.hpp"
 #include "pfarm/error.hpp"
 #include "pfarm/registry.hpp"
 
-#include <cmath>
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
 namespace pfarm::tools {
-
-std::vector<double> parse_list(const std::string& text, const std::string& argument) {
-    std::vector<double> values;
-    std::stringstream in(text);
-    std::string item;
-    while (std::getline(in, item, ',')) {
-        std::size_t used = 0;
-        double v = 0.0;
-        try {
-            v = std::stod(item, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (used == 0 || used != item.size())
-            throw invalid_argument(argument, "'" + item + "' is not a number; expected a list like 1,2.5,3");
-        values.push_back(v);
-    }
-    if (values.empty()) throw invalid_argument(argument, "is empty; expected a list like 1,2.5,3");
-    return values;
-}
 
 void add_technique_options(CLI::App& app, std::string& technique, technique_options& o, bool with_times) {
     app.add_option("--technique,-t", technique, "scheduling technique (see the list below)")->required();
@@ -45,14 +28,14 @@ void add_technique_options(CLI::App& app, std::string& technique, technique_opti
     app.add_option("--overhead-h", o.overhead, "fsc, awf-d, awf-e: scheduling overhead h per chunk, in task-time units");
     app.add_option("--sigma", o.sigma, "fsc: standard deviation of task times, in task-time units");
     app.add_option_function<std::string>(
-        "--weights", [&o](const std::string& s) { o.weights = parse_list(s, "--weights"); },
+        "--weights", [&o](const std::string& s) { o.weights = parse_numbers(s, "--weights"); },
         "worker powers w1,...,wP (weighted and two-phase schemes)");
     app.add_option_function<std::string>(
-        "--run-queue", [&o](const std::string& s) { o.run_queue = parse_list(s, "--run-queue"); },
+        "--run-queue", [&o](const std::string& s) { o.run_queue = parse_numbers(s, "--run-queue"); },
         "run-queue lengths q1,...,qP (non-dedicated mode, A_j = V_j/Q_j)");
     if (with_times)
         app.add_option_function<std::string>(
-            "--times", [&o](const std::string& s) { o.times = parse_list(s, "--times"); },
+            "--times", [&o](const std::string& s) { o.times = parse_numbers(s, "--times"); },
             "per-task time of each worker t1,...,tP (adaptive techniques; default equal)");
 }
 
@@ -63,7 +46,7 @@ std::vector<resource_sample> samples_from(int workers, const std::string& availa
     samples.resize(static_cast<std::size_t>(std::max(workers, 0)));
     const auto fill = [&](const std::string& text, const char* argument, std::optional<double> resource_sample::*field) {
         if (text.empty()) return;
-        const auto values = parse_list(text, argument);
+        const auto values = parse_numbers(text, argument);
         if (static_cast<long>(values.size()) != workers)
             throw invalid_argument(argument, "has " + std::to_string(values.size()) + " values; expected one per worker (" +
                                                  std::to_string(workers) + ")");

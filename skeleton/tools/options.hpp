@@ -18,15 +18,13 @@ struct technique_args {
 };
 
 /// Adds --technique and every technique parameter (--min-chunk, --chunk, --factor, --first, --last,
-/// --stages, --static-percent, --weights, --run-queue, --k, --overhead-h, --sigma) to `app`.
+/// --stages, --static-percent, --weights, --run-queue, --k, --overhead-h, --sigma) to `app`. Number lists are
+/// parsed by pfarm::parse_numbers (pfarm/emulation.hpp).
 /// `with_times` adds --times (pfarm-chunks; the simulator has --task-times instead).
 void add_technique_options(CLI::App& app, std::string& technique, technique_options& options, bool with_times);
 inline void add_technique_options(CLI::App& app, technique_args& args, bool with_times) {
     add_technique_options(app, args.technique, args.options, with_times);
 }
-
-/// Parses "1,2.5,3" into numbers; throws pfarm::invalid_argument naming `argument` on malformed input.
-std::vector<double> parse_list(const std::string& text, const std::string& argument);
 
 /// Per-worker monitor readings from comma lists (each may be empty); no samples when all three are empty.
 /// Throws invalid_argument naming the option whose count differs from `workers`.

@@ -3,8 +3,8 @@
 //   pfarm-plot run.csv                 -> run-gantt.{dat,gp,png}, run-installments.{dat,gp,png}
 //   pfarm-plot run.json --output out/r --script-only
 //
-// Reads the farm's trace (farm_options::trace, the apps' --trace: CSV or JSON) or the simulator's
-// (pfarm-sim --trace), telling them apart by their content. Draws
+// Reads any pfarm trace, the farm's (farm_options::trace, the apps' --trace) or the simulator's (pfarm-sim
+// --trace), CSV or JSON, through the one trace module (pfarm/trace.hpp). Draws
 //   - the Gantt chart: one row per worker (rank), a box per chunk from the start to the end of its computation,
 //     calibration chunks in another colour;
 //   - the installment sequence per worker (seed 004, Fig. 4): the chunk sizes in hand-out order over time on the
@@ -16,8 +16,7 @@
 #include "options.hpp"
 
 #include "pfarm/error.hpp"
-
-#include <nlohmann/json.hpp>
+#include "pfarm/trace.hpp"
 
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -42,26 +41,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// One chunk, whatever the trace format: the worker computed tasks [first, first + count) from start to end.
-struct chunk {
-    int worker = 0;
-    long long first = 0;
-    long long count = 0;
-    double start = 0.0;
-    double end = 0.0;
-    bool calibration = false;
-    std::optional<double> run_queue;
-    std::optional<double> load1;
-};
-
-struct trace {
-    bool simulated = false;  ///< pfarm-sim's CSV (simulated time, "worker"); otherwise the farm's ("rank", seconds)
-    std::string format;      ///< "farm CSV", "farm JSON", "simulator CSV"
-    std::optional<std::string> technique;
-    std::optional<long long> ranks, tasks;
-    std::optional<double> makespan, imbalance;
-    std::vector<chunk> chunks;
-};
+using chunk = pfarm::chunk_trace;
+using trace = pfarm::trace_file;
 
 [[noreturn]] void fail(const std::string& where, const std::string& what) { throw pfarm::error(where + ": " + what); }
 
@@ -80,231 +61,19 @@ std::string rounded(double v, int digits = 4) {
     return out.str();
 }
 
-std::string trim(const std::string& s) {
-    const auto b = s.find_first_not_of(" \t\r\n");
-    if (b == std::string::npos) return {};
-    const auto e = s.find_last_not_of(" \t\r\n");
-    return s.substr(b, e - b + 1);
+/// A simulator's trace: simulated time, 0-based workers; otherwise a farm's (seconds, MPI ranks).
+bool simulated(const trace& t) { return t.summary.source == pfarm::trace_source::simulator; }
+
+/// "farm CSV", "simulator JSON", "legacy simulator CSV", for the data files' comments.
+std::string format_name(const trace& t) {
+    if (t.format == pfarm::trace_format::legacy_simulator_csv) return "legacy simulator CSV";
+    return std::string(simulated(t) ? "simulator " : "farm ") + (t.format == pfarm::trace_format::json ? "JSON" : "CSV");
 }
 
-std::vector<std::string> split(const std::string& line, char separator) {
-    std::vector<std::string> fields;
-    std::string::size_type begin = 0;
-    while (true) {
-        const auto comma = line.find(separator, begin);
-        fields.push_back(trim(line.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin)));
-        if (comma == std::string::npos) return fields;
-        begin = comma + 1;
-    }
-}
-
-template <class T>
-std::optional<T> parse_number(const std::string& text) {
-    T value{};
-    const auto* end = text.data() + text.size();
-    const auto r = std::from_chars(text.data(), end, value);
-    if (text.empty() || r.ec != std::errc() || r.ptr != end) return std::nullopt;
-    if constexpr (std::is_floating_point_v<T>)
-        if (!std::isfinite(value)) return std::nullopt;
-    return value;
-}
-
-/// Checks what every format shares; `where` names the file and line (or JSON element).
-void check_chunk(const chunk& c, const std::string& where) {
-    if (c.worker < 0) fail(where, "the worker/rank is " + std::to_string(c.worker) + "; expected >= 0");
-    if (c.first < 0) fail(where, "'first' is " + std::to_string(c.first) + "; expected >= 0");
-    if (c.count < 1) fail(where, "'count' is " + std::to_string(c.count) + "; expected >= 1");
-    if (c.end < c.start)
-        fail(where, "the chunk ends (" + number(c.end) + ") before it starts (" + number(c.start) + ")");
-}
-
-/// "# pfarm trace: technique multi, 5 ranks, 2000 tasks, makespan 1.2 s, imbalance 3.4 %, cov 0.01"
-void parse_summary_comment(const std::string& line, trace& t) {
-    const std::string marker = "pfarm trace:";
-    const auto at = line.find(marker);
-    if (at == std::string::npos) return;
-    for (const auto& item : split(line.substr(at + marker.size()), ',')) {
-        const auto words = split(item, ' ');
-        if (words.size() < 2) continue;
-        if (words[0] == "technique") t.technique = words[1];
-        else if (words[0] == "makespan") t.makespan = parse_number<double>(words[1]);
-        else if (words[0] == "imbalance") t.imbalance = parse_number<double>(words[1]);
-        else if (words[1] == "ranks") t.ranks = parse_number<long long>(words[0]);
-        else if (words[1] == "tasks") t.tasks = parse_number<long long>(words[0]);
-    }
-}
-
-trace read_csv(const std::string& path, std::istream& in) {
-    trace t;
-    std::string line;
-    int line_number = 0;
-    std::vector<std::string> header;
-    int header_line = 0;
-    std::map<std::string, std::size_t> column;
-    const auto need = [&](const std::string& name) {
-        const auto it = column.find(name);
-        if (it == column.end())
-            fail(path + ":" + std::to_string(header_line), "the header has no column '" + name + "'");
-        return it->second;
-    };
-    std::size_t c_worker = 0, c_first = 0, c_count = 0, c_start = 0, c_end = 0, c_calibration = 0;
-    std::optional<std::size_t> c_run_queue, c_load1;
-    while (std::getline(in, line)) {
-        ++line_number;
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        const std::string where = path + ":" + std::to_string(line_number);
-        if (trim(line).empty()) continue;
-        if (trim(line)[0] == '#') {
-            if (header.empty()) parse_summary_comment(line, t);
-            continue;
-        }
-        if (header.empty()) {
-            header = split(line, ',');
-            header_line = line_number;
-            for (std::size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
-            if (column.count("rank") && column.count("started")) {
-                t.format = "farm CSV";
-                c_worker = need("rank");
-                c_start = need("started");
-                c_end = need("finished");
-            } else if (column.count("worker") && column.count("start")) {
-                t.format = "simulator CSV";
-                t.simulated = true;
-                c_worker = need("worker");
-                c_start = need("start");
-                c_end = need("end");
-            } else {
-                fail(where, "not a pfarm trace: the header '" + line +
-                                "' is neither the farm's (rank,first,count,sent,started,finished,received,calibration,"
-                                "...) nor pfarm-sim's (worker,first,count,start,end,calibration)");
-            }
-            c_first = need("first");
-            c_count = need("count");
-            c_calibration = need("calibration");
-            if (column.count("run_queue")) c_run_queue = column["run_queue"];
-            if (column.count("load1")) c_load1 = column["load1"];
-            continue;
-        }
-        const auto fields = split(line, ',');
-        if (fields.size() != header.size())
-            fail(where, std::to_string(fields.size()) + " fields; the header (line " + std::to_string(header_line) +
-                            ") has " + std::to_string(header.size()));
-        const auto integer = [&](std::size_t i) {
-            const auto v = parse_number<long long>(fields[i]);
-            if (!v) fail(where, "column '" + header[i] + "': '" + fields[i] + "' is not an integer");
-            return *v;
-        };
-        const auto real = [&](std::size_t i) {
-            const auto v = parse_number<double>(fields[i]);
-            if (!v) fail(where, "column '" + header[i] + "': '" + fields[i] + "' is not a finite number");
-            return *v;
-        };
-        const auto optional_real = [&](const std::optional<std::size_t>& i) -> std::optional<double> {
-            if (!i || fields[*i].empty()) return std::nullopt;
-            return real(*i);
-        };
-        chunk c;
-        const auto worker = integer(c_worker);
-        if (worker > 1'000'000'000)
-            fail(where, "column '" + header[c_worker] + "': " + fields[c_worker] + " is too large");
-        c.worker = static_cast<int>(worker);
-        c.first = integer(c_first);
-        c.count = integer(c_count);
-        c.start = real(c_start);
-        c.end = real(c_end);
-        const auto& flag = fields[c_calibration];
-        if (flag == "1" || flag == "true") c.calibration = true;
-        else if (flag != "0" && flag != "false")
-            fail(where, "column 'calibration': '" + flag + "' is not 0 or 1");
-        c.run_queue = optional_real(c_run_queue);
-        c.load1 = optional_real(c_load1);
-        check_chunk(c, where);
-        t.chunks.push_back(c);
-    }
-    if (header.empty()) fail(path, "no header line: an empty file, or only comments");
-    return t;
-}
-
-trace read_json(const std::string& path, const std::string& text) {
-    nlohmann::json doc;
-    try {
-        doc = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        // e.what() is "[json.exception.parse_error.101] parse error at line L, column C: ..."
-        std::string what = e.what();
-        if (const auto close = what.find("] "); close != std::string::npos) what = what.substr(close + 2);
-        fail(path, "not valid JSON: " + what);
-    }
-    trace t;
-    t.format = "farm JSON";
-    if (!doc.is_object() || !doc.contains("chunks") || !doc["chunks"].is_array())
-        fail(path, "not a pfarm trace: expected an object with a \"chunks\" array");
-    if (doc.contains("summary") && doc["summary"].is_object()) {
-        const auto& s = doc["summary"];
-        if (s.contains("technique") && s["technique"].is_string()) t.technique = s["technique"].get<std::string>();
-        if (s.contains("ranks") && s["ranks"].is_number_integer()) t.ranks = s["ranks"].get<long long>();
-        if (s.contains("tasks") && s["tasks"].is_number_integer()) t.tasks = s["tasks"].get<long long>();
-        if (s.contains("makespan") && s["makespan"].is_number()) t.makespan = s["makespan"].get<double>();
-        if (s.contains("percent_imbalance") && s["percent_imbalance"].is_number())
-            t.imbalance = s["percent_imbalance"].get<double>();
-    }
-    const auto& chunks = doc["chunks"];
-    for (std::size_t i = 0; i < chunks.size(); ++i) {
-        const std::string where = path + ": chunks[" + std::to_string(i) + "]";
-        const auto& j = chunks[i];
-        if (!j.is_object()) fail(where, "is not an object");
-        const auto integer = [&](const char* name) {
-            if (!j.contains(name) || !j[name].is_number_integer())
-                fail(where, std::string("\"") + name + "\" is missing or not an integer");
-            return j[name].get<long long>();
-        };
-        const auto real = [&](const char* name) {
-            if (!j.contains(name) || !j[name].is_number())
-                fail(where, std::string("\"") + name + "\" is missing or not a number");
-            return j[name].get<double>();
-        };
-        const auto optional_real = [&](const char* name) -> std::optional<double> {
-            if (!j.contains(name) || j[name].is_null()) return std::nullopt;
-            return real(name);
-        };
-        chunk c;
-        const auto rank = integer("rank");
-        if (rank > 1'000'000'000) fail(where, "\"rank\" is too large");
-        c.worker = static_cast<int>(rank);
-        c.first = integer("first");
-        c.count = integer("count");
-        c.start = real("started");
-        c.end = real("finished");
-        if (j.contains("calibration")) {
-            if (!j["calibration"].is_boolean()) fail(where, "\"calibration\" is not true or false");
-            c.calibration = j["calibration"].get<bool>();
-        }
-        c.run_queue = optional_real("run_queue");
-        c.load1 = optional_real("load1");
-        check_chunk(c, where);
-        t.chunks.push_back(c);
-    }
-    return t;
-}
-
-trace read_trace(const std::string& path) {
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) fail(path, "is a folder, not a trace file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail(path, std::string("cannot open the trace (") + std::strerror(errno) + ")");
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    const std::string text = buffer.str();
-    const auto first = text.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos) fail(path, "the trace is empty");
-    trace t;
-    if (text[first] == '{' || text[first] == '[') {
-        t = read_json(path, text);
-    } else {
-        std::istringstream lines(text);
-        t = read_csv(path, lines);
-    }
-    if (t.chunks.empty()) fail(path, "the trace has no chunks");
+/// The trace to draw, read through the one trace module; the errors name the file (and the line or element).
+trace read(const std::string& path) {
+    trace t = pfarm::read_trace(path, "trace");
+    if (t.chunks.empty()) throw pfarm::invalid_argument("trace", path + ": the trace has no chunks");
     return t;
 }
 
@@ -312,8 +81,10 @@ trace read_trace(const std::string& path) {
 enum class bars { run_queue, load1, task_time };
 
 bars choose_bars(const std::string& requested, const trace& t) {
-    const bool has_queue = std::any_of(t.chunks.begin(), t.chunks.end(), [](const chunk& c) { return c.run_queue; });
-    const bool has_load = std::any_of(t.chunks.begin(), t.chunks.end(), [](const chunk& c) { return c.load1; });
+    const auto any = [&t](std::optional<double> pfarm::resource_sample::*reading) {
+        return std::any_of(t.chunks.begin(), t.chunks.end(), [reading](const chunk& c) { return (c.sample.*reading).has_value(); });
+    };
+    const bool has_queue = any(&pfarm::resource_sample::run_queue), has_load = any(&pfarm::resource_sample::load1);
     if (requested == "auto") return has_queue ? bars::run_queue : has_load ? bars::load1 : bars::task_time;
     if (requested == "run-queue") {
         if (!has_queue) throw pfarm::invalid_argument("--bars", "run-queue: the trace has no run_queue readings");
@@ -329,11 +100,12 @@ bars choose_bars(const std::string& requested, const trace& t) {
 
 /// The bar of a chunk; the time per task in ms for the farm's traces (seconds would read 0.001), as is for the
 /// simulator's (its own time unit).
-double bar_value(bars b, const chunk& c, bool simulated) {
+double bar_value(bars b, const chunk& c, bool in_simulated_time) {
     switch (b) {
-    case bars::run_queue: return c.run_queue.value_or(NAN);
-    case bars::load1: return c.load1.value_or(NAN);
-    case bars::task_time: return (c.end - c.start) / static_cast<double>(c.count) * (simulated ? 1.0 : 1000.0);
+    case bars::run_queue: return c.sample.run_queue.value_or(NAN);
+    case bars::load1: return c.sample.load1.value_or(NAN);
+    case bars::task_time:
+        return (c.finished - c.started) / static_cast<double>(c.count) * (in_simulated_time ? 1.0 : 1000.0);
     }
     return NAN;
 }
@@ -369,7 +141,7 @@ void write_file(const fs::path& path, const std::string& text) {
 struct layout {
     std::vector<int> workers;  ///< sorted
     double end = 0.0;          ///< the makespan, or the last chunk's end
-    long long tasks = 0;
+    pfarm::task_count tasks = 0;
     std::string noun;          ///< "rank" or "worker"
     std::string title;
     std::string time_label;
@@ -379,23 +151,24 @@ layout make_layout(const trace& t, const std::string& trace_name) {
     layout l;
     std::set<int> workers;
     for (const auto& c : t.chunks) {
-        workers.insert(c.worker);
-        l.end = std::max(l.end, c.end);
+        workers.insert(c.rank);
+        l.end = std::max(l.end, c.finished);
         l.tasks += c.count;
     }
     l.workers.assign(workers.begin(), workers.end());
-    l.noun = t.simulated ? "worker" : "rank";
+    const auto& s = t.summary;
+    l.noun = simulated(t) ? "worker" : "rank";
     std::ostringstream title;
-    if (t.simulated) {
-        title << "pfarm-sim trace " << trace_name << ": " << l.workers.size() << " workers, " << l.tasks
-              << " tasks, last chunk ends at " << rounded(l.end);
+    if (simulated(t)) {
+        title << "pfarm-sim trace " << trace_name << ": " << (s.technique ? "technique " + *s.technique + ", " : "")
+              << l.workers.size() << " workers, " << l.tasks << " tasks, last chunk ends at " << rounded(l.end);
         l.time_label = "simulated time";
     } else {
-        if (t.makespan) l.end = std::max(l.end, *t.makespan);
-        title << "pfarm trace " << trace_name << ": " << (t.technique ? "technique " + *t.technique + ", " : "")
-              << (t.ranks ? std::to_string(*t.ranks) + " ranks, " : "") << t.tasks.value_or(l.tasks) << " tasks";
-        if (t.makespan) title << ", makespan " << rounded(*t.makespan) << " s";
-        if (t.imbalance) title << ", imbalance " << rounded(*t.imbalance, 3) << " %";
+        if (s.makespan) l.end = std::max(l.end, *s.makespan);
+        title << "pfarm trace " << trace_name << ": " << (s.technique ? "technique " + *s.technique + ", " : "")
+              << (s.ranks ? std::to_string(*s.ranks) + " ranks, " : "") << s.tasks.value_or(l.tasks) << " tasks";
+        if (s.makespan) title << ", makespan " << rounded(*s.makespan) << " s";
+        if (s.percent_imbalance) title << ", imbalance " << rounded(*s.percent_imbalance, 3) << " %";
         l.time_label = "time since the farm started (s)";
     }
     l.title = title.str();
@@ -414,16 +187,16 @@ files names(const std::string& prefix, const std::string& what) {
 void write_gantt(const trace& t, const layout& l, const files& f, const std::string& trace_path) {
     std::vector<chunk> sorted = t.chunks;
     std::stable_sort(sorted.begin(), sorted.end(), [](const chunk& a, const chunk& b) {
-        return a.worker != b.worker ? a.worker < b.worker : a.start < b.start;
+        return a.rank != b.rank ? a.rank < b.rank : a.started < b.started;
     });
-    std::string dat = "# pfarm-plot Gantt data from " + trace_path + " (" + t.format + ")\n"
+    std::string dat = "# pfarm-plot Gantt data from " + trace_path + " (" + format_name(t) + ")\n"
                       "# " + l.noun + " start end count first calibration shade\n";
     std::map<int, int> shade;
     bool any_calibration = false;
     for (const auto& c : sorted) {
-        const int s = c.calibration ? 0 : shade[c.worker]++ % 2;
+        const int s = c.calibration ? 0 : shade[c.rank]++ % 2;
         any_calibration = any_calibration || c.calibration;
-        dat += std::to_string(c.worker) + " " + number(c.start) + " " + number(c.end) + " " + std::to_string(c.count) +
+        dat += std::to_string(c.rank) + " " + number(c.started) + " " + number(c.finished) + " " + std::to_string(c.count) +
                " " + std::to_string(c.first) + " " + (c.calibration ? "1" : "0") + " " + std::to_string(s) + "\n";
     }
     write_file(f.dat, dat);
@@ -468,25 +241,25 @@ void write_gantt(const trace& t, const layout& l, const files& f, const std::str
 void write_installments(const trace& t, const layout& l, const files& f, const std::string& trace_path, bars b,
                         bool by_index) {
     std::map<int, std::vector<chunk>> per_worker;
-    for (const auto& c : t.chunks) per_worker[c.worker].push_back(c);
-    long long largest = 1;
+    for (const auto& c : t.chunks) per_worker[c.rank].push_back(c);
+    pfarm::task_count largest = 1;
     double highest = 0.0;
-    std::string dat = "# pfarm-plot installment data from " + trace_path + " (" + t.format + "), one block per " +
+    std::string dat = "# pfarm-plot installment data from " + trace_path + " (" + format_name(t) + "), one block per " +
                       l.noun + " (gnuplot index 0, 1, ...)\n"
                       "# n start end count calibration bar " + l.noun + "\n";
     bool first_block = true;
     for (auto& [worker, chunks] : per_worker) {
         std::stable_sort(chunks.begin(), chunks.end(),
-                         [](const chunk& a, const chunk& b) { return a.start < b.start; });
+                         [](const chunk& a, const chunk& b) { return a.started < b.started; });
         if (!first_block) dat += "\n\n";
         first_block = false;
         dat += "# " + l.noun + " " + std::to_string(worker) + "\n";
         int n = 0;
         for (const auto& c : chunks) {
-            const double bar = bar_value(b, c, t.simulated);
+            const double bar = bar_value(b, c, simulated(t));
             largest = std::max(largest, c.count);
             if (!std::isnan(bar)) highest = std::max(highest, bar);
-            dat += std::to_string(++n) + " " + number(c.start) + " " + number(c.end) + " " + std::to_string(c.count) +
+            dat += std::to_string(++n) + " " + number(c.started) + " " + number(c.finished) + " " + std::to_string(c.count) +
                    " " + (c.calibration ? "1" : "0") + " " + number(bar) + " " + std::to_string(worker) + "\n";
         }
     }
@@ -505,10 +278,10 @@ void write_installments(const trace& t, const layout& l, const files& f, const s
         bar_meaning = "bars: the 1-minute load average the worker read as it returned the chunk's results";
         break;
     case bars::task_time:
-        bar_label = std::string("time per task") + (t.simulated ? "" : " (ms)") + " (bars)";
+        bar_label = std::string("time per task") + (simulated(t) ? "" : " (ms)") + " (bars)";
         bar_key = "time per task";
         bar_meaning = std::string("bars: time per task of each chunk, (end - start) / count") +
-                      (t.simulated ? "" : ", in ms");
+                      (simulated(t) ? "" : ", in ms");
         break;
     }
     std::size_t most = 1;
@@ -640,7 +413,7 @@ int main(int argc, char** argv) {
     return pfarm::tools::run_tool("pfarm-plot", app, argc, argv, [&] {
         if (x_axis != "time" && x_axis != "index")
             throw pfarm::invalid_argument("--x-axis", "is '" + x_axis + "'; expected time or index");
-        const trace t = read_trace(trace_path);
+        const trace t = read(trace_path);
         const bars b = choose_bars(bars_name, t);
         if (prefix.empty()) prefix = fs::path(trace_path).replace_extension("").string();
         const fs::path prefix_path(prefix);

@@ -4,39 +4,32 @@
 #include "calibration_report.hpp"
 #include "options.hpp"
 
+#include "pfarm/emulation.hpp"
 #include "pfarm/error.hpp"
 #include "pfarm/simulator.hpp"
+#include "pfarm/trace.hpp"
 
 #include <nlohmann/json.hpp>
 
-#include <charconv>
-#include <cstdio>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <optional>
 
 namespace {
 
-/// Shortest text that reads back as the same double.
-std::string exact(double v) {
-    char buffer[32];
-    const auto r = std::to_chars(buffer, buffer + sizeof buffer, v);
-    return std::string(buffer, r.ptr);
-}
-
-void write_trace(const std::string& path, const pfarm::sim::result& r) {
-    std::ofstream out(path);
-    if (!out) throw pfarm::invalid_argument("--trace", "cannot write '" + path + "'");
-    out << "worker,first,count,start,end,calibration\n";
-    std::string line;
-    for (const auto& c : r.trace) {
-        line.clear();
-        line += std::to_string(c.worker) + ',' + std::to_string(c.first) + ',' + std::to_string(c.count) + ',' +
-                exact(c.start) + ',' + exact(c.end) + ',' + (c.calibration ? '1' : '0') + '\n';
-        out << line;
-    }
-    if (!out.flush()) throw pfarm::invalid_argument("--trace", "writing '" + path + "' failed");
+/// The simulated run as a trace in the one schema (pfarm/trace.hpp): a chunk was sent and started at its start,
+/// finished and received at its end (simulated time); the rank column holds the 0-based worker.
+void write_trace(const std::string& path, const std::string& technique, const pfarm::sim::workload& wl,
+                 const pfarm::sim::result& r) {
+    pfarm::trace_summary s;
+    s.source = pfarm::trace_source::simulator;
+    s.technique = technique, s.workers = static_cast<int>(r.workers.size()), s.tasks = wl.tasks;
+    s.makespan = r.makespan, s.percent_imbalance = r.percent_imbalance, s.cov = r.cov, s.k = r.k;
+    std::vector<pfarm::chunk_trace> chunks;
+    chunks.reserve(r.trace.size());
+    for (const auto& c : r.trace)
+        chunks.push_back({c.worker, c.first, c.count, c.start, c.start, c.end, c.end, c.calibration, {}});
+    pfarm::write_trace(path, s, chunks, "--trace");
 }
 
 nlohmann::json to_json(const std::string& technique, const pfarm::sim::workload& wl, const pfarm::sim::result& r) {
@@ -121,15 +114,16 @@ int main(int argc, char** argv) {
     app.add_option("--seed", wl.seed, "seed of the random shape")->capture_default_str();
     std::string costs_file;
     app.add_option("--costs", costs_file,
-                   "replay measured per-task costs instead of a shape: one number per line, or a farm trace CSV of an "
-                   "ss run (--tasks may then be left out)");
+                   "replay measured per-task costs instead of a shape: one number per line, or a trace (CSV or JSON) of "
+                   "an ss run (--tasks may then be left out)");
     app.add_flag("--reclaim", reclaim,
                  "work take-back: once every task is handed out, an idle worker takes unstarted tasks back from the "
                  "worker expected to finish last");
     app.add_flag("--prefetch", prefetch,
                  "a worker asks for its next chunk when it starts one, hiding the request's cost (the farm's --prefetch)");
     app.add_flag("--json", json, "print a JSON object instead of the summary");
-    app.add_option("--trace", trace, "write one CSV row per chunk: worker,first,count,start,end,calibration");
+    app.add_option("--trace", trace,
+                   "write a trace of every chunk, FILE.csv or FILE.json, in the farm's schema (docs/traces.md)");
     pfarm::tools::add_technique_options(app, args, false);
     std::string availability, latency_readings, benchmark;
     app.add_option("--availability", availability,
@@ -142,12 +136,12 @@ int main(int argc, char** argv) {
         if (platform_option->count() > 0)
             pl = pfarm::sim::load_platform(platform_file);
         else if (times_option->count() > 0)
-            pl.task_times = pfarm::tools::parse_list(task_times, "--task-times");
+            pl.task_times = pfarm::parse_numbers(task_times, "--task-times");
         else
             throw pfarm::invalid_argument("--task-times", "is required (or --platform FILE)");
         if (overhead) pl.overhead = *overhead;
         if (latency) pl.latency = *latency;
-        for (const auto& text : load_changes) pl.load_changes.push_back(pfarm::sim::parse_load_change(text));
+        for (const auto& text : load_changes) pl.load_changes.push_back(pfarm::parse_load_change(text, "--load-change"));
         if (!availability.empty() || !latency_readings.empty() || !benchmark.empty())
             pl.monitors = pfarm::tools::samples_from(static_cast<int>(pl.task_times.size()), availability,
                                                      latency_readings, benchmark, "--latency-readings");
@@ -161,7 +155,7 @@ int main(int argc, char** argv) {
         run.reclaim = reclaim;
         run.prefetch = prefetch;
         const auto r = pfarm::sim::simulate(pl, wl, args.technique, args.options, run);
-        if (!trace.empty()) write_trace(trace, r);
+        if (!trace.empty()) write_trace(trace, args.technique, wl, r);
         if (json)
             std::cout << to_json(args.technique, wl, r).dump() << "\n";
         else

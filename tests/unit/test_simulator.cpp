@@ -6,6 +6,7 @@
 #include "pfarm/farmer.hpp"
 #include "pfarm/registry.hpp"
 #include "pfarm/simulator.hpp"
+#include "pfarm/trace.hpp"
 
 #include <gtest/gtest.h>
 
@@ -431,7 +432,7 @@ TEST(SimulatorInput, BadInputsThrow) {
             expect_invalid(run(make_platform({1}, 0.0, bad)), "--latency");
         }
     }
-    const auto with_change = [](sim::load_change c) {
+    const auto with_change = [](pfarm::load_change c) {
         auto p = make_platform({1, 1});
         p.load_changes = {c};
         return p;
@@ -452,19 +453,7 @@ TEST(SimulatorInput, BadInputsThrow) {
     EXPECT_NO_THROW(sim::simulate(with_change({1, 0.0, 1.0}), make_workload(1), "gss", {}));
 }
 
-TEST(SimulatorInput, ParseLoadChange) {
-    const auto c = sim::parse_load_change("2:100:1.5");
-    EXPECT_EQ(c.worker, 2);
-    EXPECT_EQ(c.time, 100.0);
-    EXPECT_EQ(c.factor, 1.5);
-    const auto d = sim::parse_load_change("0:0:0.25");
-    EXPECT_EQ(d.worker, 0);
-    EXPECT_EQ(d.time, 0.0);
-    EXPECT_EQ(d.factor, 0.25);
-    for (const char* bad : {"", "2:100", "2:100:", "2:100:1.5:3", "a:1:1", "1:x:1", "1:1:y", "1:1:0", "1:-1:2",
-                            "-1:0:1", "1.5:0:1", "1:1:2x", "1:1:nan", "1:inf:2"})
-        expect_invalid([bad] { sim::parse_load_change(bad); }, "--load-change");
-}
+// --load-change's parser is pfarm::parse_load_change, tested in test_emulation.cpp.
 
 TEST(SimulatorInput, JsonPlatformFile) {
     const auto good = temp_file("good.json", R"({"task_times": [1, 2.5, 3], "overhead": 0.01, "latency": 0.002,
@@ -613,6 +602,36 @@ TEST(SimulatorCosts, ReplaysATraceOrAList) {
         out << "3\n-1\n";
     }
     EXPECT_THROW(pfarm::sim::load_costs(list), pfarm::invalid_argument);
+}
+
+// Any trace the trace module writes replays: JSON too, and pfarm-sim's own (the simulator source); chunks of
+// more than one task, a task missing and a broken trace are refused, naming --costs.
+TEST(SimulatorCosts, ReplaysAnyTraceOfTheOneSchema) {
+    pfarm::trace_summary s;
+    s.technique = "ss", s.tasks = 3;
+    std::vector<pfarm::chunk_trace> chunks = {{1, 2, 1, 0.0, 0.5, 3.5, 3.6, false, {}},
+                                              {2, 0, 1, 0.0, 0.1, 1.1, 1.2, false, {}},
+                                              {1, 1, 1, 0.0, 1.5, 3.5, 3.6, false, {}}};
+    for (const char* name : {"pfarm-costs-trace.json", "pfarm-costs-trace-sim.csv"}) {
+        const std::string path = ::testing::TempDir() + name;
+        s.source = std::string(name).find("sim") != std::string::npos ? pfarm::trace_source::simulator
+                                                                      : pfarm::trace_source::farm;
+        pfarm::write_trace(path, s, chunks);
+        EXPECT_EQ(pfarm::sim::load_costs(path), (std::vector<double>{1.0, 2.0, 3.0})) << name;
+    }
+    const std::string path = ::testing::TempDir() + "pfarm-costs-trace-bad.csv";
+    pfarm::write_trace(path, s, {chunks[1], {1, 1, 2, 0.0, 1.5, 3.5, 3.6, false, {}}});  // tasks 1 and 2 together
+    const auto message = expect_invalid([&] { pfarm::sim::load_costs(path); }, "--costs");
+    EXPECT_NE(message.find("technique ss"), std::string::npos) << message;
+    s.tasks = 2;
+    pfarm::write_trace(path, s, {chunks[0], chunks[2]});  // task 0 missing
+    expect_invalid([&] { pfarm::sim::load_costs(path); }, "--costs");
+    {
+        std::ofstream out(path);
+        out << "rank,first,count,sent,started,finished,received,calibration\n1,0,1,0,0.5,abc,1,0\n";
+    }
+    const auto broken = expect_invalid([&] { pfarm::sim::load_costs(path); }, "--costs");
+    EXPECT_NE(broken.find(":2: column 'finished'"), std::string::npos) << broken;
 }
 
 }  // namespace

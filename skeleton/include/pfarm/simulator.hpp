@@ -5,6 +5,7 @@
 #pragma once
 
 #include "pfarm/calibration.hpp"
+#include "pfarm/emulation.hpp"
 #include "pfarm/sample.hpp"
 #include "pfarm/technique.hpp"
 
@@ -23,18 +24,12 @@ enum class workload_shape { uniform, increasing, decreasing, random, mandelbrot 
 workload_shape parse_shape(const std::string& name);
 std::string to_string(workload_shape shape);
 
-/// From simulated time `time` on, worker `worker`'s task time is multiplied by `factor` (replacing any
-/// earlier factor for that worker; factor 1 restores the base speed).
-struct load_change {
-    int worker = 0;
-    double time = 0.0;
-    double factor = 1.0;
-};
-
 struct platform {
     std::vector<double> task_times;  ///< per worker: seconds per unit-cost task (> 0)
     double overhead = 0.0;           ///< farmer service time per request (>= 0)
     double latency = 0.0;            ///< one-way message latency (>= 0)
+    /// From simulated time `time` on, worker `worker`'s task time is multiplied by `factor` (pfarm/emulation.hpp;
+    /// --load-change WORKER:TIME:FACTOR is parsed by pfarm::parse_load_change).
     std::vector<load_change> load_changes;
     /// Scripted monitor readings, one per worker, or none. A scripted availability a_j is the CPU share
     /// worker j gets: it stretches the worker's task time by 1/a_j (on top of load changes), and its monitors
@@ -48,9 +43,6 @@ struct platform {
 /// Throws pfarm::invalid_argument naming the file and the field on malformed input.
 platform load_platform(const std::string& path);
 
-/// Parses "WORKER:TIME:FACTOR" (the --load-change option).
-load_change parse_load_change(const std::string& text);
-
 struct workload {
     task_count tasks = 0;
     workload_shape shape = workload_shape::uniform;
@@ -60,16 +52,16 @@ struct workload {
     std::vector<double> costs;
 };
 
-/// Reads per-task costs from a file: one number per line, or the `count` and `started`/`finished` columns of
-/// a pfarm farm trace CSV (chunks of one task: an `ss` run), in task order. Throws invalid_argument naming the
-/// file and the line.
-
+/// Reads per-task costs from a file (the --costs option): one number per line ('#' comments and blank lines
+/// skipped), or a pfarm trace, CSV or JSON (pfarm/trace.hpp), whose chunks are of one task each (an `ss` run):
+/// task `first` costs `finished - started`. Throws invalid_argument("--costs") naming the file and the line or
+/// element.
 std::vector<double> load_costs(const std::string& path);
 
 /// Per-task costs of a workload (mean 1 for the shapes; the measured costs as they are).
 std::vector<double> task_costs(const workload& w);
 
-/// One chunk as it ran.
+/// One chunk as it ran (pfarm-sim --trace writes it as a pfarm::chunk_trace of the one trace schema: docs/traces.md).
 struct chunk_record {
     int worker = 0;
     task_count first = 0;

@@ -4,6 +4,7 @@
 // bytes on the wire, messages.hpp the tags and how a rank waits.
 #pragma once
 
+#include "pfarm/emulation.hpp"
 #include "pfarm/farm.hpp"
 #include "pfarm/farmer_session.hpp"
 #include "pfarm/loadavg_monitor.hpp"
@@ -23,7 +24,7 @@ inline double now() { return MPI_Wtime(); }
 /// Emulated heterogeneity: per-rank slowdown and load changes over time (seconds since the start).
 struct emulation {
     std::vector<double> slowdown;
-    std::vector<emulated_load> changes;
+    std::vector<load_change> changes;  ///< pfarm/emulation.hpp; the worker is the rank
 
     double factor(int rank, double t) const;
     bool active() const { return !slowdown.empty() || !changes.empty(); }

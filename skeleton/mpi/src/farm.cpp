@@ -7,64 +7,16 @@
 
 #include <sys/resource.h>
 
-#include <cstdio>
-#include <fstream>
-#include <iomanip>
 
 namespace pfarm::detail {
 
-namespace {
-
-/// `text` as a JSON string literal.
-std::string json_string(const std::string& text) {
-    std::string out = "\"";
-    for (char c : text) {
-        if (c == '"' || c == '\\') out += '\\', out += c;
-        else if (static_cast<unsigned char>(c) < 0x20) {
-            char buffer[8];
-            std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-            out += buffer;
-        } else out += c;
-    }
-    return out + "\"";
-}
-
-}  // namespace
-
+/// The farm's trace through the one trace module (pfarm/trace.hpp): the report's summary and chunks.
 void write_trace(const std::string& path, const farm_report& r) {
-    std::ofstream out(path);
-    if (!out) throw error("cannot write the trace file '" + path + "'");
-    out << std::setprecision(9);
-    const auto opt = [](const std::optional<double>& v) { return v ? std::to_string(*v) : std::string(); };
-    if (path.size() >= 5 && path.substr(path.size() - 5) == ".json") {
-        out << "{\"summary\":{\"technique\":" << json_string(r.technique) << ",\"ranks\":" << r.ranks << ",\"tasks\":" << r.tasks
-            << ",\"makespan\":" << r.makespan << ",\"percent_imbalance\":" << r.percent_imbalance
-            << ",\"cov\":" << r.cov;
-        if (r.k) out << ",\"k\":" << *r.k;
-        out << "},\"chunks\":[";
-        for (std::size_t i = 0; i < r.trace.size(); ++i) {
-            const auto& c = r.trace[i];
-            out << (i ? "," : "") << "{\"rank\":" << c.rank << ",\"first\":" << c.first << ",\"count\":" << c.count
-                << ",\"sent\":" << c.sent << ",\"started\":" << c.started << ",\"finished\":" << c.finished
-                << ",\"received\":" << c.received << ",\"calibration\":" << (c.calibration ? "true" : "false");
-            const std::pair<const char*, const std::optional<double>*> fields[] = {
-                {"availability", &c.sample.availability}, {"run_queue", &c.sample.run_queue},
-                {"load1", &c.sample.load1}, {"latency", &c.sample.latency}, {"benchmark", &c.sample.benchmark}};
-            for (const auto& [name, value] : fields)
-                if (*value) out << ",\"" << name << "\":" << **value;
-            out << "}";
-        }
-        out << "]}\n";
-        return;
-    }
-    out << "# pfarm trace: technique " << r.technique << ", " << r.ranks << " ranks, " << r.tasks << " tasks, makespan "
-        << r.makespan << " s, imbalance " << r.percent_imbalance << " %, cov " << r.cov << "\n";
-    out << "rank,first,count,sent,started,finished,received,calibration,availability,run_queue,load1,latency,benchmark\n";
-    for (const auto& c : r.trace)
-        out << c.rank << "," << c.first << "," << c.count << "," << c.sent << "," << c.started << "," << c.finished << ","
-            << c.received << "," << (c.calibration ? 1 : 0) << "," << opt(c.sample.availability) << ","
-            << opt(c.sample.run_queue) << "," << opt(c.sample.load1) << "," << opt(c.sample.latency) << ","
-            << opt(c.sample.benchmark) << "\n";
+    trace_summary s;
+    s.source = trace_source::farm;
+    s.technique = r.technique, s.ranks = r.ranks, s.workers = r.workers, s.tasks = r.tasks;
+    s.makespan = r.makespan, s.percent_imbalance = r.percent_imbalance, s.cov = r.cov, s.k = r.k;
+    pfarm::write_trace(path, s, r.trace, "trace");
 }
 
 double cpu_seconds() {

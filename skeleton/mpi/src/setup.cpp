@@ -22,7 +22,7 @@ double emulation::factor(int rank, double t) const {
     double f = static_cast<std::size_t>(rank) < slowdown.size() ? slowdown[static_cast<std::size_t>(rank)] : 1.0;
     double change = 1.0, when = -1.0;
     for (const auto& c : changes)
-        if (c.rank == rank && c.time <= t && c.time >= when) change = c.factor, when = c.time;
+        if (c.worker == rank && c.time <= t && c.time >= when) change = c.factor, when = c.time;
     return f * change;
 }
 
@@ -32,48 +32,26 @@ double emulation::owed(int rank, double start, double compute) const {
 
 namespace {
 
-std::vector<double> parse_numbers(const std::string& text, const std::string& argument, char separator) {
-    std::vector<double> values;
-    std::stringstream in(text);
-    std::string item;
-    while (std::getline(in, item, separator)) {
-        char* end = nullptr;
-        const double v = std::strtod(item.c_str(), &end);
-        if (item.empty() || end != item.c_str() + item.size() || !std::isfinite(v))
-            throw invalid_argument(argument, "'" + item + "' is not a number");
-        values.push_back(v);
-    }
-    return values;
-}
-
+/// The emulation asked for: farm_options, else the environment (PFARM_SLOWDOWN, PFARM_LOAD_CHANGES), parsed
+/// and checked by the one emulation module (pfarm/emulation.hpp).
 emulation emulation_from(const farm_options& options, int ranks) {
     emulation e{options.slowdown, options.load_changes};
+    std::string changes_argument = "load_changes";
     if (e.slowdown.empty())
-        if (const char* env = std::getenv("PFARM_SLOWDOWN"); env && *env)
-            e.slowdown = parse_numbers(env, "PFARM_SLOWDOWN", ',');
+        if (const char* env = std::getenv("PFARM_SLOWDOWN"); env && *env) e.slowdown = parse_numbers(env, "PFARM_SLOWDOWN");
     if (e.changes.empty())
         if (const char* env = std::getenv("PFARM_LOAD_CHANGES"); env && *env) {
-            std::stringstream in(env);
-            std::string item;
-            while (std::getline(in, item, ',')) {
-                const auto v = parse_numbers(item, "PFARM_LOAD_CHANGES", ':');
-                if (v.size() != 3)
-                    throw invalid_argument("PFARM_LOAD_CHANGES", "'" + item + "' is not rank:time:factor");
-                e.changes.push_back({static_cast<int>(v[0]), v[1], v[2]});
-            }
+            changes_argument = "PFARM_LOAD_CHANGES";
+            e.changes = parse_load_changes(env, changes_argument);
         }
     for (double f : e.slowdown)
         if (!(f >= 1.0)) throw invalid_argument("slowdown", "factor " + std::to_string(f) + " is below 1");
     if (e.slowdown.size() > static_cast<std::size_t>(ranks))
         throw invalid_argument("slowdown", "has " + std::to_string(e.slowdown.size()) + " factors for " +
                                                std::to_string(ranks) + " ranks");
-    for (const auto& c : e.changes)
-        if (c.rank < 0 || c.rank >= ranks || !(c.time >= 0.0) || !(c.factor > 0.0))
-            throw invalid_argument("load_changes", "entry " + std::to_string(c.rank) + ":" + std::to_string(c.time) +
-                                                       ":" + std::to_string(c.factor) + " is out of range");
+    for (const auto& c : e.changes) check_load_change(c, ranks, changes_argument);
     return e;
 }
-
 
 /// The readings the run takes: what the technique needs (technique::needs(), never its name), and the
 /// monitors the user asked for: "loadavg" with every request, "benchmark" and "latency" (the MPI probe) once
@@ -144,7 +122,7 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
             for (double f : s.emulated.slowdown) emulation_data.push_back(f);
             emulation_data.push_back(-1.0);  // separator
             for (const auto& c : s.emulated.changes)
-                emulation_data.insert(emulation_data.end(), {static_cast<double>(c.rank), c.time, c.factor});
+                emulation_data.insert(emulation_data.end(), {static_cast<double>(c.worker), c.time, c.factor});
         } catch (const invalid_argument& e) {
             s.config.error = 1;
             argument = e.argument();

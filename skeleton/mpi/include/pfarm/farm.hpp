@@ -11,6 +11,7 @@
 #pragma once
 
 #include "pfarm/calibration.hpp"
+#include "pfarm/emulation.hpp"
 #include "pfarm/error.hpp"
 #include "pfarm/sample.hpp"
 #include "pfarm/technique.hpp"
@@ -53,13 +54,6 @@ enum class progress_mode {
     quiet,      ///< nothing
 };
 
-/// From `time` seconds after the farm started, rank `rank` runs `factor` times slower (emulation).
-struct emulated_load {
-    int rank = 0;
-    double time = 0.0;
-    double factor = 1.0;
-};
-
 struct farm_options {
     std::string technique = "multi";       ///< any registry name (pfarm-chunks --help)
     technique_options parameters;          ///< the technique's parameters
@@ -70,14 +64,15 @@ struct farm_options {
     /// tasks (one MPI_Iprobe per task). With prefetch too (a worker that asks ahead may take tasks back at once).
     bool reclaim = false;
     bool replicated_input = false;         ///< every rank holds the input: only task indices travel
-    std::string trace;                     ///< write a trace: "run.csv" or "run.json" (rank 0)
+    std::string trace;                     ///< write a trace: "run.csv" or "run.json" (rank 0; docs/traces.md)
     bool record_trace = false;             ///< keep the per-chunk trace in the report (implied by `trace`)
     progress_mode progress = progress_mode::quiet;
     /// Emulated heterogeneity: rank r sleeps (slowdown[r] - 1) x the compute time of each chunk, freeing its
     /// core. Empty: from the environment variable PFARM_SLOWDOWN="f0,f1,..." if set.
     std::vector<double> slowdown;
-    /// Emulated load changes. Empty: from PFARM_LOAD_CHANGES="rank:time:factor,..." if set.
-    std::vector<emulated_load> load_changes;
+    /// Emulated load changes: from `time` seconds after the farm started, rank `worker` runs `factor` times
+    /// slower (pfarm/emulation.hpp). Empty: from PFARM_LOAD_CHANGES="rank:time:factor,..." if set.
+    std::vector<load_change> load_changes;
     /// Monitors to read beyond those the technique needs (their readings go to the trace): "loadavg" (with
     /// every request), "benchmark" and "latency" (once, at the start). The technique's needs are added
     /// automatically: statistical calibration reads loadavg and benchmark (and latency for multivariate)

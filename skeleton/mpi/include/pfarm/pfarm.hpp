@@ -2,6 +2,7 @@
 #pragma once
 
 #include "pfarm/calibration.hpp"  // fitness F, CV, k; statistical calibration
+#include "pfarm/emulation.hpp"    // load changes and the emulation options' parsers
 #include "pfarm/error.hpp"        // pfarm::error and its family
 #include "pfarm/farm.hpp"         // pfarm::farm: the MPI task farm
 #include "pfarm/farmer.hpp"       // the transport-free farmer state machine
@@ -11,3 +12,4 @@
 #include "pfarm/registry.hpp"     // techniques by name
 #include "pfarm/round_robin.hpp"  // chunk sequences (pfarm-chunks)
 #include "pfarm/simulator.hpp"    // the discrete-event simulator
+#include "pfarm/trace.hpp"        // the trace schema: records, summary, writer and reader
