@@ -11,10 +11,16 @@
 //   alignment   every output element the worker function sees is aligned for its type (alignas(16) and
 //               alignas(64), one and three outputs per task), on every rank, with and without prefetch and
 //               farmer computes; a monitor of the registry ("hwloc") is accepted in farm_options::monitors
-//               and an unknown one is invalid_argument "monitors" everywhere
+//               and an unknown one is invalid_argument "monitors" everywhere; inputs and results too large for
+//               one message (they follow their header) arrive whole, each task exactly once
+//   drivers     (3 ranks) the same technique on the same platform makes the same decisions under MPI and in the
+//               simulator (pfarm::sim): dtss's chunks with the run queue that an emulated load change gives (one
+//               worker, so the request order is fixed), dgss without weights calibrating in both (the source of
+//               its weights), and multi's calibration (F, CV, k) on workers emulated 1 and 3 times slower
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
 #include "pfarm/registry.hpp"
+#include "pfarm/simulator.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -317,6 +323,20 @@ void alignment() {
                 check_alignment<16>(outputs, prefetch, computes);
                 check_alignment<64>(outputs, prefetch, computes);
             }
+    // Payloads beyond one message (64 KiB): a static block of 25,000 doubles each way follows its header.
+    for (bool prefetch : {false, true}) {
+        std::vector<double> big(50000), big_out(big.size()), expected(big.size());
+        for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<double>(i), expected[i] = f(big[i]);
+        std::vector<int> runs(big.size(), 0);
+        pfarm::farm_options o;
+        o.technique = prefetch ? "gss" : "static";
+        o.prefetch = prefetch;
+        pfarm::farm(MPI_COMM_WORLD, big, big_out, [&](const double& x, double& y) {
+            ++runs[static_cast<std::size_t>(x)];
+            y = f(x);
+        }, o);
+        check_runs(std::string("large payloads, ") + o.technique, big_out, expected, runs);
+    }
     std::vector<double> in(50, 1.0), out(50);
     pfarm::farm_options o;
     o.technique = "gss";
@@ -338,6 +358,83 @@ void alignment() {
     CHECK(unknown, "an unknown monitor is not invalid_argument 'monitors'");
 }
 
+/// The chunk sizes farmed under MPI (one worker: ranks 0 and 1 of `pair`) and simulated, for `technique` with
+/// `o` and an emulated load change to `factor` from the start on the worker (factor 1: emulated dedicated, so
+/// that the MPI run reads the emulated run queue, not the machine's).
+std::pair<std::vector<pfarm::task_count>, std::vector<pfarm::task_count>> one_worker(MPI_Comm pair, const std::string& technique,
+                                                                                     const pfarm::technique_options& o,
+                                                                                     double factor) {
+    std::vector<double> in(300), out(in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<double>(i);
+    pfarm::farm_options fo;
+    fo.technique = technique;
+    fo.parameters = o;
+    fo.load_changes = {{1, 0.0, factor}};
+    const auto r = pfarm::farm(pair, in, out, [](const double& x, double& y) { y = f(x); }, fo);
+    pfarm::sim::platform pl;
+    pl.task_times = {1.0};
+    pl.load_changes = {{0, 0.0, factor}};
+    pfarm::sim::workload wl;
+    wl.tasks = 300;
+    const auto s = pfarm::sim::simulate(pl, wl, technique, o);
+    std::vector<pfarm::task_count> simulated;
+    if (s.calibration) simulated.push_back(1);  // the simulator lists chunks without the calibration task
+    simulated.insert(simulated.end(), s.workers[0].chunks.begin(), s.workers[0].chunks.end());
+    return {r.chunks_per_rank.size() > 1 ? r.chunks_per_rank[1] : std::vector<pfarm::task_count>{}, simulated};
+}
+
+void drivers() {
+    MPI_Comm pair = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, rank_ < 2 ? 0 : MPI_UNDEFINED, rank_, &pair);
+    if (pair != MPI_COMM_NULL) {
+        pfarm::technique_options weights;
+        weights.weights = {1.0};
+        const auto [loaded_mpi, loaded_sim] = one_worker(pair, "dtss", weights, 3.0);
+        const auto [plain_mpi, plain_sim] = one_worker(pair, "dtss", weights, 1.0);
+        if (rank_ == 0) {
+            CHECK(loaded_mpi == loaded_sim, "dtss with run queue 3: %zu chunks under MPI, %zu simulated, or sizes differ",
+                  loaded_mpi.size(), loaded_sim.size());
+            CHECK(plain_mpi == plain_sim, "dtss dedicated: %zu chunks under MPI, %zu simulated, or sizes differ",
+                  plain_mpi.size(), plain_sim.size());
+            CHECK(loaded_mpi != plain_mpi, "dtss: the run queue changed nothing (its readings are not used)");
+        }
+        const auto [dgss_mpi, dgss_sim] = one_worker(pair, "dgss", {}, 1.0);
+        if (rank_ == 0) {
+            CHECK(!dgss_mpi.empty() && dgss_mpi.front() == 1 && dgss_mpi == dgss_sim,
+                  "dgss without weights: not calibrated alike under MPI and simulated (%zu and %zu chunks)", dgss_mpi.size(),
+                  dgss_sim.size());
+        }
+        MPI_Comm_free(&pair);
+    }
+    // Calibration on workers of different speeds: ranks 1 and 2 emulated 1 and 3 times slower, 2 ms tasks.
+    for (const char* technique : {"multi", "dgss"}) {
+        std::vector<double> in(60), out(in.size());
+        pfarm::farm_options fo;
+        fo.technique = technique;
+        fo.slowdown = {1.0, 1.0, 3.0};
+        const auto r = pfarm::farm(MPI_COMM_WORLD, in, out, [](const double&, double& y) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            y = 1.0;
+        }, fo);
+        if (rank_ != 0) continue;
+        pfarm::sim::platform pl;
+        pl.task_times = {1.0, 3.0};
+        pfarm::sim::workload wl;
+        wl.tasks = 60;
+        const auto s = pfarm::sim::simulate(pl, wl, technique, {});
+        CHECK(r.calibration && s.calibration, "%s: calibrated under MPI %d, simulated %d", technique,
+              r.calibration.has_value(), s.calibration.has_value());
+        if (!r.calibration || !s.calibration) continue;
+        CHECK(r.calibration->mode == s.calibration->mode, "%s: calibration modes differ", technique);
+        for (std::size_t j = 0; j < 2; ++j)
+            CHECK(std::abs(r.calibration->fitness[j] - s.calibration->fitness[j]) < 0.1,
+                  "%s: F[%zu] is %.3f under MPI, %.3f simulated", technique, j, r.calibration->fitness[j],
+                  s.calibration->fitness[j]);
+        CHECK(std::abs(r.calibration->k - s.calibration->k) < 0.15 * s.calibration->k, "%s: k is %.3f under MPI, %.3f simulated",
+              technique, r.calibration->k, s.calibration->k);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -352,6 +449,7 @@ int main(int argc, char** argv) {
     else if (scenario == "single") single();
     else if (scenario == "reclaim") reclaim();
     else if (scenario == "alignment") alignment();
+    else if (scenario == "drivers") drivers();
     else {
         std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
         return 2;

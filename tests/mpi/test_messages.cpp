@@ -1,12 +1,15 @@
 // The farmer's inbox order (skeleton/mpi/src/messages.hpp), on 2 ranks: with reclaim a victim's answer
 // (tag_released) is taken before a request that came earlier; without reclaim only requests are looked at.
+// Receives are posted ahead, so "has come" is waited for with a pause after the sender's barrier.
 #include "messages.hpp"
 #include "pfarm/mpi.hpp"
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdio>
-#include <cstdlib>
+#include <cstring>
+#include <thread>
 
 namespace {
 
@@ -19,15 +22,18 @@ void expect(bool ok, const char* what) {
     }
 }
 
-/// Takes the farmer's next message (non-blocking unless `block`) and returns its tag and its payload;
-/// tag -1 when there was none.
-int take(MPI_Comm comm, bool reclaim, bool block, int* payload) {
-    MPI_Status status;
-    MPI_Message message = pfarm::detail::next_farmer_message(comm, reclaim, block, false, status);
-    if (message == MPI_MESSAGE_NULL) return -1;
-    pfarm::mpi::check(MPI_Mrecv(payload, 1, MPI_INT, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
-    return status.MPI_TAG;
+/// Takes the inbox's next message (non-blocking unless `block`): its tag (by which receive took it) and its
+/// payload; tag -1 when there was none.
+int take(pfarm::detail::farmer_inbox& inbox, bool block, int* payload) {
+    pfarm::detail::posted_receive* m = inbox.next(block);
+    if (!m) return -1;
+    std::memcpy(payload, m->data(), sizeof *payload);
+    int tag = *payload >= 100 ? pfarm::detail::tag_released : pfarm::detail::tag_request;  // answers carry 100+
+    inbox.release(m);
+    return tag;
 }
+
+void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }
 
 }  // namespace
 
@@ -40,31 +46,40 @@ int main(int argc, char** argv) {
         if (farm.rank() == 0) std::fprintf(stderr, "test_messages: run on 2 ranks\n");
         return 2;
     }
+    const auto send = [&](int value, int tag) {
+        pfarm::mpi::check(MPI_Send(&value, 1, MPI_INT, 0, tag, comm), "MPI_Send");
+    };
     if (farm.rank() == 1) {
-        // A request, then a victim's answer; later one more answer for the blocking wait.
-        for (int i : {1, 2}) pfarm::mpi::check(MPI_Send(&i, 1, MPI_INT, 0, i == 1 ? tag_request : tag_released, comm), "MPI_Send");
+        send(1, tag_request);  // a request, then a victim's answer
+        send(102, tag_released);
         MPI_Barrier(comm);
-        const int three = 3;
-        pfarm::mpi::check(MPI_Send(&three, 1, MPI_INT, 0, tag_released, comm), "MPI_Send");
         MPI_Barrier(comm);
-        const int four = 4;
-        pfarm::mpi::check(MPI_Send(&four, 1, MPI_INT, 0, tag_released, comm), "MPI_Send");
-        pfarm::mpi::check(MPI_Send(&four, 1, MPI_INT, 0, tag_request, comm), "MPI_Send");
+        send(103, tag_released);  // one more answer, for the blocking wait
+        MPI_Barrier(comm);
+        send(104, tag_released);  // an answer, then a request: without reclaim only the request is taken
+        send(4, tag_request);
     } else {
-        // Both have arrived once the later one is there (messages between two ranks arrive in order).
-        MPI_Status status;
-        pfarm::mpi::check(MPI_Probe(1, tag_released, comm, &status), "MPI_Probe");
         int value = 0;
-        expect(take(comm, true, false, &value) == tag_released && value == 2, "with reclaim, the answer first");
-        expect(take(comm, true, false, &value) == tag_request && value == 1, "then the request that came before it");
-        expect(take(comm, true, false, &value) == -1, "then nothing");
+        {
+            farmer_inbox inbox(comm, true, false);
+            MPI_Barrier(comm);
+            settle();  // both have come
+            expect(take(inbox, false, &value) == tag_released && value == 102, "with reclaim, the answer first");
+            expect(take(inbox, false, &value) == tag_request && value == 1, "then the request that came before it");
+            expect(take(inbox, false, &value) == -1, "then nothing");
+            MPI_Barrier(comm);
+            expect(take(inbox, true, &value) == tag_released && value == 103, "a blocking wait takes an answer too");
+            inbox.close();
+        }
+        farmer_inbox inbox(comm, false, false);
         MPI_Barrier(comm);
-        expect(take(comm, true, true, &value) == tag_released && value == 3, "a blocking wait takes an answer too");
-        MPI_Barrier(comm);
-        pfarm::mpi::check(MPI_Probe(1, tag_request, comm, &status), "MPI_Probe");
-        expect(take(comm, false, false, &value) == tag_request && value == 4, "without reclaim, the request only");
-        expect(take(comm, false, false, &value) == -1, "without reclaim, an answer is not looked at");
-        expect(take(comm, true, false, &value) == tag_released && value == 4, "(the answer, taken to finish clean)");
+        settle();  // both have come
+        expect(take(inbox, false, &value) == tag_request && value == 4, "without reclaim, the request only");
+        expect(take(inbox, false, &value) == -1, "without reclaim, an answer is not looked at");
+        inbox.close();
+        int answer = 0;  // (the answer, taken to finish clean)
+        pfarm::mpi::check(MPI_Recv(&answer, 1, MPI_INT, 1, tag_released, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+        expect(answer == 104, "the answer left for later is still there");
     }
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, comm);

@@ -26,7 +26,8 @@ struct emulation {
     std::vector<double> slowdown;
     std::vector<load_change> changes;  ///< pfarm/emulation.hpp; the worker is the rank
 
-    double factor(int rank, double t) const;
+    double factor(int rank, double t) const;  ///< slowdown x load change: how much slower rank computes at t
+    double load(int rank, double t) const;    ///< the load change alone (1 before the first): what monitors see
     bool active() const { return !slowdown.empty() || !changes.empty(); }
     /// The sleep owed by a task of `compute` seconds that started at `start`: (factor - 1) x compute.
     double owed(int rank, double start, double compute) const;
@@ -72,16 +73,25 @@ std::vector<double> clock_offsets(MPI_Comm comm, int rank, int ranks, double t0,
 /// What the monitors read, as the run needs it; one per rank.
 class sampler {
 public:
-    explicit sampler(const shared_setup& setup) : bits_(setup.config.monitors), extra_(setup.extra_monitors) {}
+    /// Rank `rank`'s sampler; `t0` is the farm's start on this rank's clock (emulated load changes are timed
+    /// from it).
+    sampler(const shared_setup& setup, int rank, double t0)
+        : bits_(setup.config.monitors), extra_(setup.extra_monitors), emulated_(setup.emulated), rank_(rank), t0_(t0) {}
     /// Collective probes at the start (every rank calls it). Throws pfarm::error on every rank when a
     /// monitor could not read somewhere.
     void start(MPI_Comm comm, int rank);
-    /// The reading that goes with a request whose completed chunk was (or not) a calibration task.
+    /// The reading that goes with a request whose completed chunk was (or not) a calibration task. Under
+    /// emulation (slowdown, load changes) the load readings are the emulated load's, as in the simulator:
+    /// availability min(1, 1/f), run queue max(1, f) for the rank's load-change factor f now (a slowdown is
+    /// a slower processor, like a simulated worker's task time: it loads nothing).
     resource_sample read(bool calibration);
 
 private:
     std::int32_t bits_;
     std::vector<std::string> extra_;
+    const emulation& emulated_;
+    int rank_;
+    double t0_;
     resource_sample cached_;
     loadavg_monitor loadavg_;
 };

@@ -30,7 +30,8 @@ public:
                    {options.parameters.min_chunk, setup.config.prefetch != 0, setup.config.reclaim != 0, round_trip,
                     !options.trace.empty() || options.record_trace}),
           // Rank 0's own worker asks nothing ahead: in process, a request costs nothing to wait for.
-          own_({false, setup.config.readings_each != 0, setup.config.readings_calibration != 0}) {}
+          own_({false, setup.config.readings_each != 0, setup.config.readings_calibration != 0}),
+          inbox_(comm, setup.config.reclaim != 0, setup.config.gentle_wait != 0) {}
 
     farm_report run() {
         const double cpu0 = cpu_seconds();
@@ -42,20 +43,16 @@ public:
                     drain_messages();
                     continue;
                 }
-                MPI_Status status;
-                MPI_Message message = next_message(status, true);
-                handle(message, status);
+                handle(*inbox_.next(true));
             }
+            finish_transport();
         } catch (const std::exception& e) {
             // The farmer itself failed (a calibration that cannot proceed, an MPI error): every worker is
             // stopped, the one whose request was being handled included; the others as they ask.
             local_.clear();
             perform(session_.abort(e.what()));
-            while (!session_.over()) {
-                MPI_Status status;
-                MPI_Message message = next_message(status, true);
-                handle(message, status);
-            }
+            while (!session_.over()) handle(*inbox_.next(true));
+            finish_transport();
         }
         outcome o;
         const farm_outcome& f = session_.outcome();
@@ -71,44 +68,47 @@ public:
 private:
     double clock() const { return now() - t0_; }
 
-    MPI_Message next_message(MPI_Status& status, bool block) {
-        return next_farmer_message(comm_, setup_.config.reclaim != 0, block, setup_.config.gentle_wait != 0, status);
-    }
-
     void drain_messages() {
-        for (;;) {
-            MPI_Status status;
-            MPI_Message message = next_message(status, false);
-            if (message == MPI_MESSAGE_NULL) return;
-            handle(message, status);
-        }
+        while (posted_receive* m = inbox_.next(false)) handle(*m);
     }
 
-    void handle(MPI_Message& message, const MPI_Status& status) {
-        int bytes = 0;
-        mpi::check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
-        buffer_.reserve(static_cast<std::size_t>(bytes));
-        mpi::check(MPI_Mrecv(buffer_.data(), bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
-        const int rank = status.MPI_SOURCE;
-        decode(buffer_.get<request_header>(), offsets_[static_cast<std::size_t>(rank)], message_);
-        if (message_.what == request_message::kind::failure) {
-            const auto* text = reinterpret_cast<const char*>(buffer_.data() + request_payload_offset);
-            message_.text.assign(text, static_cast<std::size_t>(bytes) - request_payload_offset);
+    /// Hands message `m` to the session; its results land in out_ (a payload that followed it is received
+    /// in place first). Its receive is posted again whatever happens.
+    void handle(posted_receive& m) {
+        try {
+            request_header h;
+            std::memcpy(&h, m.data(), sizeof h);
+            const int rank = m.source();
+            decode(h, offsets_[static_cast<std::size_t>(rank)], message_);
+            if (message_.what == request_message::kind::failure) {
+                const auto* text = reinterpret_cast<const char*>(m.data() + request_payload_offset);
+                message_.text.assign(text, m.bytes() - request_payload_offset);
+            }
+            results_ = m.data() + request_payload_offset;
+            if (h.results_follow) {  // too large to travel in the request: received in place, in out_
+                std::byte* into = out_ + static_cast<std::size_t>(h.first) * kernel_.out_bytes;
+                mpi::check(MPI_Recv(into, static_cast<int>(static_cast<std::size_t>(h.count) * kernel_.out_bytes), MPI_BYTE,
+                                    rank, tag_results, comm_, MPI_STATUS_IGNORE),
+                           "MPI_Recv");
+                results_ = nullptr;
+            }
+            perform(session_.on_message(rank - offset_, message_, clock()));
+            serve_own();
+        } catch (...) {
+            inbox_.release(&m);
+            throw;
         }
-        const double t = clock();
-        perform(session_.on_message(rank - offset_, message_, t));
-        serve_own();
+        inbox_.release(&m);
     }
 
-    /// Carries out the session's actions; the results delivered are in buffer_ (a remote worker's message).
+    /// Carries out the session's actions; the results delivered are at results_ (a remote worker's message).
     void perform(const std::vector<farmer_action>& actions) {
         for (const farmer_action& a : actions) {
             const int rank = a.worker + offset_;
             switch (a.what) {
             case farmer_action::kind::deliver:
-                if (rank != 0)  // rank 0 computes into out_ directly
-                    std::memcpy(out_ + static_cast<std::size_t>(a.results.first) * kernel_.out_bytes,
-                                buffer_.data() + request_payload_offset,
+                if (rank != 0 && results_)  // rank 0 computes into out_ directly; a large payload is there already
+                    std::memcpy(out_ + static_cast<std::size_t>(a.results.first) * kernel_.out_bytes, results_,
                                 static_cast<std::size_t>(a.results.count) * kernel_.out_bytes);
                 progress_.update(session_.decisions().completed_tasks());
                 break;
@@ -121,21 +121,51 @@ private:
         }
     }
 
+    /// A reply with its inputs; inputs too large to travel in it follow, sent from in_ without blocking.
     void send(int rank, const reply_message& r) {
-        const reply_header h = encode(r);
+        reply_header h = encode(r);
         std::size_t payload = 0;
         if (r.what == reply_message::kind::assign && !setup_.config.replicated)
             payload = static_cast<std::size_t>(r.work.count) * kernel_.in_bytes;
+        const std::byte* inputs = in_ + static_cast<std::size_t>(r.work.first) * kernel_.in_bytes;
         if (payload == 0) {
             mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, rank, tag_reply, comm_), "MPI_Send");
+        } else if (reply_payload_offset + payload <= inline_capacity) {
+            send_.reserve(reply_payload_offset + payload);
+            std::memcpy(send_.data(), &h, sizeof h);
+            std::memcpy(send_.data() + reply_payload_offset, inputs, payload);
+            mpi::check(MPI_Send(send_.data(), static_cast<int>(reply_payload_offset + payload), MPI_BYTE, rank, tag_reply, comm_),
+                       "MPI_Send");
+        } else {
+            h.inputs_follow = 1;
+            mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, rank, tag_reply, comm_), "MPI_Send");
+            pending_.emplace_back();
+            mpi::check(MPI_Isend(inputs, static_cast<int>(payload), MPI_BYTE, rank, tag_inputs, comm_, &pending_.back()),
+                       "MPI_Isend");
+            if (pending_.size() >= 64) complete_sends(false);
+        }
+    }
+
+    /// The inputs sent without blocking: drops those delivered (`all`: waits for every one).
+    void complete_sends(bool all) {
+        if (pending_.empty()) return;
+        if (all) {
+            mpi::check(MPI_Waitall(static_cast<int>(pending_.size()), pending_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+            pending_.clear();
             return;
         }
-        send_.reserve(reply_payload_offset + payload);
-        std::memcpy(send_.data(), &h, sizeof h);
-        std::memcpy(send_.data() + reply_payload_offset, in_ + static_cast<std::size_t>(r.work.first) * kernel_.in_bytes,
-                    payload);
-        mpi::check(MPI_Send(send_.data(), static_cast<int>(reply_payload_offset + payload), MPI_BYTE, rank, tag_reply, comm_),
-                   "MPI_Send");
+        int done = 0;
+        std::vector<int> indices(pending_.size());
+        mpi::check(MPI_Testsome(static_cast<int>(pending_.size()), pending_.data(), &done, indices.data(), MPI_STATUSES_IGNORE),
+                   "MPI_Testsome");
+        std::erase(pending_, MPI_REQUEST_NULL);
+    }
+
+    /// The farm is over: every input sent has been received (each worker reads every reply before it ends),
+    /// and the receives posted ahead are cancelled.
+    void finish_transport() {
+        complete_sends(true);
+        inbox_.close();
     }
 
     // --- rank 0's own worker (farmer computes) ------------------------------------------------------------
@@ -247,8 +277,11 @@ private:
     std::deque<request_message> local_;  ///< the own worker's requests, waiting for the session
     task_count own_next_ = 0;
     double own_compute_ = 0.0, own_started_ = 0.0;
+    farmer_inbox inbox_;
     request_message message_;
-    wire_buffer buffer_, send_;
+    const std::byte* results_ = nullptr;  ///< the results in the message being handled (null: in place already)
+    wire_buffer send_;
+    std::vector<MPI_Request> pending_;    ///< inputs sent without blocking
 };
 
 }  // namespace

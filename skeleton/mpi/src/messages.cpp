@@ -1,3 +1,4 @@
+// pfarm MPI engine: receives posted ahead, the wait on them, and the farmer's inbox order (messages.hpp).
 #include "messages.hpp"
 
 #include "pfarm/mpi.hpp"
@@ -8,37 +9,108 @@
 
 namespace pfarm::detail {
 
-MPI_Message wait_message(MPI_Comm comm, int source, int tag, MPI_Status* status, bool gentle) {
-    MPI_Message message = MPI_MESSAGE_NULL;
-    if (!gentle) {
-        mpi::check(MPI_Mprobe(source, tag, comm, &message, status), "MPI_Mprobe");
-        return message;
+posted_receive::~posted_receive() { cancel(); }
+
+void posted_receive::post(MPI_Comm comm, int source, int tag) {
+    buffer_.reserve(inline_capacity);
+    mpi::check(MPI_Irecv(buffer_.data(), static_cast<int>(inline_capacity), MPI_BYTE, source, tag, comm, &request_),
+               "MPI_Irecv");
+}
+
+void posted_receive::completed(const MPI_Status& status) {
+    int bytes = 0;
+    mpi::check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
+    source_ = status.MPI_SOURCE;
+    bytes_ = static_cast<std::size_t>(bytes);
+    request_ = MPI_REQUEST_NULL;
+}
+
+void posted_receive::cancel() {
+    if (request_ == MPI_REQUEST_NULL) return;
+    MPI_Cancel(&request_);
+    MPI_Wait(&request_, MPI_STATUS_IGNORE);  // no throw: also called from the destructor
+    request_ = MPI_REQUEST_NULL;
+}
+
+int wait_any(int count, MPI_Request* requests, MPI_Status& status, bool block, bool gentle) {
+    int index = MPI_UNDEFINED, flag = 0;
+    if (block && !gentle) {
+        if (count == 1) {
+            mpi::check(MPI_Wait(requests, &status), "MPI_Wait");
+            return 0;
+        }
+        mpi::check(MPI_Waitany(count, requests, &index, &status), "MPI_Waitany");
+        return index;
     }
-    int flag = 0;
-    for (int spin = 0; spin < 200; ++spin) {
-        mpi::check(MPI_Improbe(source, tag, comm, &flag, &message, status), "MPI_Improbe");
-        if (flag) return message;
-    }
+    const auto test = [&] {
+        if (count == 1) {
+            mpi::check(MPI_Test(requests, &flag, &status), "MPI_Test");
+            index = flag ? 0 : MPI_UNDEFINED;
+        } else {
+            mpi::check(MPI_Testany(count, requests, &index, &flag, &status), "MPI_Testany");
+        }
+        return flag && index != MPI_UNDEFINED;
+    };
+    if (test()) return index;
+    if (!block) return -1;
+    for (int spin = 0; spin < 200; ++spin)
+        if (test()) return index;
     auto pause = std::chrono::microseconds(2);
     for (;;) {
-        mpi::check(MPI_Improbe(source, tag, comm, &flag, &message, status), "MPI_Improbe");
-        if (flag) return message;
+        if (test()) return index;
         std::this_thread::sleep_for(pause);
         pause = std::min(pause * 2, std::chrono::microseconds(500));
     }
 }
 
-MPI_Message next_farmer_message(MPI_Comm comm, bool reclaim, bool block, bool gentle, MPI_Status& status) {
-    int flag = 0;
-    MPI_Message message = MPI_MESSAGE_NULL;
-    if (reclaim) {
-        mpi::check(MPI_Improbe(MPI_ANY_SOURCE, tag_released, comm, &flag, &message, &status), "MPI_Improbe");
-        if (flag) return message;
+farmer_inbox::farmer_inbox(MPI_Comm comm, bool reclaim, bool gentle) : comm_(comm), reclaim_(reclaim), gentle_(gentle) {
+    if (reclaim_) {
+        answer_.post(comm_, MPI_ANY_SOURCE, tag_released);
+        requests_[0] = answer_.request();
     }
-    const int tag = reclaim ? MPI_ANY_TAG : tag_request;  // the farm's communicator carries nothing else then
-    if (block) return wait_message(comm, MPI_ANY_SOURCE, tag, &status, gentle);
-    mpi::check(MPI_Improbe(MPI_ANY_SOURCE, tag, comm, &flag, &message, &status), "MPI_Improbe");
-    return flag ? message : MPI_MESSAGE_NULL;
+    request_.post(comm_, MPI_ANY_SOURCE, tag_request);
+    requests_[1] = request_.request();
+}
+
+posted_receive* farmer_inbox::next(bool block) {
+    MPI_Status status;
+    if (reclaim_) {  // a victim's answer first, then whatever comes
+        int flag = 0;
+        mpi::check(MPI_Test(&requests_[0], &flag, &status), "MPI_Test");
+        if (flag) {
+            answer_.request() = MPI_REQUEST_NULL;
+            answer_.completed(status);
+            return &answer_;
+        }
+    }
+    const int index = reclaim_ ? wait_any(2, requests_, status, block, gentle_)
+                               : (wait_any(1, &requests_[1], status, block, gentle_) < 0 ? -1 : 1);
+    if (index < 0) return nullptr;
+    posted_receive& r = index == 0 ? answer_ : request_;
+    r.request() = MPI_REQUEST_NULL;
+    r.completed(status);
+    return &r;
+}
+
+void farmer_inbox::release(posted_receive* message) {
+    if (message == &answer_) {
+        answer_.post(comm_, MPI_ANY_SOURCE, tag_released);
+        requests_[0] = answer_.request();
+    } else {
+        request_.post(comm_, MPI_ANY_SOURCE, tag_request);
+        requests_[1] = request_.request();
+    }
+}
+
+void farmer_inbox::close() {
+    for (MPI_Request& r : requests_)
+        if (r != MPI_REQUEST_NULL) {
+            MPI_Cancel(&r);
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+            r = MPI_REQUEST_NULL;
+        }
+    answer_.request() = MPI_REQUEST_NULL;
+    request_.request() = MPI_REQUEST_NULL;
 }
 
 }  // namespace pfarm::detail

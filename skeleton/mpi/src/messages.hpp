@@ -1,25 +1,77 @@
-// pfarm MPI engine, internal: the farm's message tags and how the farmer and the workers wait for messages
-// (docs/skeleton.md "Protocol"). Not installed; tests/mpi/test_messages.cpp includes it.
+// pfarm MPI engine, internal: the farm's message tags and how the farmer and the workers receive messages
+// (docs/skeleton.md "Protocol"). Every receive of the protocol is posted ahead into a buffer of
+// `inline_capacity` bytes, so no message is probed for: a message that would not fit sends its header alone,
+// and its payload follows on its own tag (tag_results, tag_inputs), received in place by the rank that reads
+// the header. Not installed; tests/mpi/test_messages.cpp includes it.
 #pragma once
 
+#include "wire.hpp"
+
 #include <mpi.h>
+
+#include <cstddef>
 
 namespace pfarm::detail {
 
 constexpr int tag_request = 1;   // worker -> farmer: request, final results, failure
 constexpr int tag_reply = 2;     // farmer -> worker: every reply (assign, stop, abort, reclaim, later)
 constexpr int tag_clock = 3;     // the clock ping-pong at setup
-constexpr int tag_released = 4;  // worker -> farmer: a victim's answer to a reclaim (served first: next_farmer_message)
+constexpr int tag_released = 4;  // worker -> farmer: a victim's answer to a reclaim (served first: farmer_inbox)
+constexpr int tag_results = 5;   // worker -> farmer: the results of a request too large to travel in it
+constexpr int tag_inputs = 6;    // farmer -> worker: the inputs of a reply too large to travel in it
 
-/// Waits for a message and takes it out of MPI's matching (a matched probe: the receive need not match it
-/// again). With `gentle` (more ranks than cores on this node) it polls with a growing sleep instead of
-/// MPI_Mprobe's busy wait, so an idle rank frees its core for a rank that computes.
-MPI_Message wait_message(MPI_Comm comm, int source, int tag, MPI_Status* status, bool gentle);
+/// A message up to this size carries its payload; a larger one sends its header alone and its payload after.
+constexpr std::size_t inline_capacity = 64 * 1024;
 
-/// The farmer's next message on the farm's own communicator `comm`. With `reclaim`, a victim's answer
-/// (tag_released) goes first: it carries tasks for a thief that waits, while a request queued beside it is
-/// mostly a worker that will wait or be sent to ask a victim; then the first message of any tag. Without,
-/// requests only (tag_request). `block` false: MPI_MESSAGE_NULL when none has come.
-MPI_Message next_farmer_message(MPI_Comm comm, bool reclaim, bool block, bool gentle, MPI_Status& status);
+/// A receive posted ahead into its own buffer of inline_capacity bytes.
+class posted_receive {
+public:
+    posted_receive() = default;
+    posted_receive(const posted_receive&) = delete;
+    posted_receive& operator=(const posted_receive&) = delete;
+    ~posted_receive();
+    /// Posts the receive of the next message from `source` with `tag` on `comm`.
+    void post(MPI_Comm comm, int source, int tag);
+    bool posted() const noexcept { return request_ != MPI_REQUEST_NULL; }
+    MPI_Request& request() noexcept { return request_; }
+    /// After completion: who sent it, its size, its bytes (valid until the next post()).
+    void completed(const MPI_Status& status);
+    int source() const noexcept { return source_; }
+    std::size_t bytes() const noexcept { return bytes_; }
+    const std::byte* data() const noexcept { return buffer_.data(); }
+    /// Cancels a receive still pending (at the end of the farm).
+    void cancel();
+
+private:
+    MPI_Request request_ = MPI_REQUEST_NULL;
+    wire_buffer buffer_;
+    int source_ = -1;
+    std::size_t bytes_ = 0;
+};
+
+/// Waits until one of `count` requests completes; returns its index. With `gentle` (more ranks than cores on
+/// this node) it polls with a growing sleep instead of MPI's busy wait, so an idle rank frees its core.
+/// `block` false: returns -1 at once when none has completed.
+int wait_any(int count, MPI_Request* requests, MPI_Status& status, bool block, bool gentle);
+
+/// The farmer's inbox: a request (tag_request, from any worker) is always posted ahead, and with reclaim a
+/// victim's answer (tag_released) too. A victim's answer goes first: it carries tasks for a thief that waits,
+/// while a request queued beside it is mostly a worker that will wait or be sent to ask a victim.
+class farmer_inbox {
+public:
+    farmer_inbox(MPI_Comm comm, bool reclaim, bool gentle);
+    /// The next message, or null when none has come and `block` is false. Valid until release().
+    posted_receive* next(bool block);
+    /// The message from next() is handled: its receive is posted again.
+    void release(posted_receive* message);
+    /// Cancels the receives still posted (the farm is over).
+    void close();
+
+private:
+    MPI_Comm comm_;
+    bool reclaim_, gentle_;
+    MPI_Request requests_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};  ///< [0] released (reclaim), [1] request
+    posted_receive answer_, request_;
+};
 
 }  // namespace pfarm::detail

@@ -18,12 +18,16 @@
 
 namespace pfarm::detail {
 
-double emulation::factor(int rank, double t) const {
-    double f = static_cast<std::size_t>(rank) < slowdown.size() ? slowdown[static_cast<std::size_t>(rank)] : 1.0;
+double emulation::load(int rank, double t) const {
     double change = 1.0, when = -1.0;
     for (const auto& c : changes)
         if (c.worker == rank && c.time <= t && c.time >= when) change = c.factor, when = c.time;
-    return f * change;
+    return change;
+}
+
+double emulation::factor(int rank, double t) const {
+    const double f = static_cast<std::size_t>(rank) < slowdown.size() ? slowdown[static_cast<std::size_t>(rank)] : 1.0;
+    return f * load(rank, t);
 }
 
 double emulation::owed(int rank, double start, double compute) const {
@@ -215,6 +219,12 @@ void sampler::start(MPI_Comm comm, int rank) {
 resource_sample sampler::read(bool calibration) {
     resource_sample s = cached_;
     if ((bits_ & loadavg_each) || (calibration && (bits_ & loadavg_calibration))) {
+        if (emulated_.active()) {  // the simulator's model of the readings (simulator.cpp, "Simulated monitors")
+            const double f = emulated_.load(rank_, now() - t0_);
+            s.availability = std::min(1.0, 1.0 / f);
+            s.run_queue = std::max(1.0, f);
+            return s;
+        }
         const resource_sample l = loadavg_.read();
         s.availability = l.availability;
         s.run_queue = l.run_queue;

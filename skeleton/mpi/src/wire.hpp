@@ -1,7 +1,8 @@
 // pfarm MPI engine, internal: the wire format, the one place where the protocol's messages (protocol.hpp)
-// become bytes. A message is a fixed header padded to `payload_offset` (64) bytes, then its payload: a
-// request's results, a reply's inputs, a failure's text. Buffers are 64-byte aligned, so every element a
-// user's function reads or writes in them is aligned for its type up to alignas(64).
+// become bytes. A message is a fixed header padded to a multiple of 64 bytes (request_payload_offset,
+// reply_payload_offset), then its payload: a request's results, a reply's inputs, a failure's text; a payload
+// too large to travel in the message follows it on its own tag (messages.hpp). Buffers are 64-byte aligned,
+// so every element a user's function reads or writes in them is aligned for its type up to alignas(64).
 #pragma once
 
 #include "pfarm/protocol.hpp"
@@ -25,7 +26,7 @@ struct wire_sample {
 
 struct request_header {
     std::int32_t kind = 1;          ///< request_message::kind
-    std::int32_t reserved = 0;
+    std::int32_t results_follow = 0;  ///< 1: the results did not fit and follow on tag_results (messages.hpp)
     std::int64_t first = 0;         ///< the completed (or given-back) chunk
     std::int64_t count = 0;
     double seconds = 0.0;
@@ -43,6 +44,8 @@ struct reply_header {
     double share = 0.0;
     double thief_seconds = 0.0;
     double thief_busy = 0.0;
+    std::int32_t inputs_follow = 0;  ///< 1: the inputs did not fit and follow on tag_inputs (messages.hpp)
+    std::int32_t reserved = 0;
 };
 
 static_assert(sizeof(request_header) <= 2 * payload_offset && sizeof(reply_header) <= payload_offset);

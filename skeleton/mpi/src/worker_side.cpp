@@ -26,11 +26,13 @@ public:
 
     farm_report run(const farm_options& options, int ranks) {
         report_ = empty_report(options, ranks, setup_.config.tasks);
+        reply_.post(comm_, 0, tag_reply);
         perform(session_.start());
         while (!session_.ended()) {
             if (session_.computing()) compute();
             else receive_one();
         }
+        finish_transport();
         outcome o;
         share_outcome(comm_, o);
         if (o.what != farm_outcome::kind::ok) throw_outcome(o);
@@ -44,25 +46,29 @@ private:
     /// progress (`next` the first task not started; the session ignores it when nothing is being computed).
     void receive_one(task_count next = 0) {
         MPI_Status status;
-        MPI_Message message = wait_message(comm_, 0, tag_reply, &status, setup_.config.gentle_wait != 0);
-        take(message, status, next);
+        wait_any(1, &reply_.request(), status, true, setup_.config.gentle_wait != 0);
+        take(status, next);
     }
 
-    void take(MPI_Message& message, const MPI_Status& status, task_count next) {
-        int bytes = 0;
-        mpi::check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
-        reply_message r;
-        if (static_cast<std::size_t>(bytes) > reply_payload_offset) {  // a chunk's inputs: into a free input slot
-            wire_buffer& slot = inputs_[free_slot()];
-            slot.reserve(static_cast<std::size_t>(bytes));
-            mpi::check(MPI_Mrecv(slot.data(), bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
-            r = decode(slot.get<reply_header>());
-            slot_first_[&slot - inputs_] = r.work.first;
-        } else {
-            reply_header h;
-            mpi::check(MPI_Mrecv(&h, bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
-            r = decode(h);
+    /// The reply just received (its inputs are copied out, or received in place when they follow it) goes to
+    /// the session; its receive is posted again first.
+    void take(const MPI_Status& status, task_count next) {
+        reply_.completed(status);
+        reply_header h;
+        std::memcpy(&h, reply_.data(), sizeof h);
+        const reply_message r = decode(h);
+        if (r.what == reply_message::kind::assign && !setup_.config.replicated && kernel_.in_bytes > 0) {
+            const int i = free_slot();
+            const std::size_t bytes = static_cast<std::size_t>(r.work.count) * kernel_.in_bytes;
+            inputs_[i].reserve(bytes);
+            if (h.inputs_follow)
+                mpi::check(MPI_Recv(inputs_[i].data(), static_cast<int>(bytes), MPI_BYTE, 0, tag_inputs, comm_, MPI_STATUS_IGNORE),
+                           "MPI_Recv");
+            else
+                std::memcpy(inputs_[i].data(), reply_.data() + reply_payload_offset, bytes);
+            slot_first_[i] = r.work.first;
         }
+        reply_.post(comm_, 0, tag_reply);
         if (r.what == reply_message::kind::reclaim) {
             const chunk c = session_.current();
             const double spt = next > c.first ? (clock() - started_) / static_cast<double>(next - c.first) : 0.0;
@@ -79,7 +85,7 @@ private:
     const std::byte* inputs_of(const chunk& c) const {
         if (setup_.config.replicated || kernel_.in_bytes == 0) return in_ + static_cast<std::size_t>(c.first) * kernel_.in_bytes;
         for (int i = 0; i < 2; ++i)
-            if (slot_first_[i] == c.first) return inputs_[i].data() + reply_payload_offset;
+            if (slot_first_[i] == c.first) return inputs_[i].data();
         throw internal_error("farm: rank " + std::to_string(rank_) + " has no inputs for its chunk");
     }
 
@@ -101,30 +107,50 @@ private:
         if (!failed.empty()) perform(session_.on_failure(-1, failed));
     }
 
-    void send(const request_message& m, const request_header& h) {
+    /// Sends request `m`. Results travel in it when they fit (one message), else they follow on tag_results,
+    /// sent without blocking from the results buffer, which is not reused until that send is complete.
+    void send(const request_message& m, request_header h) {
         if (m.what == request_message::kind::released) {
             mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_released, comm_), "MPI_Send");
             return;
         }
-        std::size_t bytes = request_payload_offset;
-        if (m.what == request_message::kind::failure) {
-            results_.reserve(bytes + m.text.size());
-            std::memcpy(results_.data() + bytes, m.text.data(), m.text.size());
-            bytes += m.text.size();
-        } else if (m.done.count > 0) {  // the results were computed in place, after the header
-            bytes += static_cast<std::size_t>(m.done.count) * kernel_.out_bytes;
-        } else {
-            bytes = sizeof h;
+        if (m.what == request_message::kind::failure) {  // the text, cut to what one message carries
+            const std::size_t text = std::min(m.text.size(), inline_capacity - request_payload_offset);
+            failure_.reserve(request_payload_offset + text);
+            std::memcpy(failure_.data(), &h, sizeof h);
+            std::memcpy(failure_.data() + request_payload_offset, m.text.data(), text);
+            mpi::check(MPI_Send(failure_.data(), static_cast<int>(request_payload_offset + text), MPI_BYTE, 0, tag_request, comm_),
+                       "MPI_Send");
+            return;
         }
-        results_.reserve(bytes);
-        std::memcpy(results_.data(), &h, sizeof h);
-        mpi::check(MPI_Send(results_.data(), static_cast<int>(bytes), MPI_BYTE, 0, tag_request, comm_), "MPI_Send");
+        if (m.done.count == 0) {
+            mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_request, comm_), "MPI_Send");
+            return;
+        }
+        // The results were computed in place, after the header, in results_[current_].
+        wire_buffer& buffer = results_[current_];
+        const std::size_t bytes = static_cast<std::size_t>(m.done.count) * kernel_.out_bytes;
+        if (request_payload_offset + bytes <= inline_capacity) {
+            std::memcpy(buffer.data(), &h, sizeof h);
+            mpi::check(MPI_Send(buffer.data(), static_cast<int>(request_payload_offset + bytes), MPI_BYTE, 0, tag_request, comm_),
+                       "MPI_Send");
+        } else {
+            h.results_follow = 1;
+            mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_request, comm_), "MPI_Send");
+            mpi::check(MPI_Isend(buffer.data() + request_payload_offset, static_cast<int>(bytes), MPI_BYTE, 0, tag_results, comm_,
+                                 &sending_[current_]),
+                       "MPI_Isend");
+            current_ = 1 - current_;  // the next chunk computes into the other buffer
+        }
     }
 
     /// Computes the session's current chunk into results_ (its payload), answering reclaims between tasks.
     void compute() {
         const chunk c = session_.current();
-        results_.reserve(request_payload_offset + static_cast<std::size_t>(c.count) * kernel_.out_bytes);
+        if (sending_[current_] != MPI_REQUEST_NULL)  // its results of two chunks ago are still on their way
+            mpi::check(MPI_Wait(&sending_[current_], MPI_STATUS_IGNORE), "MPI_Wait");
+        wire_buffer& results = results_[current_];
+        results.reserve(request_payload_offset + static_cast<std::size_t>(c.count) * kernel_.out_bytes);
         const std::byte* inputs = inputs_of(c);
         started_ = clock();
         const bool reclaim = setup_.config.reclaim != 0, emulated = setup_.emulated.active();
@@ -133,7 +159,7 @@ private:
             const auto i = static_cast<std::size_t>(task - c.first);
             const double task_start = emulated ? clock() : 0.0;
             try {
-                kernel_.run(task, inputs + i * kernel_.in_bytes, results_.data() + request_payload_offset + i * kernel_.out_bytes);
+                kernel_.run(task, inputs + i * kernel_.in_bytes, results.data() + request_payload_offset + i * kernel_.out_bytes);
             } catch (const std::exception& e) {
                 perform(session_.on_failure(task, e.what()));
                 return;
@@ -164,12 +190,17 @@ private:
     void answer_messages(task_count next) {
         for (;;) {
             int flag = 0;
-            MPI_Message message = MPI_MESSAGE_NULL;
             MPI_Status status;
-            mpi::check(MPI_Improbe(0, tag_reply, comm_, &flag, &message, &status), "MPI_Improbe");
+            mpi::check(MPI_Test(&reply_.request(), &flag, &status), "MPI_Test");
             if (!flag) return;
-            take(message, status, next);
+            take(status, next);
         }
+    }
+
+    /// The farm is over for this rank: its results have all arrived, the receive posted ahead is cancelled.
+    void finish_transport() {
+        mpi::check(MPI_Waitall(2, sending_, MPI_STATUSES_IGNORE), "MPI_Waitall");
+        reply_.cancel();
     }
 
     MPI_Comm comm_;
@@ -181,7 +212,11 @@ private:
     sampler& monitors_;
     worker_session session_;
     farm_report report_;
-    wire_buffer results_;
+    posted_receive reply_;            ///< the farmer's next reply, received into a buffer posted ahead
+    wire_buffer results_[2];          ///< a chunk's results; two, so one can be sent while the next computes
+    MPI_Request sending_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    int current_ = 0;                 ///< the results buffer of the chunk computed next
+    wire_buffer failure_;
     wire_buffer inputs_[2];
     task_count slot_first_[2] = {-1, -1};
     double started_ = 0.0;
