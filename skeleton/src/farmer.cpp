@@ -44,9 +44,8 @@ farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy,
     }
 }
 
-void farmer::check_worker(int worker) const {
-    if (worker < 0 || worker >= workers())
-        throw invalid_argument("worker", "is " + std::to_string(worker) + "; expected 0.." +
+void farmer::bad_worker(int worker) const {
+    throw invalid_argument("worker", "is " + std::to_string(worker) + "; expected 0.." +
                                              std::to_string(workers() - 1));
 }
 

@@ -26,9 +26,8 @@ farmer_session::farmer_session(task_count tasks, int workers, std::unique_ptr<te
     parked_.reserve(static_cast<std::size_t>(workers));
 }
 
-void farmer_session::check(int worker) const {
-    if (worker < 0 || worker >= workers())
-        throw invalid_argument("worker", "is " + std::to_string(worker) + "; expected 0.." + std::to_string(workers() - 1));
+void farmer_session::bad_worker(int worker) const {
+    throw invalid_argument("worker", "is " + std::to_string(worker) + "; expected 0.." + std::to_string(workers() - 1));
 }
 
 const farmer_session::worker_state& farmer_session::state(int worker) const {
@@ -46,9 +45,31 @@ void farmer_session::retire(int worker) {
 
 const std::vector<farmer_action>& farmer_session::on_message(int worker, const request_message& m, double now,
                                                              double arrived) {
+    now_ = now;
+    arrived_ = arrived < 0.0 ? now : arrived;
+    timed_ = true;
+    return handle(worker, m);
+}
+
+const std::vector<farmer_action>& farmer_session::on_message(int worker, const request_message& m) {
+    if (!options_.clock) throw internal_error("farmer session: on_message without a time needs options.clock");
+    timed_ = false;
+    return handle(worker, m);
+}
+
+double farmer_session::now() {
+    if (!timed_) now_ = arrived_ = options_.clock(), timed_ = true;
+    return now_;
+}
+
+double farmer_session::arrival() {
+    now();
+    return arrived_;
+}
+
+const std::vector<farmer_action>& farmer_session::handle(int worker, const request_message& m) {
     check(worker);
     actions_.clear();
-    if (arrived < 0.0) arrived = now;
     auto& w = workers_[static_cast<std::size_t>(worker)];
     if (w.retired)
         throw internal_error("farmer session: a message from worker " + std::to_string(worker) + ", which has ended");
@@ -74,16 +95,16 @@ const std::vector<farmer_action>& farmer_session::on_message(int worker, const r
         return actions_;
     case request_message::kind::released: {
         if (m.done.count > 0) shrink(worker, m.done);
-        const release_outcome o = farmer_.released(worker, m.done, now);
-        answer(o.thief, o.answer, now, true);
-        reask_parked(now);  // thieves that waited for this answer ask again
+        const release_outcome o = farmer_.released(worker, m.done, now());
+        answer(o.thief, o.answer, true);
+        reask_parked();  // thieves that waited for this answer ask again
         if (w.stop_sent && w.holding == 0) retire(worker);  // stopped while its answer was due
         return actions_;
     }
     case request_message::kind::ask:
     case request_message::kind::final: {
         const bool was_calibrating = farmer_.calibrating();
-        if (m.done.count > 0) accept(worker, m, now, arrived);
+        if (m.done.count > 0) accept(worker, m);
         if (m.what == request_message::kind::final) {
             if (!w.stop_sent || w.holding > 0)
                 throw internal_error("farmer session: final results from worker " + std::to_string(worker) +
@@ -95,17 +116,17 @@ const std::vector<farmer_action>& farmer_session::on_message(int worker, const r
             throw internal_error("farmer session: worker " + std::to_string(worker) + " asked twice without a reply");
         w.awaiting = true;
         if (was_calibrating && !farmer_.calibrating()) {  // the barrier passed: the parked go first
-            calibration_end_ = now;
-            reask_parked(now);
+            calibration_end_ = now();
+            reask_parked();
         }
-        answer(worker, farmer_.request(worker, now), now, true);
+        answer(worker, farmer_.request(worker, options_.reclaim ? now() : 0.0), true);
         return actions_;
     }
     }
     throw internal_error("farmer session: message kind " + std::to_string(static_cast<int>(m.what)));
 }
 
-void farmer_session::accept(int worker, const request_message& m, double now, double arrived) {
+void farmer_session::accept(int worker, const request_message& m) {
     auto& w = workers_[static_cast<std::size_t>(worker)];
     if (w.holding == 0)
         throw internal_error("farmer session: results from worker " + std::to_string(worker) + ", which holds no chunk");
@@ -121,7 +142,7 @@ void farmer_session::accept(int worker, const request_message& m, double now, do
                                  std::to_string(r.first) + ", +" + std::to_string(r.count) + ")");
         r.started = m.started;
         r.finished = m.finished;
-        r.received = arrived;
+        r.received = arrival();
         if (m.has_sample) r.sample = m.sample;
     } else if (size != m.done.count) {
         throw internal_error("farmer session: worker " + std::to_string(worker) + " returned " +
@@ -136,8 +157,7 @@ void farmer_session::accept(int worker, const request_message& m, double now, do
     w.tasks += m.done.count;
     w.busy += m.seconds;
     w.finish = m.finished;
-    last_result_ = std::max(last_result_, arrived);
-    (void)now;
+    if (farmer_.done()) last_result_ = arrival();  // the last result: the makespan
 }
 
 void farmer_session::shrink(int worker, chunk given) {
@@ -152,7 +172,7 @@ void farmer_session::shrink(int worker, chunk given) {
     throw internal_error("farmer session: worker " + std::to_string(worker) + " gave back tasks it does not hold");
 }
 
-void farmer_session::answer(int worker, const decision& d, double now, bool direct) {
+void farmer_session::answer(int worker, const decision& d, bool direct) {
     auto& w = workers_[static_cast<std::size_t>(worker)];
     switch (d.what) {
     case decision::kind::wait:
@@ -186,7 +206,7 @@ void farmer_session::answer(int worker, const decision& d, double now, bool dire
         w.chunks.push_back(d.work.count);
         if (options_.keep_records) {
             h.record_index = records_.size();
-            records_.push_back({worker, d.work.first, d.work.count, now, 0.0, 0.0, 0.0, d.calibration, {}});
+            records_.push_back({worker, d.work.first, d.work.count, now(), 0.0, 0.0, 0.0, d.calibration, {}});
         }
         reply_message r = reply(reply_message::kind::assign);
         r.calibration = d.calibration;
@@ -197,13 +217,13 @@ void farmer_session::answer(int worker, const decision& d, double now, bool dire
     }
 }
 
-void farmer_session::reask_parked(double now) {
+void farmer_session::reask_parked() {
     if (farmer_.calibrating() || parked_.empty()) return;
     std::sort(parked_.begin(), parked_.end());
     std::vector<int> ready;
     ready.swap(parked_);
     parked_.reserve(ready.capacity());
-    for (int w : ready) answer(w, farmer_.request(w, now), now, false);
+    for (int w : ready) answer(w, farmer_.request(w, options_.reclaim ? now() : 0.0), false);
 }
 
 void farmer_session::abort_all() {

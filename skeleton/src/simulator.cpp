@@ -493,7 +493,8 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     const int p = static_cast<int>(pl.task_times.size());
     const auto up = static_cast<std::size_t>(p);
     farmer_session farm(wl.tasks, p, make_technique(technique, options, p),
-                        {options.min_chunk, run.prefetch, run.reclaim, pl.overhead + 2.0 * pl.latency, run.keep_trace});
+                        {.min_chunk = options.min_chunk, .prefetch = run.prefetch, .reclaim = run.reclaim,
+                         .request_cost = pl.overhead + 2.0 * pl.latency, .keep_records = run.keep_trace, .clock = {}});
     const technique_needs& needs = farm.needs();
 
     std::vector<double> prefix(costs.size() + 1, 0.0);
@@ -543,7 +544,7 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         push(e);
     };
     // Worker j's session acts at time t: its messages leave for the farmer, a chunk starts computing.
-    const auto perform = [&](std::size_t j, const std::vector<worker_action>& actions, double t) {
+    const auto perform = [&](std::size_t j, worker_session::actions actions, double t) {
         for (const worker_action& a : actions) {
             if (a.what == worker_action::kind::compute) {
                 state[j].start = t;

@@ -6,13 +6,25 @@
 
 namespace pfarm {
 
-worker_session::worker_session(const worker_session_options& options) : options_(options) {
-    actions_.reserve(4);
+worker_session::worker_session(const worker_session_options& options) : options_(options) {}
+
+worker_action& worker_session::add(worker_action::kind what) {
+    if (used_ == slots_.size()) throw internal_error("worker session: more than four actions for one event");
+    worker_action& a = slots_[used_++];
+    a.what = what;
+    a.message.what = request_message::kind::ask;
+    a.message.done = {};
+    a.message.seconds = a.message.started = a.message.finished = 0.0;
+    a.message.has_sample = false;
+    a.message.failed_task = -1;
+    a.message.text.clear();
+    a.readings = a.calibration = false;
+    a.work = {};
+    return a;
 }
 
 void worker_session::ask(request_message::kind kind, bool with_results) {
-    worker_action a;
-    a.what = worker_action::kind::send;
+    worker_action& a = add(worker_action::kind::send);
     a.message.what = kind;
     if (with_results) {
         a.message.done = current_;
@@ -23,14 +35,13 @@ void worker_session::ask(request_message::kind kind, bool with_results) {
     }
     a.calibration = with_results && current_calibration_;
     a.readings = options_.readings_each || (a.calibration && options_.readings_calibration);
-    actions_.push_back(std::move(a));
 }
 
-const std::vector<worker_action>& worker_session::start() {
-    actions_.clear();
+worker_session::actions worker_session::start() {
+    used_ = 0;
     prefetching_ = options_.prefetch;
     ask(request_message::kind::ask, false);
-    return actions_;
+    return {slots_.data(), used_};
 }
 
 void worker_session::begin(const reply_message& r) {
@@ -43,10 +54,8 @@ void worker_session::begin(const reply_message& r) {
         ask(request_message::kind::ask, false);
         asked_ahead_ = true;
     }
-    worker_action a;
-    a.what = worker_action::kind::compute;
+    worker_action& a = add(worker_action::kind::compute);
     a.work = current_;
-    actions_.push_back(a);
 }
 
 /// The current chunk is done and its results held; `r` is the reply to the request asked ahead.
@@ -69,24 +78,24 @@ void worker_session::advance(const reply_message& r) {
     }
 }
 
-const std::vector<worker_action>& worker_session::on_reply(const reply_message& r) {
-    actions_.clear();
+worker_session::actions worker_session::on_reply(const reply_message& r) {
+    used_ = 0;
     if (ended_) throw internal_error("worker session: a reply after the end");
     if (r.what == reply_message::kind::reclaim) throw internal_error("worker session: a reclaim goes to on_reclaim");
     if (r.what == reply_message::kind::abort) {  // at once, whatever it was doing
         ended_ = aborted_ = true;
         computing_ = false;
-        return actions_;
+        return {slots_.data(), used_};
     }
-    if (failed_) return actions_;  // replies in flight when it failed: it waits for the abort
+    if (failed_) return {slots_.data(), used_};  // replies in flight when it failed: it waits for the abort
     if (computing_) {              // prefetch: the reply for the chunk after the current one
         if (ahead_) throw internal_error("worker session: two replies ahead");
         ahead_ = r;
-        return actions_;
+        return {slots_.data(), used_};
     }
     if (holds_results_) {  // its chunk ended before this reply came
         advance(r);
-        return actions_;
+        return {slots_.data(), used_};
     }
     switch (r.what) {
     case reply_message::kind::assign: begin(r); break;
@@ -95,11 +104,11 @@ const std::vector<worker_action>& worker_session::on_reply(const reply_message& 
         throw internal_error("worker session: reply kind " + std::to_string(static_cast<int>(r.what)) +
                              " with nothing in hand");
     }
-    return actions_;
+    return {slots_.data(), used_};
 }
 
-const std::vector<worker_action>& worker_session::on_chunk_done(double seconds, double started, double finished) {
-    actions_.clear();
+worker_session::actions worker_session::on_chunk_done(double seconds, double started, double finished) {
+    used_ = 0;
     if (!computing_) throw internal_error("worker session: a chunk ended that was not being computed");
     computing_ = false;
     seconds_ = seconds, started_ = started, finished_ = finished;
@@ -110,12 +119,12 @@ const std::vector<worker_action>& worker_session::on_chunk_done(double seconds, 
         ahead_.reset();
         advance(r);
     }  // else the reply asked ahead has not come: advance() when it does
-    return actions_;
+    return {slots_.data(), used_};
 }
 
-const std::vector<worker_action>& worker_session::on_reclaim(const reply_message& r, task_count next_task,
+worker_session::actions worker_session::on_reclaim(const reply_message& r, task_count next_task,
                                                              double seconds_per_task) {
-    actions_.clear();
+    used_ = 0;
     if (r.what != reply_message::kind::reclaim) throw internal_error("worker session: on_reclaim without a reclaim");
     chunk given{current_.first + current_.count, 0};
     if (computing_ && !failed_) {
@@ -130,25 +139,21 @@ const std::vector<worker_action>& worker_session::on_reclaim(const reply_message
             else ahead_->work.count -= given.count;
         }
     }
-    worker_action a;
-    a.what = worker_action::kind::send;
+    worker_action& a = add(worker_action::kind::send);
     a.message.what = request_message::kind::released;
     a.message.done = given;
-    actions_.push_back(std::move(a));
-    return actions_;
+    return {slots_.data(), used_};
 }
 
-const std::vector<worker_action>& worker_session::on_failure(task_count task, const std::string& what) {
-    actions_.clear();
+worker_session::actions worker_session::on_failure(task_count task, const std::string& what) {
+    used_ = 0;
     failed_ = true;
     computing_ = false;
-    worker_action a;
-    a.what = worker_action::kind::send;
+    worker_action& a = add(worker_action::kind::send);
     a.message.what = request_message::kind::failure;
     a.message.failed_task = task;
     a.message.text = what;
-    actions_.push_back(std::move(a));
-    return actions_;
+    return {slots_.data(), used_};
 }
 
 }  // namespace pfarm

@@ -1,15 +1,14 @@
 // The farmer's inbox order (skeleton/mpi/src/messages.hpp), on 2 ranks: with reclaim a victim's answer
 // (tag_released) is taken before a request that came earlier; without reclaim only requests are looked at.
-// Receives are posted ahead, so "has come" is waited for with a pause after the sender's barrier.
+// "Both have come" is known when a later message on another tag (tag_clock) has: messages between two ranks
+// arrive in order (Open MPI's shared-memory and TCP transports keep it; the posted receives match on arrival).
 #include "messages.hpp"
 #include "pfarm/mpi.hpp"
 
 #include <mpi.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 namespace {
 
@@ -25,15 +24,19 @@ void expect(bool ok, const char* what) {
 /// Takes the inbox's next message (non-blocking unless `block`): its tag (by which receive took it) and its
 /// payload; tag -1 when there was none.
 int take(pfarm::detail::farmer_inbox& inbox, bool block, int* payload) {
-    pfarm::detail::posted_receive* m = inbox.next(block);
+    const pfarm::detail::received_message* m = inbox.next(block);
     if (!m) return -1;
-    std::memcpy(payload, m->data(), sizeof *payload);
+    std::memcpy(payload, m->data, sizeof *payload);
     int tag = *payload >= 100 ? pfarm::detail::tag_released : pfarm::detail::tag_request;  // answers carry 100+
-    inbox.release(m);
+    inbox.release();
     return tag;
 }
 
-void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }
+/// Rank 0 waits for rank 1's marker: the messages rank 1 sent before it have come.
+void settle(MPI_Comm comm) {
+    int marker = 0;
+    pfarm::mpi::check(MPI_Recv(&marker, 1, MPI_INT, 1, pfarm::detail::tag_clock, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+}
 
 }  // namespace
 
@@ -52,18 +55,20 @@ int main(int argc, char** argv) {
     if (farm.rank() == 1) {
         send(1, tag_request);  // a request, then a victim's answer
         send(102, tag_released);
+        send(0, tag_clock);
         MPI_Barrier(comm);
         MPI_Barrier(comm);
         send(103, tag_released);  // one more answer, for the blocking wait
         MPI_Barrier(comm);
         send(104, tag_released);  // an answer, then a request: without reclaim only the request is taken
         send(4, tag_request);
+        send(0, tag_clock);
     } else {
         int value = 0;
         {
             farmer_inbox inbox(comm, true, false);
             MPI_Barrier(comm);
-            settle();  // both have come
+            settle(comm);  // both have come
             expect(take(inbox, false, &value) == tag_released && value == 102, "with reclaim, the answer first");
             expect(take(inbox, false, &value) == tag_request && value == 1, "then the request that came before it");
             expect(take(inbox, false, &value) == -1, "then nothing");
@@ -73,7 +78,7 @@ int main(int argc, char** argv) {
         }
         farmer_inbox inbox(comm, false, false);
         MPI_Barrier(comm);
-        settle();  // both have come
+        settle(comm);  // both have come
         expect(take(inbox, false, &value) == tag_request && value == 4, "without reclaim, the request only");
         expect(take(inbox, false, &value) == -1, "without reclaim, an answer is not looked at");
         inbox.close();

@@ -65,7 +65,7 @@ struct drive_result {
 /// reaches a computing worker between two tasks, at a random one (after its last task when none is left).
 drive_result random_drive(const std::string& name, task_count tasks, int p, const pfarm::technique_options& o,
                           std::uint64_t seed, bool prefetch = false, bool reclaim = false) {
-    pfarm::farmer_session farm(tasks, p, pfarm::make_technique(name, o, p), {o.min_chunk, prefetch, reclaim, 0.0, false});
+    pfarm::farmer_session farm(tasks, p, pfarm::make_technique(name, o, p), {.min_chunk = o.min_chunk, .prefetch = prefetch, .reclaim = reclaim});
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<double> unit(0.0, 1.0), jitter(0.8, 1.25);
     // Monitor readings for the statistical calibrations (dealdyn-lr, dealdyn-mv).
@@ -87,7 +87,7 @@ drive_result random_drive(const std::string& name, task_count tasks, int p, cons
     out.computed.assign(static_cast<std::size_t>(tasks), 0);
     out.delivered.assign(static_cast<std::size_t>(tasks), 0);
     double now = 0.0;
-    const auto worker_acts = [&](int w, const std::vector<pfarm::worker_action>& actions) {
+    const auto worker_acts = [&](int w, pfarm::worker_session::actions actions) {
         for (const auto& a : actions) {
             if (a.what == pfarm::worker_action::kind::compute) {
                 next[static_cast<std::size_t>(w)] = a.work.first;

@@ -134,7 +134,10 @@ private:
     };
 
     void finish_calibration();
-    void check_worker(int worker) const;
+    void check_worker(int worker) const {
+        if (worker < 0 || worker >= static_cast<int>(workers_.size())) [[unlikely]] bad_worker(worker);
+    }
+    [[noreturn]] void bad_worker(int worker) const;
     decision assign(int worker, task_count first, task_count count, bool calibration_task, double now);
     decision take_back(int worker, double now);
     decision stop_worker(int worker);

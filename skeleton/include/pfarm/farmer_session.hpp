@@ -27,6 +27,7 @@
 #include "pfarm/protocol.hpp"
 #include "pfarm/trace.hpp"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,10 @@ struct farmer_session_options {
     bool reclaim = false;         ///< work take-back (farmer.hpp "Reclaim")
     double request_cost = 0.0;    ///< reclaim: one request's round trip, what a reclaim must win (seconds)
     bool keep_records = false;    ///< keep a chunk_trace per chunk (records())
+    /// The driver's clock (seconds, non-decreasing), for on_message() without a time: the session reads it only
+    /// when it needs the time (reclaim, records, the calibration barrier, the last result), so that a driver
+    /// pays no clock read on the common path.
+    std::function<double()> clock;
 };
 
 struct farmer_action {
@@ -69,6 +74,8 @@ public:
     /// valid until the next call.
     const std::vector<farmer_action>& on_message(int worker, const request_message& m, double now,
                                                  double arrived = -1.0);
+    /// The same, the time read from options.clock only where it is needed (handled as it arrives).
+    const std::vector<farmer_action>& on_message(int worker, const request_message& m);
     /// The farmer itself failed (an exception while handling a message): every worker is stopped with abort.
     const std::vector<farmer_action>& abort(const std::string& why);
 
@@ -107,12 +114,18 @@ private:
         double busy = 0.0, finish = 0.0;
     };
 
+    const std::vector<farmer_action>& handle(int worker, const request_message& m);
+    double now();      ///< the time of the message being handled (read from the clock at most once)
+    double arrival();  ///< when it reached the farmer
     const worker_state& state(int worker) const;
-    void check(int worker) const;
-    void answer(int worker, const decision& d, double now, bool direct);
-    void accept(int worker, const request_message& m, double now, double arrived);
+    void check(int worker) const {
+        if (worker < 0 || worker >= workers()) [[unlikely]] bad_worker(worker);
+    }
+    [[noreturn]] void bad_worker(int worker) const;
+    void answer(int worker, const decision& d, bool direct);
+    void accept(int worker, const request_message& m);
     void shrink(int worker, chunk given);
-    void reask_parked(double now);
+    void reask_parked();
     void abort_all();
     void retire(int worker);
     void send(int worker, const reply_message& r) { actions_.push_back({farmer_action::kind::send, worker, r, {}}); }
@@ -128,6 +141,8 @@ private:
     bool aborting_ = false;
     farm_outcome outcome_;
     double last_result_ = 0.0, calibration_end_ = 0.0;
+    double now_ = 0.0, arrived_ = 0.0;  ///< the message being handled: its times, once known
+    bool timed_ = false;                ///< now_ and arrived_ are known
 };
 
 }  // namespace pfarm

@@ -28,7 +28,9 @@
 
 #include "pfarm/protocol.hpp"
 
+#include <array>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -51,15 +53,18 @@ struct worker_action {
 
 class worker_session {
 public:
+    /// The actions of one event, valid until the next call.
+    using actions = std::span<const worker_action>;
+
     explicit worker_session(const worker_session_options& options = {});
 
-    const std::vector<worker_action>& start();
+    actions start();
     /// A reply other than reclaim (those go to on_reclaim).
-    const std::vector<worker_action>& on_reply(const reply_message& r);
+    actions on_reply(const reply_message& r);
     /// The chunk being computed ended after `seconds` of compute time, between `started` and `finished`.
-    const std::vector<worker_action>& on_chunk_done(double seconds, double started, double finished);
-    const std::vector<worker_action>& on_reclaim(const reply_message& r, task_count next_task, double seconds_per_task);
-    const std::vector<worker_action>& on_failure(task_count task, const std::string& what);
+    actions on_chunk_done(double seconds, double started, double finished);
+    actions on_reclaim(const reply_message& r, task_count next_task, double seconds_per_task);
+    actions on_failure(task_count task, const std::string& what);
 
     bool ended() const noexcept { return ended_; }
     bool aborted() const noexcept { return aborted_; }
@@ -76,7 +81,9 @@ private:
     void advance(const reply_message& r);
 
     worker_session_options options_;
-    std::vector<worker_action> actions_;
+    worker_action& add(worker_action::kind what);  ///< the next action slot, reset
+    std::array<worker_action, 4> slots_;              ///< reused: an action holds a whole message
+    std::size_t used_ = 0;
     bool prefetching_ = false;
     bool asked_ahead_ = false;   ///< a request for the chunk after the current one is out
     bool computing_ = false;     ///< current_ is being computed

@@ -27,8 +27,12 @@ public:
           offsets_(std::move(offsets)), offset_(setup.config.farmer_computes ? 0 : 1), t0_(t0),
           report_(empty_report(options, ranks, setup.config.tasks)), progress_(options.progress, setup.config.tasks),
           session_(setup.config.tasks, ranks - offset_, std::move(policy),
-                   {options.parameters.min_chunk, setup.config.prefetch != 0, setup.config.reclaim != 0, round_trip,
-                    !options.trace.empty() || options.record_trace}),
+                   {.min_chunk = options.parameters.min_chunk,
+                    .prefetch = setup.config.prefetch != 0,
+                    .reclaim = setup.config.reclaim != 0,
+                    .request_cost = round_trip,
+                    .keep_records = !options.trace.empty() || options.record_trace,
+                    .clock = [t0] { return now() - t0; }}),
           // Rank 0's own worker asks nothing ahead: in process, a request costs nothing to wait for.
           own_({false, setup.config.readings_each != 0, setup.config.readings_calibration != 0}),
           inbox_(comm, setup.config.reclaim != 0, setup.config.gentle_wait != 0) {}
@@ -69,22 +73,22 @@ private:
     double clock() const { return now() - t0_; }
 
     void drain_messages() {
-        while (posted_receive* m = inbox_.next(false)) handle(*m);
+        while (const received_message* m = inbox_.next(false)) handle(*m);
     }
 
     /// Hands message `m` to the session; its results land in out_ (a payload that followed it is received
     /// in place first). Its receive is posted again whatever happens.
-    void handle(posted_receive& m) {
+    void handle(const received_message& m) {
         try {
             request_header h;
-            std::memcpy(&h, m.data(), sizeof h);
-            const int rank = m.source();
+            std::memcpy(&h, m.data, sizeof h);
+            const int rank = m.source;
             decode(h, offsets_[static_cast<std::size_t>(rank)], message_);
             if (message_.what == request_message::kind::failure) {
-                const auto* text = reinterpret_cast<const char*>(m.data() + request_payload_offset);
-                message_.text.assign(text, m.bytes() - request_payload_offset);
+                const auto* text = reinterpret_cast<const char*>(m.data + request_payload_offset);
+                message_.text.assign(text, m.bytes - request_payload_offset);
             }
-            results_ = m.data() + request_payload_offset;
+            results_ = m.data + request_payload_offset;
             if (h.results_follow) {  // too large to travel in the request: received in place, in out_
                 std::byte* into = out_ + static_cast<std::size_t>(h.first) * kernel_.out_bytes;
                 mpi::check(MPI_Recv(into, static_cast<int>(static_cast<std::size_t>(h.count) * kernel_.out_bytes), MPI_BYTE,
@@ -92,32 +96,34 @@ private:
                            "MPI_Recv");
                 results_ = nullptr;
             }
-            perform(session_.on_message(rank - offset_, message_, clock()));
+            perform(session_.on_message(rank - offset_, message_));  // the session reads the clock if it needs it
             serve_own();
         } catch (...) {
-            inbox_.release(&m);
+            inbox_.release();
             throw;
         }
-        inbox_.release(&m);
+        inbox_.release();
     }
 
-    /// Carries out the session's actions; the results delivered are at results_ (a remote worker's message).
+    /// Carries out the session's actions: the replies first (a worker waits for them), then the results to
+    /// store, which are at results_ (a remote worker's message) and wait for nobody.
     void perform(const std::vector<farmer_action>& actions) {
+        bool deliver = false;
         for (const farmer_action& a : actions) {
-            const int rank = a.worker + offset_;
-            switch (a.what) {
-            case farmer_action::kind::deliver:
-                if (rank != 0 && results_)  // rank 0 computes into out_ directly; a large payload is there already
-                    std::memcpy(out_ + static_cast<std::size_t>(a.results.first) * kernel_.out_bytes, results_,
-                                static_cast<std::size_t>(a.results.count) * kernel_.out_bytes);
-                progress_.update(session_.decisions().completed_tasks());
-                break;
-            case farmer_action::kind::park: break;
-            case farmer_action::kind::send:
-                if (rank == 0) deliver_own(a.reply);
-                else send(rank, a.reply);
-                break;
+            if (a.what == farmer_action::kind::deliver) {
+                deliver = true;
+            } else if (a.what == farmer_action::kind::send) {
+                if (a.worker + offset_ == 0) deliver_own(a.reply);
+                else send(a.worker + offset_, a.reply);
             }
+        }
+        if (!deliver) return;
+        for (const farmer_action& a : actions) {
+            if (a.what != farmer_action::kind::deliver) continue;
+            if (a.worker + offset_ != 0 && results_)  // rank 0 computes into out_ directly; a large payload is there already
+                std::memcpy(out_ + static_cast<std::size_t>(a.results.first) * kernel_.out_bytes, results_,
+                            static_cast<std::size_t>(a.results.count) * kernel_.out_bytes);
+            progress_.update(session_.decisions().completed_tasks());
         }
     }
 
@@ -183,7 +189,7 @@ private:
 
     /// The own worker's actions: a chunk to compute, or requests queued for the session (served by serve_own,
     /// after the session's current actions).
-    void perform_own(const std::vector<worker_action>& actions) {
+    void perform_own(worker_session::actions actions) {
         for (const worker_action& a : actions) {
             if (a.what == worker_action::kind::compute) {
                 own_next_ = a.work.first;
@@ -203,7 +209,7 @@ private:
         while (!local_.empty()) {
             const request_message m = std::move(local_.front());
             local_.pop_front();
-            perform(session_.on_message(0, m, clock()));
+            perform(session_.on_message(0, m));
         }
     }
 

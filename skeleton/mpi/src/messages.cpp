@@ -63,43 +63,66 @@ int wait_any(int count, MPI_Request* requests, MPI_Status& status, bool block, b
     }
 }
 
-farmer_inbox::farmer_inbox(MPI_Comm comm, bool reclaim, bool gentle) : comm_(comm), reclaim_(reclaim), gentle_(gentle) {
-    if (reclaim_) {
-        answer_.post(comm_, MPI_ANY_SOURCE, tag_released);
-        requests_[0] = answer_.request();
+bool receive(MPI_Comm comm, int source, int tag, wire_buffer& buffer, bool block, bool gentle, MPI_Status& status) {
+    buffer.reserve(inline_capacity);
+    if (block && !gentle) {
+        mpi::check(MPI_Recv(buffer.data(), static_cast<int>(inline_capacity), MPI_BYTE, source, tag, comm, &status), "MPI_Recv");
+        return true;
     }
+    int flag = 0;
+    MPI_Message message = MPI_MESSAGE_NULL;
+    const auto probe = [&] {
+        mpi::check(MPI_Improbe(source, tag, comm, &flag, &message, &status), "MPI_Improbe");
+        return flag != 0;
+    };
+    bool found = probe();
+    if (!found && !block) return false;
+    for (int spin = 0; !found && spin < 200; ++spin) found = probe();
+    for (auto pause = std::chrono::microseconds(2); !found; pause = std::min(pause * 2, std::chrono::microseconds(500))) {
+        std::this_thread::sleep_for(pause);
+        found = probe();
+    }
+    int bytes = 0;
+    mpi::check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
+    mpi::check(MPI_Mrecv(buffer.data(), bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+    return true;
+}
+
+farmer_inbox::farmer_inbox(MPI_Comm comm, bool reclaim, bool gentle) : comm_(comm), reclaim_(reclaim), gentle_(gentle) {
+    if (!reclaim_) return;
+    answer_.post(comm_, MPI_ANY_SOURCE, tag_released);
+    requests_[0] = answer_.request();
     request_.post(comm_, MPI_ANY_SOURCE, tag_request);
     requests_[1] = request_.request();
 }
 
-posted_receive* farmer_inbox::next(bool block) {
+const received_message* farmer_inbox::next(bool block) {
     MPI_Status status;
-    if (reclaim_) {  // a victim's answer first, then whatever comes
-        int flag = 0;
-        mpi::check(MPI_Test(&requests_[0], &flag, &status), "MPI_Test");
-        if (flag) {
-            answer_.request() = MPI_REQUEST_NULL;
-            answer_.completed(status);
-            return &answer_;
-        }
+    if (!reclaim_) {
+        if (!receive(comm_, MPI_ANY_SOURCE, tag_request, buffer_, block, gentle_, status)) return nullptr;
+        int bytes = 0;
+        mpi::check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
+        message_ = {status.MPI_SOURCE, static_cast<std::size_t>(bytes), buffer_.data()};
+        return &message_;
     }
-    const int index = reclaim_ ? wait_any(2, requests_, status, block, gentle_)
-                               : (wait_any(1, &requests_[1], status, block, gentle_) < 0 ? -1 : 1);
+    int index = -1, flag = 0;
+    mpi::check(MPI_Test(&requests_[0], &flag, &status), "MPI_Test");  // a victim's answer first
+    if (flag) index = 0;
+    else index = wait_any(2, requests_, status, block, gentle_);      // then whatever comes
     if (index < 0) return nullptr;
-    posted_receive& r = index == 0 ? answer_ : request_;
-    r.request() = MPI_REQUEST_NULL;
-    r.completed(status);
-    return &r;
+    taken_ = index == 0 ? &answer_ : &request_;
+    taken_->request() = MPI_REQUEST_NULL;
+    taken_->completed(status);
+    message_ = {taken_->source(), taken_->bytes(), taken_->data()};
+    return &message_;
 }
 
-void farmer_inbox::release(posted_receive* message) {
-    if (message == &answer_) {
-        answer_.post(comm_, MPI_ANY_SOURCE, tag_released);
-        requests_[0] = answer_.request();
-    } else {
-        request_.post(comm_, MPI_ANY_SOURCE, tag_request);
-        requests_[1] = request_.request();
-    }
+void farmer_inbox::release() {
+    if (!taken_) return;
+    const bool answer = taken_ == &answer_;
+    taken_->post(comm_, MPI_ANY_SOURCE, answer ? tag_released : tag_request);
+    requests_[answer ? 0 : 1] = taken_->request();
+    taken_ = nullptr;
 }
 
 void farmer_inbox::close() {

@@ -1,8 +1,10 @@
 // pfarm MPI engine, internal: the farm's message tags and how the farmer and the workers receive messages
-// (docs/skeleton.md "Protocol"). Every receive of the protocol is posted ahead into a buffer of
-// `inline_capacity` bytes, so no message is probed for: a message that would not fit sends its header alone,
+// (docs/skeleton.md "Protocol"). A message is received whole into a buffer of `inline_capacity` bytes without
+// probing for it first where that can be done (a blocking MPI_Recv; with reclaim the farmer's receives are
+// posted ahead, so that a victim's answer goes first); a message that would not fit sends its header alone,
 // and its payload follows on its own tag (tag_results, tag_inputs), received in place by the rank that reads
-// the header. Not installed; tests/mpi/test_messages.cpp includes it.
+// the header. A check that must not block (between two tasks) and a wait that must leave the core to others
+// (more ranks than cores: `gentle`) probe. Not installed; tests/mpi/test_messages.cpp includes it.
 #pragma once
 
 #include "wire.hpp"
@@ -54,24 +56,40 @@ private:
 /// `block` false: returns -1 at once when none has completed.
 int wait_any(int count, MPI_Request* requests, MPI_Status& status, bool block, bool gentle);
 
-/// The farmer's inbox: a request (tag_request, from any worker) is always posted ahead, and with reclaim a
-/// victim's answer (tag_released) too. A victim's answer goes first: it carries tasks for a thief that waits,
-/// while a request queued beside it is mostly a worker that will wait or be sent to ask a victim.
+/// Receives the next message from `source` with `tag` whole into `buffer` (at most inline_capacity bytes):
+/// blocking with MPI_Recv, or (not `block`, or `gentle`) by a matched probe, polled with a growing sleep when
+/// gentle. False when `block` is false and none has come. `status` names its source and size.
+bool receive(MPI_Comm comm, int source, int tag, wire_buffer& buffer, bool block, bool gentle, MPI_Status& status);
+
+/// A message the farmer received: who sent it, its bytes.
+struct received_message {
+    int source = -1;
+    std::size_t bytes = 0;
+    const std::byte* data = nullptr;
+};
+
+/// The farmer's inbox. Without reclaim it receives requests (tag_request, from any worker) as they come. With
+/// reclaim a request and a victim's answer (tag_released) are posted ahead, and an answer goes first: it
+/// carries tasks for a thief that waits, while a request queued beside it is mostly a worker that will wait
+/// or be sent to ask a victim.
 class farmer_inbox {
 public:
     farmer_inbox(MPI_Comm comm, bool reclaim, bool gentle);
     /// The next message, or null when none has come and `block` is false. Valid until release().
-    posted_receive* next(bool block);
-    /// The message from next() is handled: its receive is posted again.
-    void release(posted_receive* message);
+    const received_message* next(bool block);
+    /// The message from next() is handled (with reclaim its receive is posted again).
+    void release();
     /// Cancels the receives still posted (the farm is over).
     void close();
 
 private:
     MPI_Comm comm_;
     bool reclaim_, gentle_;
-    MPI_Request requests_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};  ///< [0] released (reclaim), [1] request
+    MPI_Request requests_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};  ///< reclaim: [0] released, [1] request
     posted_receive answer_, request_;
+    posted_receive* taken_ = nullptr;  ///< reclaim: the receive whose message next() returned
+    wire_buffer buffer_;               ///< without reclaim: the message received
+    received_message message_;
 };
 
 }  // namespace pfarm::detail

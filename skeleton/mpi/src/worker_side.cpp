@@ -26,7 +26,6 @@ public:
 
     farm_report run(const farm_options& options, int ranks) {
         report_ = empty_report(options, ranks, setup_.config.tasks);
-        reply_.post(comm_, 0, tag_reply);
         perform(session_.start());
         while (!session_.ended()) {
             if (session_.computing()) compute();
@@ -46,14 +45,14 @@ private:
     /// progress (`next` the first task not started; the session ignores it when nothing is being computed).
     void receive_one(task_count next = 0) {
         MPI_Status status;
-        wait_any(1, &reply_.request(), status, true, setup_.config.gentle_wait != 0);
+        receive(comm_, 0, tag_reply, reply_, true, setup_.config.gentle_wait != 0, status);
         take(status, next);
     }
 
-    /// The reply just received (its inputs are copied out, or received in place when they follow it) goes to
-    /// the session; its receive is posted again first.
+    /// The reply just received into reply_ (its inputs are copied out, or received in place when they follow
+    /// it) goes to the session.
     void take(const MPI_Status& status, task_count next) {
-        reply_.completed(status);
+        (void)status;
         reply_header h;
         std::memcpy(&h, reply_.data(), sizeof h);
         const reply_message r = decode(h);
@@ -68,7 +67,6 @@ private:
                 std::memcpy(inputs_[i].data(), reply_.data() + reply_payload_offset, bytes);
             slot_first_[i] = r.work.first;
         }
-        reply_.post(comm_, 0, tag_reply);
         if (r.what == reply_message::kind::reclaim) {
             const chunk c = session_.current();
             const double spt = next > c.first ? (clock() - started_) / static_cast<double>(next - c.first) : 0.0;
@@ -89,7 +87,7 @@ private:
         throw internal_error("farm: rank " + std::to_string(rank_) + " has no inputs for its chunk");
     }
 
-    void perform(const std::vector<worker_action>& actions) {
+    void perform(worker_session::actions actions) {
         std::string failed;
         for (const worker_action& a : actions) {
             if (a.what == worker_action::kind::compute) continue;  // run() sees session_.computing()
@@ -188,20 +186,12 @@ private:
 
     /// Between two tasks: the farmer's messages that have come (a reclaim, a reply asked ahead, an abort).
     void answer_messages(task_count next) {
-        for (;;) {
-            int flag = 0;
-            MPI_Status status;
-            mpi::check(MPI_Test(&reply_.request(), &flag, &status), "MPI_Test");
-            if (!flag) return;
-            take(status, next);
-        }
+        MPI_Status status;
+        while (receive(comm_, 0, tag_reply, reply_, false, false, status)) take(status, next);
     }
 
-    /// The farm is over for this rank: its results have all arrived, the receive posted ahead is cancelled.
-    void finish_transport() {
-        mpi::check(MPI_Waitall(2, sending_, MPI_STATUSES_IGNORE), "MPI_Waitall");
-        reply_.cancel();
-    }
+    /// The farm is over for this rank: its results have all arrived.
+    void finish_transport() { mpi::check(MPI_Waitall(2, sending_, MPI_STATUSES_IGNORE), "MPI_Waitall"); }
 
     MPI_Comm comm_;
     int rank_;
@@ -212,7 +202,7 @@ private:
     sampler& monitors_;
     worker_session session_;
     farm_report report_;
-    posted_receive reply_;            ///< the farmer's next reply, received into a buffer posted ahead
+    wire_buffer reply_;               ///< the farmer's reply being handled
     wire_buffer results_[2];          ///< a chunk's results; two, so one can be sent while the next computes
     MPI_Request sending_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     int current_ = 0;                 ///< the results buffer of the chunk computed next
