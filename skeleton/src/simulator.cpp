@@ -1,35 +1,28 @@
-// pfarm simulator: the farmer state machine (farmer.hpp) driven by a discrete-event model of a master-worker
-// platform. The model, decided once and documented here:
+// pfarm simulator: the farm's protocol (the core's farmer_session and one worker_session per worker, the same
+// objects the MPI engine runs) driven by a discrete-event model of a master-worker platform. The sessions decide
+// everything a farm does (who is parked and asked again, prefetch, later, reclaim, stop, what travels); this file
+// only gives messages their latency and the farmer its service time, and computes chunks. The model, decided once
+// and documented here:
 //
 // Messages and the farmer
 //   - Every worker sends its first request at t = 0. A message (request or reply) takes `latency` one way.
-//   - The farmer is one server: it serves the requests that have reached it one at a time, in arrival order,
-//     ties in arrival time broken by increasing worker index, each answer taking `overhead` of farmer time;
-//     a victim's answer to a reclaim (below) goes before the requests waiting, as in the MPI farmer.
-//     Serving worker w's request = farmer.complete(w, compute seconds of its previous chunk) (the result
-//     piggybacks on the request; nothing to complete on the first request), then farmer.request(w).
-//   - assign: the reply leaves when the answer's service ends and reaches w `latency` later; w computes the
-//     chunk at once and its next request (carrying the result) leaves when the compute ends.
-//   - wait (calibration barrier not yet passed): w is parked. When a complete() makes farmer.calibrating()
-//     false, the farmer first answers the parked workers, in increasing worker index, then answers the worker
-//     whose result passed the barrier; each of those answers costs `overhead`, one after the other. The
-//     parked worker's earlier `wait` answer cost `overhead` too.
-//   - stop: the worker is done; its final result reached the farmer with that request.
-//   - prefetch (run_options::prefetch, as the MPI worker does): a worker that starts a chunk (not its
-//     calibration task) sends a request with no results at once; when the chunk ends and the reply has reached
-//     it, it sends the chunk's results with its next request and starts the reply's chunk (assign); after a
-//     stop it sends its results alone; after a later (reclaim) it sends them with a request and asks ahead no
-//     more. A reply that has not arrived when the chunk ends keeps the worker idle until it does.
-//   - reclaim (run_options::reclaim, farmer.hpp "Reclaim"): the farmer's answer to the thief is a reclaim
-//     message that reaches the victim `latency` after the service ends. The victim answers at the end of the
-//     task it is computing (task ends integrated over its load changes; at once when it has finished that
-//     chunk or is idle); in its last task it reads the reclaim when that ends, after sending its request, and
-//     answers in its prefetched chunk if it holds one, else 0. It gives back victim_gives(), from the chunk
-//     it computes or the prefetched one, its own seconds per task measured on the chunk so far; a chunk it
-//     computes ends earlier (and with it the next request). Its answer reaches the farmer `latency` later and
-//     is served like a request (`overhead`): the thief gets the range (or another reclaim, later, or stop),
-//     then the workers that waited for that answer ask again, each answer costing `overhead` except a `wait`
-//     again (the MPI farmer sends nothing then).
+//   - The farmer is one server: it serves the messages that have reached it one at a time, in arrival order,
+//     ties in arrival time broken by increasing worker index; a victim's answer to a reclaim goes before the
+//     requests waiting, as in the MPI farmer. Serving a message = farmer_session::on_message() at the time the
+//     service starts (its arrival dates its results); each answer in its actions (a reply sent, or the sender
+//     parked) takes `overhead` of farmer time, one after the other, and each reply leaves when its answer's
+//     service ends. A parked worker asked again and parked again costs nothing (the MPI farmer sends nothing);
+//     storing results and final results cost nothing.
+//   - A worker computes a chunk at once when its reply reaches it; its session says what it sends and when
+//     (results with the next request; with prefetch a request ahead when it starts a chunk, not its
+//     calibration task; final results after a stop; after a `later` it asks only with nothing in hand). A reply
+//     that has not arrived when its chunk ends keeps it idle until it does.
+//   - reclaim (run_options::reclaim, farmer.hpp "Reclaim"): a reclaim reaches the victim `latency` after its
+//     service ends. The victim answers at the end of the task it is computing (task ends integrated over its
+//     load changes; at once when it computes nothing), with worker_session::on_reclaim() and its seconds per
+//     task measured on the chunk so far; in its last task it reads the reclaim when that ends, after its
+//     chunk's end (so in its prefetched chunk, if one has come, else with nothing to give). A chunk that gives
+//     tasks back ends earlier (and with it the next request).
 //   - Events at the same time go by worker index, then by the order they were made, so two messages between
 //     the same pair arrive in the order sent.
 //
@@ -40,8 +33,9 @@
 //     is integrated piecewise over w's load changes (a per-worker cursor keeps it amortised O(1)). The
 //     seconds passed to farmer.complete() are the elapsed compute time, load changes included.
 //
-// Metrics (DESIGN.md "Metrics")
-//   - makespan: the time the farmer holds the last result = max over workers of (last compute end + latency).
+// Metrics (DESIGN.md "Metrics"): the farmer session's, as under MPI
+//   - makespan: the time the last result reaches the farmer (with prefetch, results that waited at the worker
+//     for the reply asked ahead arrive later than their chunk's end + latency).
 //   - lower_bound: the fluid bound, the T at which the work all workers could do in [0, T] at speed
 //     1 / (task_time_w * factor_w(t)) equals the total work (total_work / sum 1/task_time_w without load
 //     changes). Overhead and latency are not in it.
@@ -58,9 +52,11 @@
 //     256-row grid, maxiter 256, every pixel counting at least one iteration; task i takes the profile linearly
 //     interpolated at its centre (i + 0.5) / S of the width, rescaled to mean 1. The profile is computed once.
 //
-// Simulated monitors (statistical calibration, dealdyn-lr/-mv and multi --calibration): each calibration
-// result carries the worker's reading at the start of its calibration task: availability = min(1, 1/factor),
-// run_queue = max(1, factor), latency = 2 x latency (the round trip), benchmark = 1 / task_time, cores = 1.
+// Simulated monitors: a request carries readings when the technique needs them (technique::needs(): a
+// calibration result for statistical calibration, dealdyn-lr/-mv and multi --calibration; every request of the
+// weighted techniques, for the run queue), read when the request is sent: availability = min(1, 1/factor),
+// run_queue = max(1, factor), latency = 2 x latency (the round trip), benchmark = 1 / task_time, cores = 1
+// (the MPI engine reads the same model under emulation).
 // A scripted platform (platform::monitors) replaces these: a scripted availability a_j is worker j's CPU share,
 // so simulate() divides its task time by a_j before anything else, and it reads a_j x min(1, 1/factor);
 // scripted latency and benchmark readings are returned as they are.

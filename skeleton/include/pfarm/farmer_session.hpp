@@ -13,7 +13,8 @@
 //   if the farmer itself fails:        for (auto& a : s.abort(what)) perform(a);
 //   the farm is over when              s.over()   (every worker retired)
 //
-// Actions, in the order they must be performed:
+// Actions, in order (a driver may store the results after sending the replies of the same call, as the MPI
+// engine does to keep storing off the workers' critical path):
 //   deliver w, chunk   the results of `chunk` travel in the message being handled: store them
 //   send w, reply      send `reply` to worker w (a reclaim goes to the victim; its thief waits)
 //   park w             w's request gets no reply yet (the calibration barrier, or a victim is being asked);

@@ -85,20 +85,20 @@ struct farm_options {
 struct farm_report {
     std::string technique;
     int ranks = 0;
-    int workers = 0;                 ///< ranks that computed
+    int workers = 0;                 ///< the farm's workers: every rank but the farmer, or every rank when it computes
     bool sequential = false;         ///< one rank: the tasks ran in order on it
     task_count tasks = 0;
     double makespan = 0.0;           ///< start (calibration included) to the farmer holding the last result
     std::vector<task_count> tasks_per_rank;
     std::vector<std::vector<task_count>> chunks_per_rank;  ///< sizes in order, calibration task included
     std::vector<double> busy_per_rank;                     ///< seconds computing (emulated slowdown included)
-    std::vector<double> finish_per_rank;                   ///< when its last result reached the farmer
+    std::vector<double> finish_per_rank;                   ///< when its last chunk ended (farmer's clock)
     /// Rank of the farmer's worker 0: worker w is rank w + first_worker_rank (1; 0 when the farmer computes or the
     /// run is sequential). Entry w of the calibration's times and fitness belongs to that rank.
     int first_worker_rank = 1;
     std::optional<calibration_result> calibration;  ///< F, CV, k of eq. 8, when the technique calibrated
     std::optional<double> k;                        ///< the installment factor the technique used, where it has one
-    double percent_imbalance = 0.0;  ///< of the finish times of the ranks that computed
+    double percent_imbalance = 0.0;  ///< of the workers' finish times (one that got no task: 0), as the simulator
     double cov = 0.0;
     double farmer_cpu_seconds = 0.0; ///< CPU time the farmer process used (shows whether it spun idle)
     task_count reclaims = 0;         ///< reclaims that moved tasks (farm_options::reclaim)
