@@ -67,8 +67,8 @@ calibration_result calibrate_times_only(std::span<const double> times, std::int6
     calibration_result r;
     r.mode = calibration_mode::times_only;
     r.times.assign(times.begin(), times.end());
-    r.stats = describe(times, "calibration times");
-    r.fitness = fitness_from_times(times, "calibration times");
+    r.stats = describe(times, "times");
+    r.fitness = fitness_from_times(times, "times");
     r.k = installment_factor(total_tasks, r.stats.cv);
     return r;
 }

@@ -66,7 +66,7 @@ calibration_mode parse_calibration_mode(const std::string& name) {
     if (name == "times" || name == "times-only") return calibration_mode::times_only;
     if (name == "univariate") return calibration_mode::univariate;
     if (name == "multivariate") return calibration_mode::multivariate;
-    throw unknown_name("--calibration", "unknown mode '" + name + "'; expected times, univariate or multivariate");
+    throw unknown_name("calibration", "unknown mode '" + name + "'; expected times, univariate or multivariate");
 }
 
 std::string to_string(calibration_mode mode) {
@@ -147,9 +147,9 @@ linear_fit fit_multivariate(std::span<const double> times, std::span<const doubl
 
 calibration_result calibrate(calibration_mode mode, std::span<const double> measured,
                              std::span<const resource_sample> samples, std::int64_t total_tasks) {
-    if (measured.empty()) throw invalid_argument("calibration times", "is empty; expected one per worker");
+    if (measured.empty()) throw invalid_argument("times", "is empty; expected one per worker");
     std::vector<double> times(measured.begin(), measured.end());
-    check_readings(times, "calibration time");
+    check_readings(times, "times");
     std::string note;
     // A timer too coarse for a very short task reads 0: such a worker is taken to be as fast as the fastest
     // measured one (all 0: all equal), rather than infinitely fast.

@@ -1,5 +1,7 @@
 // pfarm-probe: prints, as one JSON document, what every monitor reads on this machine, and under mpirun on
 // every rank, with each rank's round trip to rank 0: what pfarm bases its decisions on (docs/monitors.md).
+#include "options.hpp"
+
 #include "pfarm/latency.hpp"
 #include "pfarm/monitors.hpp"
 #include "pfarm/mpi.hpp"
@@ -27,6 +29,12 @@ struct probe_args {
     std::string grouping = "host";
     std::string output;
     bool compact = false;
+};
+
+/// pfarm-probe's flags for what the monitors and the latency probe name by their C++ names (options.hpp).
+constexpr pfarm::tools::flag_name probe_flags[] = {
+    {"grouping", "--grouping"},
+    {"round_trips", "--round-trips"},
 };
 
 void put(json& j, const char* key, const std::optional<double>& v) {
@@ -218,6 +226,10 @@ int main(int argc, char** argv) {
     }
     try {
         return run(args);
+    } catch (const pfarm::invalid_argument& e) {  // as above, but named by its flag; the other ranks may be waiting
+        std::fprintf(stderr, "pfarm-probe: rank %d: %s\n", rank, pfarm::tools::tool_message(e, probe_flags).c_str());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return 1;
     } catch (const std::exception& e) {
         // A rank that fails leaves the others waiting in a collective: say why, then end the whole job.
         std::fprintf(stderr, "pfarm-probe: rank %d: %s\n", rank, e.what());

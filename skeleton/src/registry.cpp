@@ -61,23 +61,23 @@ const technique_info& find_technique(std::string_view name) {
 void validate_common_options(const technique_options& o, int workers) {
     if (workers < 1) throw invalid_argument("workers", "is " + std::to_string(workers) + "; expected >= 1");
     if (o.min_chunk < 1)
-        throw invalid_argument("--min-chunk", "is " + std::to_string(o.min_chunk) + "; expected >= 1");
-    check_per_worker(o.weights, workers, "--weights", 0.0, "a finite value > 0");
-    check_per_worker(o.run_queue, workers, "--run-queue", 1.0, "a finite value >= 1");
-    check_per_worker(o.times, workers, "--times", 0.0, "a finite value > 0");
+        throw invalid_argument("min_chunk", "is " + std::to_string(o.min_chunk) + "; expected >= 1");
+    check_per_worker(o.weights, workers, "weights", 0.0, "a finite value > 0");
+    check_per_worker(o.run_queue, workers, "run_queue", 1.0, "a finite value >= 1");
+    check_per_worker(o.times, workers, "times", 0.0, "a finite value > 0");
     const auto positive = [](const std::optional<double>& v, const char* argument) {
         if (v && (!std::isfinite(*v) || *v <= 0.0))
             throw invalid_argument(argument, "is " + std::to_string(*v) + "; expected a finite value > 0");
     };
-    positive(o.factor, "--factor");
-    positive(o.k, "--k");
-    positive(o.overhead, "--overhead-h");
-    positive(o.sigma, "--sigma");
-    if (o.chunk && *o.chunk < 1) throw invalid_argument("--chunk", "is " + std::to_string(*o.chunk) + "; expected >= 1");
+    positive(o.factor, "factor");
+    positive(o.k, "k");
+    positive(o.overhead, "overhead");
+    positive(o.sigma, "sigma");
+    if (o.chunk && *o.chunk < 1) throw invalid_argument("chunk", "is " + std::to_string(*o.chunk) + "; expected >= 1");
     if (o.stages && *o.stages < 2)
-        throw invalid_argument("--stages", "is " + std::to_string(*o.stages) + "; expected >= 2");
+        throw invalid_argument("stages", "is " + std::to_string(*o.stages) + "; expected >= 2");
     if (o.static_percent && !(*o.static_percent >= 0.0 && *o.static_percent <= 100.0))
-        throw invalid_argument("--static-percent", "is " + std::to_string(*o.static_percent) + "; expected 0 to 100");
+        throw invalid_argument("static_percent", "is " + std::to_string(*o.static_percent) + "; expected 0 to 100");
 }
 
 std::unique_ptr<technique> make_technique(std::string_view name, const technique_options& options, int workers) {

@@ -11,8 +11,8 @@ round_robin_schedule schedule_round_robin(const std::string& technique, task_cou
                                           const technique_options& options,
                                           std::span<const resource_sample> samples) {
     if (iterations < 1)
-        throw invalid_argument("--iterations", "is " + std::to_string(iterations) + "; expected >= 1");
-    if (workers < 1) throw invalid_argument("--workers", "is " + std::to_string(workers) + "; expected >= 1");
+        throw invalid_argument("iterations", "is " + std::to_string(iterations) + "; expected >= 1");
+    if (workers < 1) throw invalid_argument("workers", "is " + std::to_string(workers) + "; expected >= 1");
     if (!samples.empty() && static_cast<long>(samples.size()) != workers)
         throw invalid_argument("samples", "has " + std::to_string(samples.size()) + " entries; expected one per worker (" +
                                               std::to_string(workers) + ")");

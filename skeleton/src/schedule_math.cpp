@@ -51,13 +51,13 @@ trapezoid trapezoid::make(task_count iterations, double p, std::optional<task_co
                           std::optional<task_count> last) {
     trapezoid t;
     t.last = last.value_or(1);
-    if (t.last < 1) throw invalid_argument("--last", "is " + std::to_string(t.last) + "; expected >= 1");
+    if (t.last < 1) throw invalid_argument("last", "is " + std::to_string(t.last) + "; expected >= 1");
     const auto default_first = static_cast<task_count>(std::floor(static_cast<double>(iterations) / (2.0 * p)));
     t.first = first.value_or(std::max<task_count>(default_first, 1));
-    if (t.first < 1) throw invalid_argument("--first", "is " + std::to_string(t.first) + "; expected >= 1");
+    if (t.first < 1) throw invalid_argument("first", "is " + std::to_string(t.first) + "; expected >= 1");
     if (t.first < t.last)
-        throw invalid_argument("--first", "is " + std::to_string(t.first) + ", below --last " +
-                                              std::to_string(t.last) + "; expected first >= last");
+        throw invalid_argument("first", "is " + std::to_string(t.first) + ", below the last chunk size " +
+                                            std::to_string(t.last) + "; expected a first chunk >= the last");
     t.steps = std::max<task_count>(1, ceil_div(2 * iterations, t.first + t.last));
     t.delta = t.steps > 1 ? (t.first - t.last) / (t.steps - 1) : 0;
     return t;

@@ -148,25 +148,26 @@ void check_non_negative(double v, const std::string& argument) {
 }
 
 void validate(const platform& pl) {
-    if (pl.task_times.empty()) throw invalid_argument("--task-times", "is empty; expected at least one worker");
-    for (std::size_t i = 0; i < pl.task_times.size(); ++i) check_time_per_task(pl.task_times[i], i, "--task-times");
-    check_non_negative(pl.overhead, "--overhead");
-    check_non_negative(pl.latency, "--latency");
-    for (const auto& c : pl.load_changes) check_load_change(c, static_cast<int>(pl.task_times.size()), "--load-change");
+    if (pl.task_times.empty()) throw invalid_argument("task_times", "is empty; expected at least one worker");
+    for (std::size_t i = 0; i < pl.task_times.size(); ++i) check_time_per_task(pl.task_times[i], i, "task_times");
+    check_non_negative(pl.overhead, "platform.overhead");  // technique_options has an overhead too
+    check_non_negative(pl.latency, "latency");
+    for (const auto& c : pl.load_changes) check_load_change(c, static_cast<int>(pl.task_times.size()), "load_changes");
     if (!pl.monitors.empty() && pl.monitors.size() != pl.task_times.size())
         throw invalid_argument("monitors", "has " + std::to_string(pl.monitors.size()) + " entries; expected one per worker (" +
                                                std::to_string(pl.task_times.size()) + ")");
-    for (std::size_t i = 0; i < pl.monitors.size(); ++i) {
+    for (std::size_t i = 0; i < pl.monitors.size(); ++i) {  // a reading is monitors.<field>, beside pl.latency
         const auto& m = pl.monitors[i];
+        const auto bad = [i](const char* field, double v, const char* range) {
+            return invalid_argument(std::string("monitors.") + field,
+                                    "of worker " + std::to_string(i) + " is " + show(v) + "; expected " + range);
+        };
         if (m.availability && !(*m.availability > 0.0 && *m.availability <= 1.0))
-            throw invalid_argument("availability", "of worker " + std::to_string(i) + " is " + show(*m.availability) +
-                                                       "; expected a value in (0, 1]");
+            throw bad("availability", *m.availability, "a value in (0, 1]");
         if (m.latency && !(std::isfinite(*m.latency) && *m.latency >= 0.0))
-            throw invalid_argument("latency reading", "of worker " + std::to_string(i) + " is " + show(*m.latency) +
-                                                          "; expected a finite value >= 0");
+            throw bad("latency", *m.latency, "a finite value >= 0");
         if (m.benchmark && !(std::isfinite(*m.benchmark) && *m.benchmark > 0.0))
-            throw invalid_argument("benchmark", "of worker " + std::to_string(i) + " is " + show(*m.benchmark) +
-                                                    "; expected a finite value > 0");
+            throw bad("benchmark", *m.benchmark, "a finite value > 0");
     }
 }
 
@@ -287,29 +288,29 @@ struct worker_state {
 workload_shape parse_shape(const std::string& name) {
     for (std::size_t i = 0; i < std::size(shape_names); ++i)
         if (name == shape_names[i]) return static_cast<workload_shape>(i);
-    throw unknown_name("--shape",
+    throw unknown_name("shape",
                        "unknown name '" + name + "'; expected one of: uniform, increasing, decreasing, random, mandelbrot");
 }
 
 std::string to_string(workload_shape shape) {
     const auto i = static_cast<std::size_t>(shape);
-    if (i >= std::size(shape_names)) throw invalid_argument("--shape", "is " + std::to_string(i) + "; not a shape");
+    if (i >= std::size(shape_names)) throw invalid_argument("shape", "is " + std::to_string(i) + "; not a shape");
     return shape_names[i];
 }
 
-platform load_platform(const std::string& path) {
+platform load_platform(const std::string& path, const std::string& argument) {
     std::ifstream in(path);
-    if (!in) throw invalid_argument("--platform", "cannot open '" + path + "'");
+    if (!in) throw invalid_argument(argument, "cannot open '" + path + "'");
     nlohmann::json j;
     try {
         j = nlohmann::json::parse(in);
     } catch (const nlohmann::json::exception& e) {
-        throw invalid_argument("--platform", "'" + path + "' is not valid JSON: " + e.what());
+        throw invalid_argument(argument, "'" + path + "' is not valid JSON: " + e.what());
     }
     const auto bad = [&](const std::string& field, const std::string& why) {
-        return invalid_argument("--platform", "'" + path + "': field '" + field + "' " + why);
+        return invalid_argument(argument, "'" + path + "': field '" + field + "' " + why);
     };
-    if (!j.is_object()) throw invalid_argument("--platform", "'" + path + "': expected a JSON object");
+    if (!j.is_object()) throw invalid_argument(argument, "'" + path + "': expected a JSON object");
     for (const auto& [key, value] : j.items()) {
         (void)value;
         if (key != "task_times" && key != "overhead" && key != "latency" && key != "load_changes" && key != "monitors")
@@ -386,9 +387,9 @@ platform load_platform(const std::string& path) {
     return pl;
 }
 
-std::vector<double> load_costs(const std::string& path) {
+std::vector<double> load_costs(const std::string& path, const std::string& argument) {
     std::ifstream in(path);
-    if (!in) throw invalid_argument("--costs", "cannot read '" + path + "'");
+    if (!in) throw invalid_argument(argument, "cannot read '" + path + "'");
     // A trace (pfarm/trace.hpp) when its first line that is neither blank nor a comment is JSON or a CSV header.
     std::string line;
     std::vector<double> plain;
@@ -405,18 +406,18 @@ std::vector<double> load_costs(const std::string& path) {
         }
         const auto where = path + ":" + std::to_string(number) + ": ";
         const auto v = detail::parse_number(text);
-        if (v.problem) throw invalid_argument("--costs", where + "'" + std::string(text) + "' " + v.problem);
-        if (!(v.value > 0.0)) throw invalid_argument("--costs", where + "cost " + std::string(text) + " is not > 0");
+        if (v.problem) throw invalid_argument(argument, where + "'" + std::string(text) + "' " + v.problem);
+        if (!(v.value > 0.0)) throw invalid_argument(argument, where + "cost " + std::string(text) + " is not > 0");
         plain.push_back(v.value);
     }
     if (trace) {
-        const trace_file t = read_trace(path, "--costs");
+        const trace_file t = read_trace(path, argument);
         std::vector<std::pair<task_count, double>> indexed;  // (first task, time)
         indexed.reserve(t.chunks.size());
         for (std::size_t i = 0; i < t.chunks.size(); ++i) {
             const auto& c = t.chunks[i];
             if (c.count != 1)
-                throw invalid_argument("--costs", path + ": chunk " + std::to_string(i) + " holds " +
+                throw invalid_argument(argument, path + ": chunk " + std::to_string(i) + " holds " +
                                                       std::to_string(c.count) +
                                                       " tasks: record costs with technique ss (chunks of one task)");
             const double seconds = c.finished - c.started;
@@ -425,22 +426,22 @@ std::vector<double> load_costs(const std::string& path) {
         std::sort(indexed.begin(), indexed.end());
         for (std::size_t i = 0; i < indexed.size(); ++i) {
             if (indexed[i].first != static_cast<task_count>(i))
-                throw invalid_argument("--costs", path + ": task " + std::to_string(i) + " is missing or recorded twice");
+                throw invalid_argument(argument, path + ": task " + std::to_string(i) + " is missing or recorded twice");
             plain.push_back(indexed[i].second);
         }
     }
-    if (plain.empty()) throw invalid_argument("--costs", path + ": no costs");
+    if (plain.empty()) throw invalid_argument(argument, path + ": no costs");
     return plain;
 }
 
 std::vector<double> task_costs(const workload& w) {
     if (!w.costs.empty()) {
         if (static_cast<task_count>(w.costs.size()) != w.tasks)
-            throw invalid_argument("--costs", "has " + std::to_string(w.costs.size()) + " costs for " +
+            throw invalid_argument("costs", "has " + std::to_string(w.costs.size()) + " costs for " +
                                                   std::to_string(w.tasks) + " tasks");
         return w.costs;
     }
-    if (w.tasks < 1) throw invalid_argument("--tasks", "is " + std::to_string(w.tasks) + "; expected >= 1");
+    if (w.tasks < 1) throw invalid_argument("tasks", "is " + std::to_string(w.tasks) + "; expected >= 1");
     const auto n = static_cast<std::size_t>(w.tasks);
     const double s = static_cast<double>(w.tasks);
     std::vector<double> costs(n, 1.0);
@@ -474,7 +475,7 @@ std::vector<double> task_costs(const workload& w) {
         break;
     }
     default:
-        throw invalid_argument("--shape", "is " + std::to_string(static_cast<int>(w.shape)) + "; not a shape");
+        throw invalid_argument("shape", "is " + std::to_string(static_cast<int>(w.shape)) + "; not a shape");
     }
     return costs;
 }

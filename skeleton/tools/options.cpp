@@ -70,7 +70,47 @@ std::string technique_list() {
     return out.str();
 }
 
-int run_tool(const char* tool, CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
+std::span<const flag_name> shared_flags() {
+    static constexpr flag_name table[] = {
+        // technique_options (add_technique_options), and "technique" (the registry's unknown_name)
+        {"technique", "--technique"},
+        {"min_chunk", "--min-chunk"},
+        {"chunk", "--chunk"},
+        {"factor", "--factor"},
+        {"first", "--first"},
+        {"last", "--last"},
+        {"stages", "--stages"},
+        {"static_percent", "--static-percent"},
+        {"weights", "--weights"},
+        {"run_queue", "--run-queue"},
+        {"times", "--times"},
+        {"k", "--k"},
+        {"calibration", "--calibration"},
+        {"overhead", "--overhead-h"},
+        {"sigma", "--sigma"},
+        // farm_options (add_farm_options)
+        {"slowdown", "--slowdown"},
+        {"load_changes", "--load-change"},
+        {"monitors", "--monitors"},
+        {"trace", "--trace"},
+    };
+    return table;
+}
+
+std::string flag_for(std::string_view argument, std::span<const flag_name> overrides) {
+    for (const flag_name& f : overrides)
+        if (f.argument == argument) return std::string(f.flag);
+    for (const flag_name& f : shared_flags())
+        if (f.argument == argument) return std::string(f.flag);
+    return std::string(argument);
+}
+
+std::string tool_message(const invalid_argument& e, std::span<const flag_name> overrides) {
+    return flag_for(e.argument(), overrides) + ": " + e.message();
+}
+
+int run_tool(const char* tool, CLI::App& app, int argc, char** argv, const std::function<int()>& body,
+             std::span<const flag_name> overrides) {
     try {
         app.parse(argc, argv);
         return body();
@@ -80,6 +120,9 @@ int run_tool(const char* tool, CLI::App& app, int argc, char** argv, const std::
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return app.exit(e);
         std::cerr << tool << ": " << e.what() << "\n";
+        return 2;
+    } catch (const pfarm::invalid_argument& e) {
+        std::cerr << tool << ": " << tool_message(e, overrides) << "\n";
         return 2;
     } catch (const pfarm::error& e) {
         std::cerr << tool << ": " << e.what() << "\n";

@@ -1,12 +1,16 @@
 // Command-line options shared by the tools (pfarm-chunks, pfarm-sim, later the apps): one spelling each.
 #pragma once
 
+#include "pfarm/error.hpp"
 #include "pfarm/sample.hpp"
 #include "pfarm/technique.hpp"
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pfarm::tools {
@@ -34,7 +38,28 @@ std::vector<resource_sample> samples_from(int workers, const std::string& availa
 /// The text of `--help`'s technique list: one line per technique with its description.
 std::string technique_list();
 
-/// Runs `body`; on pfarm::error or CLI parse error prints "<tool>: <message>" to stderr and returns 2.
-int run_tool(const char* tool, CLI::App& app, int argc, char** argv, const std::function<int()>& body);
+/// A library argument name (pfarm::invalid_argument::argument(): the C++ name, "min_chunk") and the flag a tool
+/// sets it with ("--min-chunk"). The library names arguments by their C++ names and the tools by their flags
+/// (pfarm/error.hpp); this is where one becomes the other.
+struct flag_name {
+    std::string_view argument;
+    std::string_view flag;
+};
+
+/// The one table: the C++ names of what the shared options set (add_technique_options, --times, add_farm_options)
+/// and their flags. A tool passes its own flags as overrides (pfarm-sim: "task_times" is --task-times).
+std::span<const flag_name> shared_flags();
+
+/// The flag of library argument `argument`: from `overrides` first, then shared_flags(); a name in neither (a
+/// flag already, "--bars"; an environment variable, "PFARM_SLOWDOWN") is returned as it is.
+std::string flag_for(std::string_view argument, std::span<const flag_name> overrides = {});
+
+/// The tool's message for `e`: "<flag>: <what is wrong>", the argument named by flag_for.
+std::string tool_message(const invalid_argument& e, std::span<const flag_name> overrides = {});
+
+/// Runs `body`; on pfarm::error or CLI parse error prints "<tool>: <message>" to stderr and returns 2. A
+/// pfarm::invalid_argument's message starts with the flag (tool_message with `overrides`).
+int run_tool(const char* tool, CLI::App& app, int argc, char** argv, const std::function<int()>& body,
+             std::span<const flag_name> overrides = {});
 
 }  // namespace pfarm::tools

@@ -10,6 +10,20 @@
 
 #include <iostream>
 
+namespace {
+
+/// pfarm-chunks' flags for what schedule_round_robin and the calibration name by their C++ names; the technique's
+/// options are in the shared table (options.hpp).
+constexpr pfarm::tools::flag_name chunks_flags[] = {
+    {"iterations", "--iterations"},
+    {"workers", "--workers"},
+    {"availability", "--availability"},
+    {"latency", "--latency"},
+    {"benchmark", "--benchmark"},
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
     CLI::App app{"pfarm-chunks: the chunk sizes a technique hands out, in order (calibration tasks included)"};
     pfarm::tools::technique_args args;
@@ -47,5 +61,5 @@ int main(int argc, char** argv) {
             std::cout << "\n";
         }
         return 0;
-    });
+    }, chunks_flags);
 }

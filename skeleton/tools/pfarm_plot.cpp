@@ -393,6 +393,9 @@ bool run_gnuplot(const std::string& program, const fs::path& script) {
 
 }  // namespace
 
+/// pfarm-plot's trace is its positional argument "trace", not the farm's --trace (options.hpp's shared table).
+constexpr pfarm::tools::flag_name plot_flags[] = {{"trace", "trace"}};
+
 int main(int argc, char** argv) {
     CLI::App app{"pfarm-plot: turns a pfarm trace (the farm's CSV or JSON, or pfarm-sim --trace's CSV) into gnuplot "
                  "data, scripts and PNGs: PREFIX-gantt (chunks per worker over time) and PREFIX-installments "
@@ -446,5 +449,5 @@ int main(int argc, char** argv) {
             std::cout << f->png.string() << "\n";
         }
         return 0;
-    });
+    }, plot_flags);
 }

@@ -86,6 +86,20 @@ void print_summary(const std::string& technique, const pfarm::sim::workload& wl,
     }
 }
 
+/// pfarm-sim's flags for what the simulator names by its C++ names (pfarm/simulator.hpp); the technique's options
+/// are in the shared table (options.hpp).
+constexpr pfarm::tools::flag_name sim_flags[] = {
+    {"tasks", "--tasks"},
+    {"task_times", "--task-times"},
+    {"platform.overhead", "--overhead"},
+    {"latency", "--latency"},
+    {"shape", "--shape"},
+    {"costs", "--costs"},
+    {"monitors.availability", "--availability"},
+    {"monitors.latency", "--latency-readings"},
+    {"monitors.benchmark", "--benchmark"},
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -134,7 +148,7 @@ int main(int argc, char** argv) {
     return pfarm::tools::run_tool("pfarm-sim", app, argc, argv, [&] {
         pfarm::sim::platform pl;
         if (platform_option->count() > 0)
-            pl = pfarm::sim::load_platform(platform_file);
+            pl = pfarm::sim::load_platform(platform_file, "--platform");
         else if (times_option->count() > 0)
             pl.task_times = pfarm::parse_numbers(task_times, "--task-times");
         else
@@ -147,7 +161,7 @@ int main(int argc, char** argv) {
                                                      latency_readings, benchmark, "--latency-readings");
         wl.shape = pfarm::sim::parse_shape(shape);
         if (!costs_file.empty()) {
-            wl.costs = pfarm::sim::load_costs(costs_file);
+            wl.costs = pfarm::sim::load_costs(costs_file, "--costs");
             if (wl.tasks == 0) wl.tasks = static_cast<pfarm::task_count>(wl.costs.size());
         }
         pfarm::sim::run_options run;
@@ -161,5 +175,5 @@ int main(int argc, char** argv) {
         else
             print_summary(args.technique, wl, r);
         return 0;
-    });
+    }, sim_flags);
 }

@@ -16,6 +16,15 @@ static int rank = 0;
         }                                                                       \
     } while (0)
 
+/* pfarm_error_message() starts with the argument's C name (pfarm.h), on every rank. */
+static int names(const char *argument) {
+    const size_t length = strlen(argument);
+    const char *message = pfarm_error_message();
+    if (strncmp(message, argument, length) == 0 && message[length] == ':') return 1;
+    fprintf(stderr, "[rank %d] expected a message naming %s: %s\n", rank, argument, message);
+    return 0;
+}
+
 static void cube(const void *in, void *out) {
     const double x = *(const double *)in;
     *(double *)out = x * x * x;
@@ -82,14 +91,41 @@ int main(int argc, char **argv) {
     CHECK(strstr(pfarm_error_message(), "seven is not allowed") != NULL, "the message is lost");
 
     pfarm(cube, in, n, MPI_DOUBLE, out, n + 1, MPI_DOUBLE, MPI_COMM_WORLD, SCH_MULTI);
-    CHECK(pfarm_status() == PFARM_ERROR_ARGUMENT && strstr(pfarm_error_message(), "out_length"), "out_length not named");
+    CHECK(pfarm_status() == PFARM_ERROR_ARGUMENT && names("out_length"), "out_length not named");
     pfarm(cube, in, 0, MPI_DOUBLE, out, 0, MPI_DOUBLE, MPI_COMM_WORLD, SCH_MULTI);
-    CHECK(pfarm_status() == PFARM_ERROR_ARGUMENT, "zero tasks accepted");
+    CHECK(pfarm_status() == PFARM_ERROR_ARGUMENT && names("in_length"), "zero tasks: in_length not named");
     pfarm(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, (enum scheduling)42);
-    CHECK(pfarm_status() == PFARM_ERROR_ARGUMENT && strstr(pfarm_error_message(), "technique"), "bad enum not named");
+    CHECK(pfarm_status() == PFARM_ERROR_ARGUMENT && names("sched"), "bad enum: sched not named");
+    pfarm(cube, in, n, MPI_DATATYPE_NULL, out, n, MPI_DOUBLE, MPI_COMM_WORLD, SCH_TRAD);
+    CHECK(pfarm_status() == PFARM_ERROR_ARGUMENT && names("in_type"), "in_type not named");
     o.technique = "no-such-technique";
-    CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_ARGUMENT,
-          "unknown technique accepted");
+    CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_ARGUMENT &&
+              names("technique"),
+          "unknown technique accepted or not named");
+    /* The options' errors name pfarm_options' fields, which are the C++ names too (never a flag). */
+    o.technique = "n-gss";
+    o.static_percent = 150;
+    CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_ARGUMENT &&
+              names("static_percent"),
+          "static_percent 150 accepted or not named");
+    o.static_percent = -1;
+    o.technique = "dgss";
+    {
+        const double weights[] = {1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0};
+        o.weights = weights;
+        o.weight_count = 9; /* more than any test's workers */
+        CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_ARGUMENT &&
+                  names("weights"),
+              "a weight count that is not one per worker accepted or not named");
+        o.weights = NULL;
+        o.weight_count = 0;
+    }
+    o.technique = "multi";
+    o.calibration = "sometimes";
+    CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_ARGUMENT &&
+              names("calibration"),
+          "an unknown calibration accepted or not named");
+    o.calibration = NULL;
 
     int total = 0;
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -160,6 +160,24 @@ void edges() {
     } catch (const pfarm::invalid_argument& e) {
         ratio = e.argument() == "out";
     }
+    // farm() names the options by their C++ names (farm_options, technique_options), never a flag.
+    bool min_chunk = false, slowdown = false;
+    try {
+        auto o = options_for("gss");
+        o.parameters.min_chunk = 0;
+        pfarm::farm(MPI_COMM_WORLD, in2, out2, [](const double&, double&) {}, o);
+    } catch (const pfarm::invalid_argument& e) {
+        min_chunk = e.argument() == "min_chunk";
+    }
+    try {
+        auto o = options_for("gss");
+        o.slowdown = {0.5};
+        pfarm::farm(MPI_COMM_WORLD, in2, out2, [](const double&, double&) {}, o);
+    } catch (const pfarm::invalid_argument& e) {
+        slowdown = e.argument() == "slowdown";
+    }
+    CHECK(min_chunk, "min_chunk 0: no invalid_argument naming 'min_chunk'");
+    CHECK(slowdown, "slowdown 0.5: no invalid_argument naming 'slowdown'");
     CHECK(zero, "zero tasks: no invalid_argument naming 'in'");
     CHECK(unknown, "unknown technique: no invalid_argument naming 'technique'");
     CHECK(ratio, "3 outputs for 2 tasks: no invalid_argument naming 'out'");

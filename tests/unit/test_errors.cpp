@@ -31,63 +31,63 @@ TEST(Errors, UnknownTechniqueListsTheKnownOnes) {
     }
 }
 
-TEST(Errors, CssWithoutChunk) { expect_invalid([] { pfarm::make_technique("css", {}, 4); }, "--chunk"); }
+TEST(Errors, CssWithoutChunk) { expect_invalid([] { pfarm::make_technique("css", {}, 4); }, "chunk"); }
 
 TEST(Errors, WeightsOfTheWrongCount) {
     pfarm::technique_options o;
     o.weights = {1, 2, 3};
-    expect_invalid([&] { pfarm::make_technique("dgss", o, 4); }, "--weights");
+    expect_invalid([&] { pfarm::make_technique("dgss", o, 4); }, "weights");
 }
 
 TEST(Errors, NonPositiveOrNanWeights) {
     pfarm::technique_options o;
     o.weights = {1, 0, 3, 4};
-    expect_invalid([&] { pfarm::make_technique("dfss", o, 4); }, "--weights");
+    expect_invalid([&] { pfarm::make_technique("dfss", o, 4); }, "weights");
     o.weights = {1, -2, 3, 4};
-    expect_invalid([&] { pfarm::make_technique("dfss", o, 4); }, "--weights");
+    expect_invalid([&] { pfarm::make_technique("dfss", o, 4); }, "weights");
     o.weights = {1, std::nan(""), 3, 4};
-    expect_invalid([&] { pfarm::make_technique("dfss", o, 4); }, "--weights");
+    expect_invalid([&] { pfarm::make_technique("dfss", o, 4); }, "weights");
 }
 
 TEST(Errors, NonPositiveOrNanTimes) {
     pfarm::technique_options o;
     o.times = {1, 0, 1, 1};
-    expect_invalid([&] { pfarm::make_technique("multi", o, 4); }, "--times");
+    expect_invalid([&] { pfarm::make_technique("multi", o, 4); }, "times");
     o.times = {1, std::numeric_limits<double>::infinity(), 1, 1};
-    expect_invalid([&] { pfarm::make_technique("multi", o, 4); }, "--times");
+    expect_invalid([&] { pfarm::make_technique("multi", o, 4); }, "times");
     EXPECT_THROW(pfarm::fitness_from_times(std::vector<double>{1.0, -1.0}), pfarm::invalid_argument);
     EXPECT_THROW(pfarm::fitness_from_times(std::vector<double>{1.0, std::nan("")}), pfarm::invalid_argument);
 }
 
 TEST(Errors, ZeroTasksAndWorkers) {
-    expect_invalid([] { pfarm::schedule_round_robin("gss", 0, 4, {}); }, "--iterations");
-    expect_invalid([] { pfarm::schedule_round_robin("gss", 10, 0, {}); }, "--workers");
+    expect_invalid([] { pfarm::schedule_round_robin("gss", 0, 4, {}); }, "iterations");
+    expect_invalid([] { pfarm::schedule_round_robin("gss", 10, 0, {}); }, "workers");
     expect_invalid([] { pfarm::farmer(0, 2, pfarm::make_technique("gss", {}, 2)); }, "tasks");
 }
 
 TEST(Errors, OutOfRangeParameters) {
     pfarm::technique_options o;
     o.min_chunk = 0;
-    expect_invalid([&] { pfarm::make_technique("gss", o, 2); }, "--min-chunk");
+    expect_invalid([&] { pfarm::make_technique("gss", o, 2); }, "min_chunk");
     o = {};
     o.stages = 1;
-    expect_invalid([&] { pfarm::make_technique("fiss", o, 2); }, "--stages");
+    expect_invalid([&] { pfarm::make_technique("fiss", o, 2); }, "stages");
     o = {};
     o.static_percent = 120;
-    expect_invalid([&] { pfarm::make_technique("n-gss", o, 2); }, "--static-percent");
+    expect_invalid([&] { pfarm::make_technique("n-gss", o, 2); }, "static_percent");
     o = {};
     o.factor = 0;
-    expect_invalid([&] { pfarm::make_technique("fss", o, 2); }, "--factor");
+    expect_invalid([&] { pfarm::make_technique("fss", o, 2); }, "factor");
     o = {};
     o.k = -1;
-    expect_invalid([&] { pfarm::make_technique("multi", o, 2); }, "--k");
+    expect_invalid([&] { pfarm::make_technique("multi", o, 2); }, "k");
     o = {};
     o.first = 2;
     o.last = 5;
-    expect_invalid([&] { pfarm::schedule_round_robin("tss", 100, 2, o); }, "--first");
+    expect_invalid([&] { pfarm::schedule_round_robin("tss", 100, 2, o); }, "first");
     o = {};
     o.run_queue = {1, 0.5};
-    expect_invalid([&] { pfarm::make_technique("dtss", o, 2); }, "--run-queue");
+    expect_invalid([&] { pfarm::make_technique("dtss", o, 2); }, "run_queue");
 }
 
 TEST(Errors, FarmerRejectsBadTimesAndWorkers) {

@@ -97,17 +97,17 @@ TEST(LiteratureFsc, HugeOptimumIsCutToTheLoop) {
     EXPECT_EQ(chunk_sizes("fsc", 5, 2, fsc_options(1e-9, 100.0)), sizes(5, 1));
 }
 
-TEST(LiteratureFsc, MissingOrBadParametersThrowNamingTheCliArgument) {
-    EXPECT_EQ(argument_of("fsc", {}), "--overhead-h");
+TEST(LiteratureFsc, MissingOrBadParametersThrowNamingTheOption) {
+    EXPECT_EQ(argument_of("fsc", {}), "overhead");
     EXPECT_EQ(argument_of("fsc", fsc_options(0.5, 1.0)), "(nothing thrown)");
     pfarm::technique_options no_sigma;
     no_sigma.overhead = 0.5;
-    EXPECT_EQ(argument_of("fsc", no_sigma), "--sigma");
+    EXPECT_EQ(argument_of("fsc", no_sigma), "sigma");
     pfarm::technique_options no_h;
     no_h.sigma = 1.0;
-    EXPECT_EQ(argument_of("fsc", no_h), "--overhead-h");
-    EXPECT_EQ(argument_of("fsc", fsc_options(-1.0, 1.0)), "--overhead-h");
-    EXPECT_EQ(argument_of("fsc", fsc_options(1.0, 0.0)), "--sigma");
+    EXPECT_EQ(argument_of("fsc", no_h), "overhead");
+    EXPECT_EQ(argument_of("fsc", fsc_options(-1.0, 1.0)), "overhead");
+    EXPECT_EQ(argument_of("fsc", fsc_options(1.0, 0.0)), "sigma");
     EXPECT_THROW(pfarm::schedule_round_robin("fsc", 100, 4, {}), pfarm::invalid_argument);
 }
 
@@ -234,15 +234,15 @@ TEST(LiteratureAwf, AwfDChargesTheOverheadPerChunk) {
 }
 
 TEST(LiteratureAwf, OverheadVariantsRequireOverheadH) {
-    EXPECT_EQ(argument_of("awf-d", {}), "--overhead-h");
-    EXPECT_EQ(argument_of("awf-e", {}), "--overhead-h");
+    EXPECT_EQ(argument_of("awf-d", {}), "overhead");
+    EXPECT_EQ(argument_of("awf-e", {}), "overhead");
     EXPECT_EQ(argument_of("awf-b", {}), "(nothing thrown)");
     pfarm::technique_options bad;
     bad.factor = -1.0;
-    EXPECT_EQ(argument_of("awf-c", bad), "--factor");
+    EXPECT_EQ(argument_of("awf-c", bad), "factor");
     pfarm::technique_options wrong_count;
     wrong_count.weights = {1, 2, 3};
-    EXPECT_EQ(argument_of("awf", wrong_count), "--weights");
+    EXPECT_EQ(argument_of("awf", wrong_count), "weights");
 }
 
 /// The scenario that separates the batch kinds: p = 2, N = 10000; worker 0 takes both chunks of batch 2 and

@@ -416,38 +416,59 @@ TEST(SimulatorScale, GssAndSsWithAThousandWorkers) {
 
 // --- input validation -------------------------------------------------------------------------------------------
 
+// The simulator names its inputs by their C++ names (pfarm-sim shows its flags instead: tests/cli).
 TEST(SimulatorInput, BadInputsThrow) {
     const auto run = [](sim::platform p, task_count tasks = 10, const std::string& technique = "gss",
                         pfarm::technique_options o = {}) {
         return [=] { sim::simulate(p, make_workload(tasks), technique, o); };
     };
     const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
-    expect_invalid(run(make_platform({1, 1}), 0), "--tasks");
-    expect_invalid(run(make_platform({1, 1}), -3), "--tasks");
-    expect_invalid(run(make_platform({})), "--task-times");
+    expect_invalid(run(make_platform({1, 1}), 0), "tasks");
+    expect_invalid(run(make_platform({1, 1}), -3), "tasks");
+    expect_invalid(run(make_platform({})), "task_times");
     for (double bad : {0.0, -1.0, nan, inf}) {
-        expect_invalid(run(make_platform({1, bad})), "--task-times");
+        const auto message = expect_invalid(run(make_platform({1, bad})), "task_times");
+        EXPECT_NE(message.find("value 2 is "), std::string::npos) << message;
         if (bad != 0.0) {
-            expect_invalid(run(make_platform({1}, bad, 0.0)), "--overhead");
-            expect_invalid(run(make_platform({1}, 0.0, bad)), "--latency");
+            // platform::overhead beside technique_options::overhead (named "overhead", pfarm-sim's --overhead-h)
+            expect_invalid(run(make_platform({1}, bad, 0.0)), "platform.overhead");
+            expect_invalid(run(make_platform({1}, 0.0, bad)), "latency");
         }
     }
+    pfarm::technique_options no_h;
+    no_h.overhead = -1.0;
+    expect_invalid(run(make_platform({1}), 10, "fsc", no_h), "overhead");
+    const auto scripted = [](auto set) {
+        auto p = make_platform({1, 1});
+        p.monitors.resize(2);
+        set(p.monitors[1]);
+        return p;
+    };
+    expect_invalid(run(scripted([](pfarm::resource_sample& s) { s.availability = 1.5; })), "monitors.availability");
+    expect_invalid(run(scripted([](pfarm::resource_sample& s) { s.latency = -1.0; })), "monitors.latency");
+    expect_invalid(run(scripted([](pfarm::resource_sample& s) { s.benchmark = 0.0; })), "monitors.benchmark");
+    auto one_reading = make_platform({1, 1});
+    one_reading.monitors.resize(1);
+    expect_invalid(run(one_reading), "monitors");
     const auto with_change = [](pfarm::load_change c) {
         auto p = make_platform({1, 1});
         p.load_changes = {c};
         return p;
     };
-    expect_invalid(run(with_change({2, 1.0, 2.0})), "--load-change");
-    expect_invalid(run(with_change({-1, 1.0, 2.0})), "--load-change");
-    expect_invalid(run(with_change({0, -1.0, 2.0})), "--load-change");
-    expect_invalid(run(with_change({0, nan, 2.0})), "--load-change");
-    expect_invalid(run(with_change({0, 1.0, 0.0})), "--load-change");
-    expect_invalid(run(with_change({0, 1.0, inf})), "--load-change");
+    expect_invalid(run(with_change({2, 1.0, 2.0})), "load_changes");
+    expect_invalid(run(with_change({-1, 1.0, 2.0})), "load_changes");
+    expect_invalid(run(with_change({0, -1.0, 2.0})), "load_changes");
+    expect_invalid(run(with_change({0, nan, 2.0})), "load_changes");
+    expect_invalid(run(with_change({0, 1.0, 0.0})), "load_changes");
+    expect_invalid(run(with_change({0, 1.0, inf})), "load_changes");
     expect_invalid(run(make_platform({1}), 10, "no-such-technique"), "technique");
-    expect_invalid(run(make_platform({1}), 10, "css"), "--chunk");
+    expect_invalid(run(make_platform({1}), 10, "css"), "chunk");
     EXPECT_THROW(sim::parse_shape("spiral"), pfarm::unknown_name);
-    expect_invalid([] { sim::parse_shape("spiral"); }, "--shape");
-    expect_invalid([] { sim::task_costs(make_workload(0)); }, "--tasks");
+    expect_invalid([] { sim::parse_shape("spiral"); }, "shape");
+    expect_invalid([] { sim::task_costs(make_workload(0)); }, "tasks");
+    auto short_costs = make_workload(3);
+    short_costs.costs = {1.0, 2.0};
+    expect_invalid([&] { sim::task_costs(short_costs); }, "costs");
 
     // Legal edge cases.
     EXPECT_NO_THROW(sim::simulate(with_change({1, 0.0, 1.0}), make_workload(1), "gss", {}));
@@ -505,13 +526,15 @@ TEST(SimulatorInput, JsonPlatformFile) {
             ADD_FAILURE() << "no exception";
         } catch (const pfarm::invalid_argument& e) {
             const std::string what = e.what();
-            EXPECT_EQ(e.argument(), "--platform");
+            EXPECT_EQ(e.argument(), "platform");
             EXPECT_NE(what.find(path.string()), std::string::npos) << what;
             if (!bad[i].second.empty()) EXPECT_NE(what.find("'" + bad[i].second + "'"), std::string::npos) << what;
         }
         std::filesystem::remove(path);
     }
-    expect_invalid([] { sim::load_platform("/nonexistent/pfarm/platform.json"); }, "--platform");
+    expect_invalid([] { sim::load_platform("/nonexistent/pfarm/platform.json"); }, "platform");
+    // A caller names the argument as it likes: pfarm-sim passes its flag.
+    expect_invalid([] { sim::load_platform("/nonexistent/pfarm/platform.json", "--platform"); }, "--platform");
     std::filesystem::remove(good);
     std::filesystem::remove(minimal);
 }
@@ -605,7 +628,7 @@ TEST(SimulatorCosts, ReplaysATraceOrAList) {
 }
 
 // Any trace the trace module writes replays: JSON too, and pfarm-sim's own (the simulator source); chunks of
-// more than one task, a task missing and a broken trace are refused, naming --costs.
+// more than one task, a task missing and a broken trace are refused, naming "costs" (or what the caller passes).
 TEST(SimulatorCosts, ReplaysAnyTraceOfTheOneSchema) {
     pfarm::trace_summary s;
     s.technique = "ss", s.tasks = 3;
@@ -621,16 +644,17 @@ TEST(SimulatorCosts, ReplaysAnyTraceOfTheOneSchema) {
     }
     const std::string path = ::testing::TempDir() + "pfarm-costs-trace-bad.csv";
     pfarm::write_trace(path, s, {chunks[1], {1, 1, 2, 0.0, 1.5, 3.5, 3.6, false, {}}});  // tasks 1 and 2 together
-    const auto message = expect_invalid([&] { pfarm::sim::load_costs(path); }, "--costs");
+    const auto message = expect_invalid([&] { pfarm::sim::load_costs(path); }, "costs");
     EXPECT_NE(message.find("technique ss"), std::string::npos) << message;
+    expect_invalid([&] { pfarm::sim::load_costs(path, "--costs"); }, "--costs");
     s.tasks = 2;
     pfarm::write_trace(path, s, {chunks[0], chunks[2]});  // task 0 missing
-    expect_invalid([&] { pfarm::sim::load_costs(path); }, "--costs");
+    expect_invalid([&] { pfarm::sim::load_costs(path); }, "costs");
     {
         std::ofstream out(path);
         out << "rank,first,count,sent,started,finished,received,calibration\n1,0,1,0,0.5,abc,1,0\n";
     }
-    const auto broken = expect_invalid([&] { pfarm::sim::load_costs(path); }, "--costs");
+    const auto broken = expect_invalid([&] { pfarm::sim::load_costs(path); }, "costs");
     EXPECT_NE(broken.find(":2: column 'finished'"), std::string::npos) << broken;
 }
 

@@ -9,8 +9,9 @@
 
 namespace pfarm::testing {
 
-/// Runs `body` and expects a pfarm::invalid_argument whose argument() is `argument`. Returns its message (empty
-/// when nothing was thrown), for tests that check more of it.
+/// Runs `body` and expects a pfarm::invalid_argument whose argument() is `argument`: for the library, the C++ name
+/// ("min_chunk", "task_times"), never a flag (pfarm/error.hpp). Returns its message (empty when nothing was
+/// thrown), for tests that check more of it.
 template <class F>
 std::string expect_invalid(F&& body, const std::string& argument) {
     try {

@@ -72,7 +72,8 @@ struct calibration_result {
 /// Times-only calibration (Algorithm 1 of seed 004, times-only branch) for a run of `total_tasks` tasks.
 calibration_result calibrate_times_only(std::span<const double> times, std::int64_t total_tasks);
 
-/// Parses "times", "univariate", "multivariate" (the --calibration option); unknown_name otherwise.
+/// Parses "times", "univariate", "multivariate" (technique_options::calibration, the --calibration option);
+/// unknown_name naming "calibration" otherwise.
 calibration_mode parse_calibration_mode(const std::string& name);
 std::string to_string(calibration_mode mode);
 

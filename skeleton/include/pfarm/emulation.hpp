@@ -20,7 +20,8 @@ struct load_change {
 
 /// Parses a comma-separated list of numbers, "1,2.5,3e-2" (blanks around an item are allowed). Strict: an
 /// empty list or item ("1,,2", "1,"), trailing characters ("12abc"), "nan", "inf", hexadecimal and magnitudes
-/// beyond double ("1e999") throw pfarm::invalid_argument naming `argument` ("--slowdown", "PFARM_SLOWDOWN").
+/// beyond double ("1e999") throw pfarm::invalid_argument naming `argument`, as the caller spells it: a tool its
+/// flag ("--slowdown"), the farm the environment variable ("PFARM_SLOWDOWN"), library code the field.
 std::vector<double> parse_numbers(const std::string& text, const std::string& argument);
 
 /// Parses "WORKER:TIME:FACTOR", e.g. "2:100:1.5": WORKER an integer >= 0, TIME a finite number >= 0, FACTOR a

@@ -29,8 +29,9 @@ std::span<const technique_info> techniques();
 /// listing the accepted names.
 const technique_info& find_technique(std::string_view name);
 
-/// Builds technique `name` for `workers` workers with `options`. Throws pfarm::unknown_name or
-/// pfarm::invalid_argument with a message naming the argument.
+/// Builds technique `name` for `workers` workers with `options`. Throws pfarm::unknown_name ("technique") or
+/// pfarm::invalid_argument naming the option by its technique_options field ("min_chunk", "weights", "chunk"),
+/// never by a command-line flag.
 std::unique_ptr<technique> make_technique(std::string_view name, const technique_options& options, int workers);
 
 /// Checks the options every technique shares (min_chunk >= 1, weights/run_queue/times counts and signs,

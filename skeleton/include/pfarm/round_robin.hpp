@@ -29,7 +29,8 @@ struct round_robin_schedule {
 /// Drives a farmer_session with requests arriving round-robin (worker 0, 1, ..., p-1, 0, ...): in each round
 /// every worker still active sends the results of its chunk, which took count x options.times[w] (1 when no
 /// times are given), with its next request, in index order (a parked worker is asked again by the session). `samples` (one per worker, or none) are the
-/// monitor readings that statistical calibration fits the times to. Throws invalid_argument on bad input.
+/// monitor readings that statistical calibration fits the times to. Throws invalid_argument on bad input, naming
+/// "iterations", "workers", "samples" or a technique option by its field name ("min_chunk").
 round_robin_schedule schedule_round_robin(const std::string& technique, task_count iterations, int workers,
                                           const technique_options& options,
                                           std::span<const resource_sample> samples = {});

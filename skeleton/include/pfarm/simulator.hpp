@@ -20,7 +20,8 @@ namespace pfarm::sim {
 /// column profile. Every shape is normalised to a mean cost of 1 per task, so total work = tasks.
 enum class workload_shape { uniform, increasing, decreasing, random, mandelbrot };
 
-/// Parses "uniform", "increasing", "decreasing", "random", "mandelbrot" (pfarm::unknown_name otherwise).
+/// Parses "uniform", "increasing", "decreasing", "random", "mandelbrot" (pfarm::unknown_name naming "shape"
+/// otherwise).
 workload_shape parse_shape(const std::string& name);
 std::string to_string(workload_shape shape);
 
@@ -40,8 +41,9 @@ struct platform {
 /// Reads a platform from JSON: {"task_times": [...], "overhead": x, "latency": y,
 /// "load_changes": [{"worker": 0, "time": 10.0, "factor": 2.0}, ...],
 /// "monitors": [{"availability": 0.5, "latency": 1e-4, "benchmark": 300}, ...]} (only task_times is required).
-/// Throws pfarm::invalid_argument naming the file and the field on malformed input.
-platform load_platform(const std::string& path);
+/// Throws pfarm::invalid_argument naming `argument` (pfarm-sim passes its flag) with the file and the field in the
+/// message on malformed input.
+platform load_platform(const std::string& path, const std::string& argument = "platform");
 
 struct workload {
     task_count tasks = 0;
@@ -54,11 +56,12 @@ struct workload {
 
 /// Reads per-task costs from a file (the --costs option): one number per line ('#' comments and blank lines
 /// skipped), or a pfarm trace, CSV or JSON (pfarm/trace.hpp), whose chunks are of one task each (an `ss` run):
-/// task `first` costs `finished - started`. Throws invalid_argument("--costs") naming the file and the line or
-/// element.
-std::vector<double> load_costs(const std::string& path);
+/// task `first` costs `finished - started`. Throws invalid_argument naming `argument`, with the file and the line
+/// or element in the message.
+std::vector<double> load_costs(const std::string& path, const std::string& argument = "costs");
 
-/// Per-task costs of a workload (mean 1 for the shapes; the measured costs as they are).
+/// Per-task costs of a workload (mean 1 for the shapes; the measured costs as they are). Throws invalid_argument
+/// naming "tasks", "costs" or "shape".
 std::vector<double> task_costs(const workload& w);
 
 /// One chunk as it ran (pfarm-sim --trace writes it as a pfarm::chunk_trace of the one trace schema: docs/traces.md).
@@ -112,7 +115,9 @@ struct run_options {
 /// increasing worker index; when the calibration barrier passes, the waiting workers are served in
 /// increasing worker index. Statistical calibration reads simulated monitors (availability 1/factor, latency
 /// the round trip, benchmark 1/task_time; simulator.cpp documents the whole model). Throws
-/// pfarm::invalid_argument on bad input.
+/// pfarm::invalid_argument on bad input, naming the field by its C++ name ("task_times", "latency",
+/// "load_changes", "monitors.availability", "tasks", "min_chunk"...; the platform's overhead is
+/// "platform.overhead", technique_options' is "overhead"), never a flag.
 result simulate(const platform& platform, const workload& workload, const std::string& technique,
                 const technique_options& options, const run_options& run = {});
 

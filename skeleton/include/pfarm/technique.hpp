@@ -28,6 +28,8 @@ struct chunk {
 /// Every parameter a technique may read. Unset means "the technique's documented default"; a technique
 /// that *requires* a parameter (css needs `chunk`) throws pfarm::invalid_argument when it is unset.
 /// Parameters a technique does not use are ignored (pfarm-chunks --help lists what each one reads).
+/// Errors name a parameter by its field name here ("min_chunk", "static_percent", "overhead"); the tools show the
+/// flag beside it ("--min-chunk", "--static-percent", "--overhead-h").
 struct technique_options {
     task_count min_chunk = 1;             ///< --min-chunk: no chunk below this except the last
     std::optional<task_count> chunk;      ///< --chunk: css chunk size

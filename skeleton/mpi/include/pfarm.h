@@ -33,7 +33,7 @@ typedef void (*pfarm_worker_fn)(const void *in, void *out);
 /** Status of the calling thread's last pfarm call. */
 enum pfarm_status_code {
     PFARM_OK = 0,
-    PFARM_ERROR_ARGUMENT = 1, /**< bad input; pfarm_error_message() names the argument */
+    PFARM_ERROR_ARGUMENT = 1, /**< bad input; pfarm_error_message() names the argument (its C name) */
     PFARM_ERROR_WORKER = 2,   /**< a task failed; pfarm_error_task() says which */
     PFARM_ERROR_MPI = 3,      /**< an MPI call failed */
     PFARM_ERROR_INTERNAL = 4  /**< anything else (a bug in pfarm) */
@@ -95,7 +95,14 @@ int pfarm_run(pfarm_worker_fn worker, const void *in_data, int in_length, MPI_Da
 void pfarm_fail_task(const char *message);
 
 int pfarm_status(void);               /**< the status of this thread's last call */
-const char *pfarm_error_message(void); /**< its message ("" when PFARM_OK) */
+/** Its message ("" when PFARM_OK). With PFARM_ERROR_ARGUMENT it starts with the argument's C name and ": ",
+ *  then what is wrong and the accepted range ("min_chunk: is 0; expected >= 1"): a parameter of pfarm_run or
+ *  pfarm ("worker", "in_length", "in_data", "in_type", "out_length", "sched"), a field of pfarm_options
+ *  ("technique", "min_chunk", "chunk", "factor", "first", "last", "stages", "static_percent", "k", "weights",
+ *  "calibration", "trace"), or the environment variable a value came from ("PFARM_SLOWDOWN",
+ *  "PFARM_LOAD_CHANGES"). These are the C++ API's names of the same arguments (technique_options, farm_options),
+ *  except in_length and out_length, which the C++ farm() calls "in" and "out"; never a command-line flag. */
+const char *pfarm_error_message(void);
 long long pfarm_error_task(void);      /**< the failed task with PFARM_ERROR_WORKER, else -1 */
 
 #ifdef __cplusplus

@@ -21,6 +21,14 @@ struct c_task_failure : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+/// The C name of the argument a C++ error names (pfarm.h, pfarm_error_message): the C++ names of the options are
+/// pfarm_options' field names; farm()'s `in` and `out` are pfarm_run's in_length and out_length.
+std::string c_name(const std::string& argument) {
+    if (argument == "in") return "in_length";
+    if (argument == "out") return "out_length";
+    return argument;
+}
+
 /// Bytes of one element of a contiguous datatype, or invalid_argument naming `argument`.
 std::size_t element_bytes(MPI_Datatype type, const char* argument) {
     if (type == MPI_DATATYPE_NULL) throw pfarm::invalid_argument(argument, "is MPI_DATATYPE_NULL");
@@ -81,7 +89,7 @@ int run(pfarm_worker_fn worker, const void* in_data, int in_length, MPI_Datatype
     } catch (const pfarm::worker_error& e) {
         last_status = PFARM_ERROR_WORKER, last_message = e.what(), last_task = e.task();
     } catch (const pfarm::invalid_argument& e) {
-        last_status = PFARM_ERROR_ARGUMENT, last_message = e.what();
+        last_status = PFARM_ERROR_ARGUMENT, last_message = c_name(e.argument()) + ": " + e.message();
     } catch (const pfarm::mpi::mpi_error& e) {
         last_status = PFARM_ERROR_MPI, last_message = e.what();
     } catch (const std::exception& e) {
@@ -112,9 +120,14 @@ void pfarm_sched(pfarm_worker_fn worker, void* in_data, int in_length, MPI_Datat
                  int out_length, MPI_Datatype out_type, MPI_Comm comm, enum scheduling sched) {
     pfarm::farm_options options;
     const char* technique = technique_of(sched);
-    // An out-of-range enum is reported like any unknown technique, collectively by the engine.
-    options.technique = technique ? technique : "enum scheduling " + std::to_string(static_cast<int>(sched));
-    run(worker, in_data, in_length, in_type, out_data, out_length, out_type, comm, options, nullptr);
+    if (technique) {
+        options.technique = technique;
+        run(worker, in_data, in_length, in_type, out_data, out_length, out_type, comm, options, nullptr);
+    } else {  // reported collectively by the engine, like any bad argument
+        run(worker, in_data, in_length, in_type, out_data, out_length, out_type, comm, options, nullptr, "sched",
+            "is " + std::to_string(static_cast<int>(sched)) +
+                "; expected SCH_TRAD, SCH_DEAL, SCH_DEALDYN_LR, SCH_DEALDYN_MV, SCH_DEALDYN_SM or SCH_MULTI");
+    }
 }
 
 void pfarm_options_init(pfarm_options* o) {
@@ -152,7 +165,7 @@ int pfarm_run(pfarm_worker_fn worker, const void* in_data, int in_length, MPI_Da
                 p.calibration = pfarm::parse_calibration_mode(o->calibration);
             } catch (const pfarm::invalid_argument& e) {  // reported collectively, on every rank
                 bad_argument = "calibration";
-                bad_message = std::string(e.what()).substr(e.argument().size() + 2);
+                bad_message = e.message();
             }
         }
     }

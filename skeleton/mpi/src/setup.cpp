@@ -130,8 +130,7 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
         } catch (const invalid_argument& e) {
             s.config.error = 1;
             argument = e.argument();
-            message = e.what();
-            message = message.substr(std::min(message.size(), argument.size() + 2));
+            message = e.message();
         }
         s.config.emulation_count = static_cast<std::int32_t>(emulation_data.size());
     }

@@ -47,9 +47,9 @@ public:
         : pinned_k_(o.k), mode_(o.calibration.value_or(calibration_mode::times_only)),
           first_round_(static_cast<std::size_t>(p), true) {
         if (mode_ == calibration_mode::none)
-            throw invalid_argument("--calibration", "multi needs a calibration: times, univariate or multivariate");
+            throw invalid_argument("calibration", "multi needs a calibration: times, univariate or multivariate");
         if (pinned_k_ && (!(*pinned_k_ > 0.0) || !std::isfinite(*pinned_k_)))
-            throw invalid_argument("--k", "is " + std::to_string(*pinned_k_) + "; expected a finite value > 0");
+            throw invalid_argument("k", "is " + std::to_string(*pinned_k_) + "; expected a finite value > 0");
     }
     std::string name() const override { return "multi"; }
     calibration_mode needs_calibration() const override { return mode_; }

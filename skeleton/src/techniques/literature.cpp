@@ -31,7 +31,7 @@ std::string number(double v) {
     return s;
 }
 
-/// A required finite positive real option: throws invalid_argument naming `argument` (the CLI spelling).
+/// A required finite positive real option: throws invalid_argument naming `argument` (its technique_options field).
 double required_positive(const std::optional<double>& v, const char* argument, const std::string& why) {
     if (!v) throw invalid_argument(argument, "is required by " + why);
     if (!std::isfinite(*v) || *v <= 0.0)
@@ -42,7 +42,7 @@ double required_positive(const std::optional<double>& v, const char* argument, c
 double factoring_ratio(const technique_options& o) {
     const double x = o.factor.value_or(2.0);
     if (!std::isfinite(x) || x <= 0.0)
-        throw invalid_argument("--factor", "is " + number(x) + "; expected a finite value > 0");
+        throw invalid_argument("factor", "is " + number(x) + "; expected a finite value > 0");
     return x;
 }
 
@@ -245,7 +245,7 @@ public:
     adaptive_weighted_factoring(std::string name, kind k, double overhead, const technique_options& o, int p)
         : name_(std::move(name)), kind_(k), overhead_(overhead), x_(factoring_ratio(o)), initial_(o.weights) {
         if (!initial_.empty() && static_cast<int>(initial_.size()) != p)
-            throw invalid_argument("--weights", "has " + std::to_string(initial_.size()) +
+            throw invalid_argument("weights", "has " + std::to_string(initial_.size()) +
                                                     " values; expected one per worker (" + std::to_string(p) + ")");
         resize(p);
     }
@@ -350,7 +350,7 @@ technique_info awf_row(const char* name, awf_kind k, bool with_overhead, const c
     return {label, "adaptive", description, parameters, source,
             [label, k, with_overhead](const technique_options& o, int p) -> std::unique_ptr<technique> {
                 const double h = with_overhead
-                                     ? required_positive(o.overhead, "--overhead-h",
+                                     ? required_positive(o.overhead, "overhead",
                                                          label + " (the scheduling overhead h per chunk, "
                                                                  "added to every measured chunk time)")
                                      : 0.0;
@@ -393,9 +393,9 @@ std::vector<technique_info> literature_techniques() {
          "--overhead-h H (required), --sigma S (required)",
          "Kruskal & Weiss, IEEE Trans. Software Eng. SE-11(10):1001-1016, 1985",
          [](const technique_options& o, int) {
-             const double h = required_positive(o.overhead, "--overhead-h",
+             const double h = required_positive(o.overhead, "overhead",
                                                 "fsc (the scheduling overhead h per chunk, in task-time units)");
-             const double sigma = required_positive(o.sigma, "--sigma",
+             const double sigma = required_positive(o.sigma, "sigma",
                                                     "fsc (the standard deviation of the task times, in the unit of h)");
              return std::make_unique<fixed_size_chunking>(h, sigma);
          }},

@@ -157,13 +157,13 @@ private:
 double positive_factor(const technique_options& o) {
     const double x = o.factor.value_or(2.0);
     if (!(x > 0.0) || !std::isfinite(x))
-        throw invalid_argument("--factor", "is " + std::to_string(x) + "; expected a finite value > 0");
+        throw invalid_argument("factor", "is " + std::to_string(x) + "; expected a finite value > 0");
     return x;
 }
 
 int stage_count(const technique_options& o) {
     const int s = o.stages.value_or(3);
-    if (s < 2) throw invalid_argument("--stages", "is " + std::to_string(s) + "; expected >= 2");
+    if (s < 2) throw invalid_argument("stages", "is " + std::to_string(s) + "; expected >= 2");
     return s;
 }
 
@@ -190,9 +190,9 @@ std::vector<technique_info> simple_techniques() {
         {"css", "simple", "chunk self-scheduling: fixed chunks of k", "--chunk K (required)",
          "Kruskal & Weiss 1985; seed 001 CSS(k)",
          [](const technique_options& o, int) {
-             if (!o.chunk) throw invalid_argument("--chunk", "is required by css (a chunk size >= 1)");
+             if (!o.chunk) throw invalid_argument("chunk", "is required by css (a chunk size >= 1)");
              if (*o.chunk < 1)
-                 throw invalid_argument("--chunk", "is " + std::to_string(*o.chunk) + "; expected >= 1");
+                 throw invalid_argument("chunk", "is " + std::to_string(*o.chunk) + "; expected >= 1");
              return std::make_unique<fixed_chunk>("css", *o.chunk);
          }},
         {"gss", "simple", "guided self-scheduling: max(min_chunk, ceil(R/p))", "--min-chunk",

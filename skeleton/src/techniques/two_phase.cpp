@@ -36,7 +36,7 @@ public:
           first_done_(static_cast<std::size_t>(p), false) {
         alpha_percent_ = o.static_percent.value_or(80.0);
         if (!(alpha_percent_ >= 0.0 && alpha_percent_ <= 100.0))
-            throw invalid_argument("--static-percent",
+            throw invalid_argument("static_percent",
                                    "is " + std::to_string(alpha_percent_) + "; expected 0 to 100");
         inner_ = make_plain(inner_name_, o, p);
     }

@@ -77,7 +77,7 @@ public:
     dfss(std::string name, const technique_options& o, int p) : weighted_base(std::move(name), o, p) {
         x_ = o.factor.value_or(2.0);
         if (!(x_ > 0.0) || !std::isfinite(x_))
-            throw invalid_argument("--factor", "is " + std::to_string(x_) + "; expected a finite value > 0");
+            throw invalid_argument("factor", "is " + std::to_string(x_) + "; expected a finite value > 0");
     }
     task_count next(int w, task_count r) override {
         const task_count r_stage = stages_.on_chunk(r);
@@ -135,7 +135,7 @@ class dfiss final : public weighted_base {
 public:
     dfiss(std::string name, const technique_options& o, int p) : weighted_base(std::move(name), o, p) {
         sigma_ = o.stages.value_or(3);
-        if (sigma_ < 2) throw invalid_argument("--stages", "is " + std::to_string(sigma_) + "; expected >= 2");
+        if (sigma_ < 2) throw invalid_argument("stages", "is " + std::to_string(sigma_) + "; expected >= 2");
     }
     task_count next(int w, task_count r) override {
         const task_count r_stage = stages_.on_chunk(r);
