@@ -858,10 +858,10 @@ def markdown(res, platforms, mode, p, tasks, elapsed, fig4_workers, other, other
         "only as good as the calibration: right on the uniform loop, nearly right on decreasing and Mandelbrot "
         "(their first p tasks cost about the same), wrong on the increasing loop (the first p tasks cost "
         "2(i + 0.5)/S: a 31:1 spread that is all task cost, no speed) and on the random loop (up to 19:1). "
-        "Under changing load both kinds are far from balanced (most imbalances between 20% and 90%): the "
-        "weights, given or calibrated, describe the dedicated workers or the loads at t = 0, and A_j stays "
-        "fixed (seed 002's non-dedicated mode divides by run queues, `--run-queue`, which this study does not "
-        "feed back).\n")
+        "Under changing load the weighted schemes follow the run queue every request carries (seed 002's "
+        "non-dedicated mode, A_j = V_j / Q_j with Q_j = max(1, load factor) in the simulator, fed by the farmer "
+        "session as under MPI); calibrated powers are taken as measured under the run queues reported during "
+        "calibration, so a load present then is counted once. Given weights describe the dedicated workers.\n")
 
     # ---- seeds 001/003
     add("### Seeds 001/003: alpha-based and performance-based schemes vs their plain counterparts\n")

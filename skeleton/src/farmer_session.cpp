@@ -105,6 +105,11 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
     case request_message::kind::final: {
         const bool was_calibrating = farmer_.calibrating();
         if (m.done.count > 0) accept(worker, m);
+        // The run queue travels with every request that must carry readings (technique_needs), results or not.
+        if (m.has_sample && m.sample.run_queue && *m.sample.run_queue >= 1.0 && *m.sample.run_queue != w.last_queue) {
+            w.last_queue = *m.sample.run_queue;
+            farmer_.run_queue_changed(worker, *m.sample.run_queue);
+        }
         if (m.what == request_message::kind::final) {
             if (!w.stop_sent || w.holding > 0)
                 throw internal_error("farmer session: final results from worker " + std::to_string(worker) +
@@ -150,10 +155,6 @@ void farmer_session::accept(int worker, const request_message& m) {
     }
     actions_.push_back({farmer_action::kind::deliver, worker, {}, m.done});
     farmer_.complete(worker, m.seconds, m.has_sample ? &m.sample : nullptr);
-    if (m.has_sample && m.sample.run_queue && *m.sample.run_queue >= 1.0 && *m.sample.run_queue != w.last_queue) {
-        w.last_queue = *m.sample.run_queue;
-        farmer_.run_queue_changed(worker, *m.sample.run_queue);
-    }
     w.tasks += m.done.count;
     w.busy += m.seconds;
     w.finish = m.finished;

@@ -664,8 +664,7 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         r.finish = farm.finish_of(w);
         out.chunks += static_cast<task_count>(sizes.size());
     }
-    for (const chunk_trace& c : farm.records())
-        out.trace.push_back({c.rank, c.first, c.count, c.started, c.finished, c.calibration});
+    out.trace = farm.records();
     out.makespan = farm.last_result();
     out.calibration_end = farm.calibration_end();
     out.percent_imbalance = farm.percent_imbalance();

@@ -17,19 +17,15 @@
 
 namespace {
 
-/// The simulated run as a trace in the one schema (pfarm/trace.hpp): a chunk was sent and started at its start,
-/// finished and received at its end (simulated time); the rank column holds the 0-based worker.
+/// The simulated run as a trace in the one schema (pfarm/trace.hpp): the farmer session's records, in simulated
+/// time; the rank column holds the 0-based worker.
 void write_trace(const std::string& path, const std::string& technique, const pfarm::sim::workload& wl,
                  const pfarm::sim::result& r) {
     pfarm::trace_summary s;
     s.source = pfarm::trace_source::simulator;
     s.technique = technique, s.workers = static_cast<int>(r.workers.size()), s.tasks = wl.tasks;
     s.makespan = r.makespan, s.percent_imbalance = r.percent_imbalance, s.cov = r.cov, s.k = r.k;
-    std::vector<pfarm::chunk_trace> chunks;
-    chunks.reserve(r.trace.size());
-    for (const auto& c : r.trace)
-        chunks.push_back({c.worker, c.first, c.count, c.start, c.start, c.end, c.end, c.calibration, {}});
-    pfarm::write_trace(path, s, chunks, "--trace");
+    pfarm::write_trace(path, s, r.trace, "--trace");
 }
 
 nlohmann::json to_json(const std::string& technique, const pfarm::sim::workload& wl, const pfarm::sim::result& r) {

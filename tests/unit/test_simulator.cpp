@@ -76,7 +76,7 @@ void expect_consistent(const sim::result& r, task_count tasks) {
         for (const auto& c : r.trace) {
             EXPECT_EQ(c.first, next);
             EXPECT_GE(c.count, 1);
-            EXPECT_LT(c.start, c.end);
+            EXPECT_LT(c.started, c.finished);
             next += c.count;
         }
         EXPECT_EQ(next, tasks);
@@ -211,8 +211,8 @@ TEST(SimulatorSeed004, Table1) {
     // Calibration chunks first, one task each, in worker order; every worker starts at t = 0.
     for (int j = 0; j < 4; ++j) {
         EXPECT_TRUE(r.trace[static_cast<std::size_t>(j)].calibration);
-        EXPECT_EQ(r.trace[static_cast<std::size_t>(j)].worker, j);
-        EXPECT_EQ(r.trace[static_cast<std::size_t>(j)].start, 0.0);
+        EXPECT_EQ(r.trace[static_cast<std::size_t>(j)].rank, j);
+        EXPECT_EQ(r.trace[static_cast<std::size_t>(j)].started, 0.0);
     }
     // Metrics of the finish times (35, 34, 34, 36).
     const double mean = 34.75;
@@ -273,7 +273,7 @@ TEST(SimulatorLoadChange, ComputeTimeIsIntegratedOverTheChanges) {
     const auto r = sim::simulate(p, make_workload(10), "static", {}, {.keep_trace = true});
     // [0,5): 5 tasks; [5,9): 2 tasks; then 3 tasks at 4 s each: 9 + 12 = 21.
     ASSERT_EQ(r.trace.size(), 1u);
-    EXPECT_DOUBLE_EQ(r.trace[0].end, 21.0);
+    EXPECT_DOUBLE_EQ(r.trace[0].finished, 21.0);
     EXPECT_DOUBLE_EQ(r.makespan, 21.0);
     EXPECT_DOUBLE_EQ(r.lower_bound, 21.0);
     EXPECT_EQ(r.percent_imbalance, 0.0);
@@ -305,9 +305,9 @@ TEST(SimulatorTiming, OverheadAndLatency) {
     // reply arrives 1.0, compute 1-2, next request arrives 2.25, ... last result reaches the farmer at 6.25.
     const auto r = sim::simulate(make_platform({1}, 0.5, 0.25), make_workload(3), "ss", {}, {.keep_trace = true});
     ASSERT_EQ(r.trace.size(), 3u);
-    EXPECT_DOUBLE_EQ(r.trace[0].start, 1.0);
-    EXPECT_DOUBLE_EQ(r.trace[1].start, 3.0);
-    EXPECT_DOUBLE_EQ(r.trace[2].start, 5.0);
+    EXPECT_DOUBLE_EQ(r.trace[0].started, 1.0);
+    EXPECT_DOUBLE_EQ(r.trace[1].started, 3.0);
+    EXPECT_DOUBLE_EQ(r.trace[2].started, 5.0);
     EXPECT_DOUBLE_EQ(r.workers[0].finish, 6.0);
     EXPECT_DOUBLE_EQ(r.makespan, 6.25);
     EXPECT_DOUBLE_EQ(r.lower_bound, 3.0);
@@ -319,8 +319,8 @@ TEST(SimulatorTiming, TheFarmerServesOneRequestAtATimeTiesByWorkerIndex) {
     ASSERT_EQ(r.trace.size(), 4u);
     const std::vector<std::pair<int, double>> expected{{0, 1.0}, {1, 2.0}, {0, 3.0}, {1, 4.0}};
     for (std::size_t i = 0; i < expected.size(); ++i) {
-        EXPECT_EQ(r.trace[i].worker, expected[i].first) << i;
-        EXPECT_DOUBLE_EQ(r.trace[i].start, expected[i].second) << i;
+        EXPECT_EQ(r.trace[i].rank, expected[i].first) << i;
+        EXPECT_DOUBLE_EQ(r.trace[i].started, expected[i].second) << i;
     }
     EXPECT_DOUBLE_EQ(r.makespan, 5.0);
 }
@@ -333,10 +333,10 @@ TEST(SimulatorTiming, ParkedWorkersAreAnsweredFirstWhenTheBarrierPasses) {
     EXPECT_DOUBLE_EQ(r.calibration_end, 5.0);
     ASSERT_GE(r.trace.size(), 4u);
     EXPECT_TRUE(r.trace[0].calibration && r.trace[1].calibration);
-    EXPECT_EQ(r.trace[2].worker, 1);
-    EXPECT_DOUBLE_EQ(r.trace[2].start, 6.0);
-    EXPECT_EQ(r.trace[3].worker, 0);
-    EXPECT_DOUBLE_EQ(r.trace[3].start, 7.0);
+    EXPECT_EQ(r.trace[2].rank, 1);
+    EXPECT_DOUBLE_EQ(r.trace[2].started, 6.0);
+    EXPECT_EQ(r.trace[3].rank, 0);
+    EXPECT_DOUBLE_EQ(r.trace[3].started, 7.0);
     expect_consistent(r, 20);
 }
 
@@ -672,9 +672,9 @@ void expect_reclaim_consistent(const sim::result& r, task_count tasks) {
     task_count total = 0;
     for (const auto& c : r.trace) {
         EXPECT_GE(c.count, 1);
-        EXPECT_LT(c.start, c.end);
+        EXPECT_LT(c.started, c.finished);
         for (task_count t = c.first; t < c.first + c.count; ++t) ++seen[static_cast<std::size_t>(t)];
-        spans[static_cast<std::size_t>(c.worker)].emplace_back(c.start, c.end);
+        spans[static_cast<std::size_t>(c.rank)].emplace_back(c.started, c.finished);
     }
     for (const auto& w : r.workers) total += w.tasks;
     EXPECT_EQ(total, tasks);
@@ -725,11 +725,11 @@ TEST(SimulatorPrefetch, HidesTheRequestCost) {
     // A worker computes its chunks back to back once the first has arrived.
     for (std::size_t i = 1; i < ahead.trace.size(); ++i) {
         const auto& c = ahead.trace[i];
-        if (c.worker == 0 && c.first > 3) {
+        if (c.rank == 0 && c.first > 3) {
             const auto previous = std::find_if(ahead.trace.rbegin() + static_cast<long>(ahead.trace.size() - i),
-                                               ahead.trace.rend(), [](const auto& x) { return x.worker == 0; });
+                                               ahead.trace.rend(), [](const auto& x) { return x.rank == 0; });
             ASSERT_NE(previous, ahead.trace.rend());
-            EXPECT_NEAR(c.start, previous->end, 1e-9);
+            EXPECT_NEAR(c.started, previous->finished, 1e-9);
         }
     }
 }
@@ -768,13 +768,13 @@ TEST(SimulatorReclaim, AVictimsAnswerGoesBeforeAQueuedRequest) {
     const auto r = sim::simulate(make_platform({0.5, 1, 1}, 0.5), make_workload(30), "static", {},
                                  {.keep_trace = true, .reclaim = true});
     ASSERT_EQ(r.trace.size(), 5u);
-    EXPECT_EQ(r.trace[3].worker, 0);
+    EXPECT_EQ(r.trace[3].rank, 0);
     EXPECT_EQ(r.trace[3].first, 17);
-    EXPECT_DOUBLE_EQ(r.trace[3].start, 6.5);
-    EXPECT_EQ(r.trace[4].worker, 0);
+    EXPECT_DOUBLE_EQ(r.trace[3].started, 6.5);
+    EXPECT_EQ(r.trace[4].rank, 0);
     EXPECT_EQ(r.trace[4].first, 28);
     EXPECT_EQ(r.trace[4].count, 2);
-    EXPECT_DOUBLE_EQ(r.trace[4].start, 9.0);
+    EXPECT_DOUBLE_EQ(r.trace[4].started, 9.0);
     EXPECT_DOUBLE_EQ(r.makespan, 10.0);
     expect_reclaim_consistent(r, 30);
 }
@@ -791,14 +791,41 @@ TEST(SimulatorReclaim, AParkedThiefAskedAgainCostsNothingWhenItWaitsAgain) {
                                  {.keep_trace = true, .reclaim = true});
     const auto it = std::find_if(r.trace.begin(), r.trace.end(), [](const auto& c) { return c.first == 47; });
     ASSERT_NE(it, r.trace.end());
-    EXPECT_EQ(it->worker, 2);
+    EXPECT_EQ(it->rank, 2);
     EXPECT_EQ(it->count, 2);
-    EXPECT_DOUBLE_EQ(it->start, 26.0);
+    EXPECT_DOUBLE_EQ(it->started, 26.0);
     const auto back = std::find_if(r.trace.begin(), r.trace.end(), [](const auto& c) { return c.first == 49; });
     ASSERT_NE(back, r.trace.end());
-    EXPECT_EQ(back->worker, 1);
-    EXPECT_DOUBLE_EQ(back->start, 29.0);
+    EXPECT_EQ(back->rank, 1);
+    EXPECT_DOUBLE_EQ(back->started, 29.0);
     expect_reclaim_consistent(r, 60);
+}
+
+TEST(SimulatorRunQueue, TheFirstRequestsReadingCounts) {
+    // dgss with equal weights; worker 0 carries a run queue of 4 from t = 0 (load factor 4), worker 1 none:
+    // A = 1/4 and 1, shares 0.2 and 0.8. Worker 0's first request (no results yet) carries that reading, so its
+    // first chunk is ceil(100 x 0.2) = 20 and it never gets more: 20 tasks in all (50 if the reading of a
+    // request without results were dropped).
+    auto p = make_platform({1, 1});
+    p.load_changes = {{0, 0.0, 4.0}};
+    pfarm::technique_options o;
+    o.weights = {1, 1};
+    const auto r = sim::simulate(p, make_workload(100), "dgss", o);
+    EXPECT_EQ(r.workers[0].tasks, 20);
+    EXPECT_EQ(r.workers[0].chunks.front(), 20);
+}
+
+TEST(SimulatorRunQueue, CalibratedPowersCountTheLoadOnce) {
+    // dgss without weights calibrates: worker 0, loaded 4 times, takes 4 s for its calibration task, worker 1
+    // 1 s, so the measured powers are 1/4 and 1; they were measured under run queues 4 and 1, so the powers on
+    // their own are equal, and A_j = V_j / Q_j gives back 1/4 and 1: worker 0 gets a fifth of the work (about
+    // 200 of 1,000 tasks) and both end near the bound 800. Dividing the measured power by Q again would give
+    // it 1/16 and overload worker 1 (940 tasks, 1.18 times the bound).
+    auto p = make_platform({1, 1});
+    p.load_changes = {{0, 0.0, 4.0}};
+    const auto r = sim::simulate(p, make_workload(1000), "dgss", {});
+    EXPECT_NEAR(static_cast<double>(r.workers[0].tasks), 200.0, 5.0);
+    EXPECT_LT(r.makespan, 1.01 * r.lower_bound);
 }
 
 TEST(SimulatorReclaim, NothingToTakeBackOnAnEvenPlatform) {

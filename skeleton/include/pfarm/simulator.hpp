@@ -6,6 +6,7 @@
 
 #include "pfarm/calibration.hpp"
 #include "pfarm/emulation.hpp"
+#include "pfarm/trace.hpp"
 #include "pfarm/sample.hpp"
 #include "pfarm/technique.hpp"
 
@@ -64,16 +65,6 @@ std::vector<double> load_costs(const std::string& path, const std::string& argum
 /// naming "tasks", "costs" or "shape".
 std::vector<double> task_costs(const workload& w);
 
-/// One chunk as it ran (pfarm-sim --trace writes it as a pfarm::chunk_trace of the one trace schema: docs/traces.md).
-struct chunk_record {
-    int worker = 0;
-    task_count first = 0;
-    task_count count = 0;
-    double start = 0.0;  ///< compute start (the reply has arrived)
-    double end = 0.0;    ///< compute end
-    bool calibration = false;
-};
-
 struct worker_result {
     std::vector<task_count> chunks;  ///< sizes in order, calibration task excluded
     task_count tasks = 0;            ///< tasks computed, calibration task included
@@ -93,7 +84,10 @@ struct result {
     /// The calibration (F per worker, CV, k of eq. 8, mode, note) when the technique calibrated, else empty.
     std::optional<calibration_result> calibration;
     std::vector<worker_result> workers;
-    std::vector<chunk_record> trace;  ///< every chunk in hand-out order, when asked for
+    /// Every chunk in hand-out order, when asked for: the farmer session's records (pfarm/trace.hpp; `rank` is the
+    /// 0-based worker; sent and received are when the farmer sent it and when its results reached the farmer,
+    /// started and finished its compute).
+    std::vector<chunk_trace> trace;
     task_count reclaims = 0;         ///< reclaims that moved tasks (run_options::reclaim)
     task_count reclaimed_tasks = 0;  ///< tasks they moved
 };

@@ -34,7 +34,13 @@ public:
     }
     void start(const schedule_context& c) override {
         p_ = c.workers;
-        v_ = virtual_powers(weights_or_calibration(options_, c, name_.c_str()));
+        std::vector<double> w = weights_or_calibration(options_, c, name_.c_str());
+        // Powers measured by calibration were measured under the run queue the workers reported meanwhile (their
+        // readings reached run_queue_changed before start): a worker's power on its own is Q_j times that, so
+        // that A_j = V_j / Q_j counts its load once, and only changes of load move it afterwards.
+        if (options_.weights.empty())
+            for (std::size_t j = 0; j < w.size() && j < q_.size(); ++j) w[j] *= q_[j];
+        v_ = virtual_powers(w);
         a_.resize(v_.size());
         total_ = 0.0;
         for (std::size_t j = 0; j < v_.size(); ++j) total_ += a_[j] = v_[j] / q_[j];
