@@ -78,6 +78,8 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
             retire(worker);
         } else if (m.what == request_message::kind::released) {  // a victim's answer: its thief was aborted
             if (w.stop_sent) retire(worker);                     // a stopped worker's last message
+        } else if (m.what == request_message::kind::results) {
+            // it computes a chunk: its next request is answered abort
         } else {
             send(worker, reply(reply_message::kind::abort));
             retire(worker);
@@ -102,6 +104,7 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
         return actions_;
     }
     case request_message::kind::ask:
+    case request_message::kind::results:
     case request_message::kind::final: {
         const bool was_calibrating = farmer_.calibrating();
         if (m.done.count > 0) accept(worker, m);
@@ -109,6 +112,13 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
         if (m.has_sample && m.sample.run_queue && *m.sample.run_queue >= 1.0 && *m.sample.run_queue != w.last_queue) {
             w.last_queue = *m.sample.run_queue;
             farmer_.run_queue_changed(worker, *m.sample.run_queue);
+        }
+        if (m.what == request_message::kind::results) {  // nothing to answer; the barrier may have passed
+            if (was_calibrating && !farmer_.calibrating()) {
+                calibration_end_ = now();
+                reask_parked();
+            }
+            return actions_;
         }
         if (m.what == request_message::kind::final) {
             if (!w.stop_sent || w.holding > 0)

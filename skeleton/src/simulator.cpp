@@ -227,7 +227,7 @@ double fluid_bound(const platform& pl, double work) {
 /// serve a message of its inbox. Ties in time go by worker index (the farmer's turn last), then by the order
 /// the events were made (so two messages between the same pair stay in order).
 struct event {
-    enum class kind : std::uint8_t { to_farmer, reply, reclaim, chunk_end, farmer_turn };
+    enum class kind : std::uint8_t { to_farmer, reply, reclaim, chunk_end, boundary, farmer_turn };
     double time = 0.0;
     int worker = 0;
     std::uint64_t sequence = 0;
@@ -235,7 +235,7 @@ struct event {
     bool answer_first = false;     ///< to_farmer: a victim's answer (served before the requests waiting)
     std::size_t mail = 0;          ///< to_farmer: the request_message, in the mail pool
     reply_message reply;           ///< reply, reclaim
-    std::uint64_t generation = 0;  ///< chunk_end: the chunk it ends (a shrunk chunk re-schedules its end)
+    std::uint64_t generation = 0;  ///< chunk_end, boundary: the chunk it belongs to (a shrunk chunk re-schedules)
     static event at(double time, int worker, kind what) {
         event e;
         e.time = time;
@@ -510,8 +510,10 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     std::vector<worker_state> state;
     state.reserve(up);
     for (std::size_t j = 0; j < up; ++j)
-        state.emplace_back(worker_session_options{run.prefetch, !needs.with_every_request.empty(),
-                                                  !needs.with_calibration.empty()});
+        state.emplace_back(worker_session_options{.prefetch = run.prefetch,
+                                                  .prefetch_lead = 2.0 * (2.0 * pl.latency + pl.overhead),
+                                                  .readings_each = !needs.with_every_request.empty(),
+                                                  .readings_calibration = !needs.with_calibration.empty()});
 
     std::vector<event> storage;
     storage.reserve(3 * up);
@@ -540,12 +542,23 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         e.generation = ++s.generation;
         push(e);
     };
+    // Prefetch: worker j asks ahead before task ask_at() of its chunk (worker_session.hpp): an event at the end
+    // of the task before it.
+    const auto plan_boundary = [&](std::size_t j) {
+        const auto& s = state[j];
+        const task_count at = s.session.ask_at();
+        if (at < 0) return;
+        auto e = event::at(task_end(j, at - s.session.current().first - 1), static_cast<int>(j), event::kind::boundary);
+        e.generation = s.generation;
+        push(e);
+    };
     // Worker j's session acts at time t: its messages leave for the farmer, a chunk starts computing.
     const auto perform = [&](std::size_t j, worker_session::actions actions, double t) {
         for (const worker_action& a : actions) {
             if (a.what == worker_action::kind::compute) {
                 state[j].start = t;
                 set_end(j, task_end(j, a.work.count - 1));
+                plan_boundary(j);
                 continue;
             }
             std::size_t slot = mail.size();
@@ -587,7 +600,10 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         }
         const double boundary = task_end(j, lo);
         perform(j, s.session.on_reclaim(asked, c.first + lo + 1, (boundary - s.start) / static_cast<double>(lo + 1)), boundary);
-        if (s.session.current().count != c.count) set_end(j, task_end(j, s.session.current().count - 1));
+        if (s.session.current().count != c.count) {
+            set_end(j, task_end(j, s.session.current().count - 1));
+            plan_boundary(j);  // the request ahead, planned again for the shorter chunk
+        }
     };
 
     // Serves message m from time `now`, when the farmer turns to it; each answer (a reply, or a worker parked
@@ -645,6 +661,12 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         case event::kind::reclaim:
             victim_answers(j, e.time, e.reply);
             break;
+        case event::kind::boundary: {
+            auto& s = state[j];
+            if (e.generation != s.generation || s.session.ask_at() < 0) break;  // its chunk changed, or it asked
+            perform(j, s.session.on_boundary(s.session.ask_at()), e.time);
+            break;
+        }
         }
     }
     const farmer& f = farm.decisions();

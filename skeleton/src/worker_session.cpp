@@ -4,6 +4,9 @@
 #include "pfarm/error.hpp"
 #include "pfarm/farmer.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace pfarm {
 
 worker_session::worker_session(const worker_session_options& options) : options_(options) {}
@@ -49,20 +52,43 @@ void worker_session::begin(const reply_message& r) {
     current_calibration_ = r.calibration;
     computing_ = true;
     holds_results_ = true;
-    // Ask for the chunk after this one now, unless one is asked already or this is the calibration task.
+    // Ask for the chunk after this one before it ends, unless one is asked already or this is the calibration
+    // task: prefetch_lead before its end, estimated from the last chunk's pace (halfway with none yet).
+    ask_at_ = -1;
     if (prefetching_ && !asked_ahead_ && !r.calibration) {
-        ask(request_message::kind::ask, false);
-        asked_ahead_ = true;
+        const task_count at = plan_ask(r);
+        if (at <= r.work.first) {
+            ask(request_message::kind::ask, false);
+            asked_ahead_ = true;
+        } else {
+            ask_at_ = at;
+        }
     }
     worker_action& a = add(worker_action::kind::compute);
     a.work = current_;
+}
+
+/// Before which task of chunk `r` to ask ahead: prefetch_lead before its end at the last chunk's pace (at least
+/// before its last task), halfway with no pace yet.
+task_count worker_session::plan_ask(const reply_message& r) const {
+    task_count left = r.work.count / 2;
+    if (seconds_per_task_ > 0.0) left = static_cast<task_count>(std::ceil(options_.prefetch_lead / seconds_per_task_));
+    return r.work.first + std::max<task_count>(0, r.work.count - std::max<task_count>(1, left));
 }
 
 /// The current chunk is done and its results held; `r` is the reply to the request asked ahead.
 void worker_session::advance(const reply_message& r) {
     switch (r.what) {
     case reply_message::kind::assign:
-        ask(request_message::kind::ask, true);  // the results, and the request for the chunk after r's
+        // The results go now; the request for the chunk after r's goes with them when it is due at once (short
+        // tasks), else alone, prefetch_lead before r's chunk ends (begin()).
+        asked_ahead_ = false;
+        if (plan_ask(r) <= r.work.first) {
+            ask(request_message::kind::ask, true);
+            asked_ahead_ = true;
+        } else {
+            ask(request_message::kind::results, true);
+        }
         begin(r);
         return;
     case reply_message::kind::later:  // the pool is empty: ask again with nothing in hand, and never ahead
@@ -111,7 +137,9 @@ worker_session::actions worker_session::on_chunk_done(double seconds, double sta
     used_ = 0;
     if (!computing_) throw internal_error("worker session: a chunk ended that was not being computed");
     computing_ = false;
+    ask_at_ = -1;  // not reached (a chunk shrunk by a reclaim): the results go with a plain request
     seconds_ = seconds, started_ = started, finished_ = finished;
+    if (current_.count > 0 && !current_calibration_) seconds_per_task_ = seconds / static_cast<double>(current_.count);
     if (!asked_ahead_) {
         ask(request_message::kind::ask, true);
     } else if (ahead_) {
@@ -139,9 +167,28 @@ worker_session::actions worker_session::on_reclaim(const reply_message& r, task_
             else ahead_->work.count -= given.count;
         }
     }
+    // A request ahead planned past the new end of its chunk goes before its last task, or now.
+    const task_count last = current_.first + current_.count - 1;
+    const bool ask_now = ask_at_ >= 0 && computing_ && std::min(ask_at_, last) <= next_task;
+    if (ask_at_ > last) ask_at_ = last;
     worker_action& a = add(worker_action::kind::send);
     a.message.what = request_message::kind::released;
     a.message.done = given;
+    if (ask_now) {
+        ask(request_message::kind::ask, false);
+        asked_ahead_ = true;
+        ask_at_ = -1;
+    }
+    return {slots_.data(), used_};
+}
+
+worker_session::actions worker_session::on_boundary(task_count next_task) {
+    used_ = 0;
+    if (ask_at_ >= 0 && computing_ && !failed_ && next_task >= ask_at_) {
+        ask_at_ = -1;
+        ask(request_message::kind::ask, false);
+        asked_ahead_ = true;
+    }
     return {slots_.data(), used_};
 }
 

@@ -79,7 +79,10 @@ drive_result random_drive(const std::string& name, task_count tasks, int p, cons
     const auto needs = farm.needs();
     std::vector<pfarm::worker_session> workers;
     for (int w = 0; w < p; ++w)
-        workers.emplace_back(pfarm::worker_session_options{prefetch, !needs.with_every_request.empty(), !needs.with_calibration.empty()});
+        workers.emplace_back(pfarm::worker_session_options{.prefetch = prefetch,
+                                                           .prefetch_lead = 0.5,
+                                                           .readings_each = !needs.with_every_request.empty(),
+                                                           .readings_calibration = !needs.with_calibration.empty()});
     std::vector<std::deque<pfarm::request_message>> up(static_cast<std::size_t>(p));
     std::vector<std::deque<pfarm::reply_message>> down(static_cast<std::size_t>(p));
     std::vector<task_count> next(static_cast<std::size_t>(p), 0);  // first task of its chunk not started
@@ -159,6 +162,9 @@ drive_result random_drive(const std::string& name, task_count tasks, int p, cons
                 next[j] = std::uniform_int_distribution<task_count>(lo, hi)(rng);
                 worker_acts(w, s.on_reclaim(r, next[j], unit(rng) < 0.2 ? 0.0 : 0.5 + unit(rng)));
             }
+        } else if (s.ask_at() >= 0 && unit(rng) < 0.5) {  // prefetch: it reaches the task before which it asks ahead
+            next[j] = std::max(next[j], s.ask_at());
+            worker_acts(w, s.on_boundary(s.ask_at()));
         } else {
             finish_chunk(w);
         }

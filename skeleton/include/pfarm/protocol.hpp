@@ -20,6 +20,7 @@ struct request_message {
         final = 2,     ///< "here are my results; I want nothing more" (after a stop, with prefetch)
         failure = 3,   ///< "task failed_task threw `text`" (failed_task -1: the worker itself failed)
         released = 4,  ///< "I gave back `done`, the end of a chunk I hold" (count 0: nothing) after a reclaim
+        results = 5,   ///< "here are my results; I ask for nothing now" (prefetch: its next chunk came already)
     };
     kind what = kind::ask;
     chunk done;                 ///< ask/final: the chunk whose results travel with it (count 0: none)

@@ -13,6 +13,7 @@
 //   measured on it so far, 0: none finished), or at once when computing nothing:
 //                                  perform(s.on_reclaim(r, next_task, seconds_per_task));
 //                                  // current() may have shrunk: compute only up to its end
+//   about to start task ask_at() of the chunk computed (prefetch):  perform(s.on_boundary(ask_at()));
 //   a task threw (or a monitor failed: task -1):  perform(s.on_failure(task, what));
 //   the worker is done when        s.ended()
 //
@@ -21,9 +22,10 @@
 //                      technique's readings (with_calibration when m carries a calibration result, else
 //                      with_every_request) into m.sample
 //   compute c          start computing chunk c (current()): the driver computes it task by task
-// With prefetch a worker asks for its next chunk when it starts one (not past its calibration task: the next
-// chunk waits for the calibration barrier), so the reply may arrive while it computes; the chunk's results
-// then travel with the request after. After `later` it asks only with nothing in hand.
+// With prefetch a worker asks for its next chunk while it computes one (not past its calibration task: the next
+// chunk waits for the calibration barrier), prefetch_lead before its end (ask_at()), so the reply arrives while
+// it computes; the chunk's results then travel with the request after. After `later` it asks only with nothing
+// in hand.
 #pragma once
 
 #include "pfarm/protocol.hpp"
@@ -38,6 +40,11 @@ namespace pfarm {
 
 struct worker_session_options {
     bool prefetch = false;
+    /// Prefetch: how long before the end of its chunk a worker asks for the next one (seconds; the driver's
+    /// estimate of a request's round trip, with a margin). It asks before the task from which about this much
+    /// of the chunk is left (estimated from its previous chunk's seconds per task; halfway through its first),
+    /// so that the farmer commits the next chunk as late as it can without the worker waiting for it.
+    double prefetch_lead = 0.0;
     bool readings_each = false;         ///< every request carries readings (technique_needs::with_every_request)
     bool readings_calibration = false;  ///< a calibration result carries readings (technique_needs::with_calibration)
 };
@@ -65,6 +72,10 @@ public:
     actions on_chunk_done(double seconds, double started, double finished);
     actions on_reclaim(const reply_message& r, task_count next_task, double seconds_per_task);
     actions on_failure(task_count task, const std::string& what);
+    /// The chunk computed reached task `next_task` (>= ask_at()): the request ahead goes now.
+    actions on_boundary(task_count next_task);
+    /// Before which task of the chunk computed the request ahead goes (-1: none pending).
+    task_count ask_at() const noexcept { return ask_at_; }
 
     bool ended() const noexcept { return ended_; }
     bool aborted() const noexcept { return aborted_; }
@@ -79,6 +90,7 @@ private:
     void ask(request_message::kind kind, bool with_results);
     void begin(const reply_message& r);
     void advance(const reply_message& r);
+    task_count plan_ask(const reply_message& r) const;
 
     worker_session_options options_;
     worker_action& add(worker_action::kind what);  ///< the next action slot, reset
@@ -93,6 +105,8 @@ private:
     chunk current_;
     double seconds_ = 0.0, started_ = 0.0, finished_ = 0.0;
     std::optional<reply_message> ahead_;
+    task_count ask_at_ = -1;       ///< prefetch: the task before which to ask ahead
+    double seconds_per_task_ = 0.0;  ///< of its last chunk (0: none yet)
 };
 
 }  // namespace pfarm

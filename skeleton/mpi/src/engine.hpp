@@ -130,6 +130,7 @@ farm_report run_farmer_side(MPI_Comm comm, int ranks, const std::byte* in, std::
                             const farm_options& options, const shared_setup& setup, std::unique_ptr<technique> policy,
                             double t0, sampler& monitors, std::vector<double> offsets, double round_trip);
 farm_report run_worker_side(MPI_Comm comm, int rank, int ranks, const std::byte* in, const task_kernel& kernel,
-                            const farm_options& options, const shared_setup& setup, double t0, sampler& monitors);
+                            const farm_options& options, const shared_setup& setup, double t0, sampler& monitors,
+                            double round_trip);
 
 }  // namespace pfarm::detail

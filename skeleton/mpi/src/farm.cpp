@@ -79,12 +79,14 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
     const double t0 = now();  // every rank's clock starts here: worker times are relative to it
     double round_trip = 0.0;  // mean over the workers, measured on rank 0: what a reclaim must win (farmer.hpp)
     const std::vector<double> offsets = clock_offsets(comm.get(), rank, ranks, t0, &round_trip);
+    // Every rank knows the round trip: the workers ask ahead (prefetch) about twice that before a chunk ends.
+    mpi::check(MPI_Bcast(&round_trip, 1, MPI_DOUBLE, 0, comm.get()), "MPI_Bcast");
     sampler monitors(setup, rank, t0);
     monitors.start(comm.get(), rank);  // collective: latency probe, benchmark kernel (part of the makespan)
     if (rank == 0)
         return run_farmer_side(comm.get(), ranks, in, out, kernel, options, setup, std::move(policy), t0, monitors, offsets,
                                round_trip);
-    return run_worker_side(comm.get(), rank, ranks, in, kernel, options, setup, t0, monitors);
+    return run_worker_side(comm.get(), rank, ranks, in, kernel, options, setup, t0, monitors, round_trip);
 }
 
 

@@ -34,13 +34,16 @@ public:
                     .keep_records = !options.trace.empty() || options.record_trace,
                     .clock = [t0] { return now() - t0; }}),
           // Rank 0's own worker asks nothing ahead: in process, a request costs nothing to wait for.
-          own_({false, setup.config.readings_each != 0, setup.config.readings_calibration != 0}),
+          own_({.prefetch = false,
+                .prefetch_lead = 0.0,
+                .readings_each = setup.config.readings_each != 0,
+                .readings_calibration = setup.config.readings_calibration != 0}),
           inbox_(comm, setup.config.reclaim != 0, setup.config.gentle_wait != 0) {}
 
     farm_report run() {
         const double cpu0 = cpu_seconds();
         try {
-            if (offset_ == 0) perform_own(own_.start());
+            if (offset_ == 0) perform_own(own_.start()), serve_own();  // its first request is there at once
             while (!session_.over()) {
                 if (own_.computing()) {
                     compute_own_task();

@@ -20,9 +20,12 @@ void sleep_for(double seconds) { std::this_thread::sleep_for(std::chrono::durati
 class worker_side {
 public:
     worker_side(MPI_Comm comm, int rank, const std::byte* in, const task_kernel& kernel, const shared_setup& setup,
-                double t0, sampler& monitors)
+                double t0, sampler& monitors, double round_trip)
         : comm_(comm), rank_(rank), in_(in), kernel_(kernel), setup_(setup), t0_(t0), monitors_(monitors),
-          session_({setup.config.prefetch != 0, setup.config.readings_each != 0, setup.config.readings_calibration != 0}) {}
+          session_({.prefetch = setup.config.prefetch != 0,
+                    .prefetch_lead = 2.0 * round_trip,
+                    .readings_each = setup.config.readings_each != 0,
+                    .readings_calibration = setup.config.readings_calibration != 0}) {}
 
     farm_report run(const farm_options& options, int ranks) {
         report_ = empty_report(options, ranks, setup_.config.tasks);
@@ -169,6 +172,7 @@ private:
                 owed += setup_.emulated.owed(rank_, task_start, clock() - task_start);
                 if (owed >= 1e-3) sleep_for(owed), owed = 0.0;
             }
+            if (task + 1 == session_.ask_at()) perform(session_.on_boundary(task + 1));  // prefetch: ask ahead now
             if (reclaim && task + 1 < session_.current().first + session_.current().count) {
                 answer_messages(task + 1);  // one MPI_Iprobe per task
                 if (!session_.computing()) return;  // aborted
@@ -215,8 +219,9 @@ private:
 }  // namespace
 
 farm_report run_worker_side(MPI_Comm comm, int rank, int ranks, const std::byte* in, const task_kernel& kernel,
-                            const farm_options& options, const shared_setup& setup, double t0, sampler& monitors) {
-    return worker_side(comm, rank, in, kernel, setup, t0, monitors).run(options, ranks);
+                            const farm_options& options, const shared_setup& setup, double t0, sampler& monitors,
+                            double round_trip) {
+    return worker_side(comm, rank, in, kernel, setup, t0, monitors, round_trip).run(options, ranks);
 }
 
 }  // namespace pfarm::detail
