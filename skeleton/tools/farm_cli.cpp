@@ -41,7 +41,8 @@ void add_farm_options(CLI::App& app, farm_options& o) {
             std::string name;
             while (std::getline(in, name, ',')) o.monitors.push_back(name);
         },
-        "extra monitors whose readings go to the trace: loadavg, benchmark, latency (comma-separated)");
+        "extra monitors whose readings go to the trace (comma-separated): loadavg (with every request), latency "
+        "(the MPI probe), or any monitor of the registry (pfarm-probe --help), read once at the start");
     app.add_option_function<std::string>(
         "--slowdown", [&o](const std::string& s) { o.slowdown = parse_numbers(s, "--slowdown"); },
         "emulated slowdown per rank f0,f1,... (>= 1; or PFARM_SLOWDOWN)");
