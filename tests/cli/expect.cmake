@@ -1,15 +1,6 @@
 # cmake [-DEXPECT_CODE=0] [-DEXPECT_STDOUT=regex] [-DEXPECT_STDERR=regex] -P expect.cmake -- prog arg...
 # Runs a tool and checks its exit code, standard output and standard error (ctest alone can only check one).
-set(COMMAND "")
-set(after_separator FALSE)
-math(EXPR last "${CMAKE_ARGC} - 1")
-foreach(i RANGE ${last})
-  if(after_separator)
-    list(APPEND COMMAND "${CMAKE_ARGV${i}}")
-  elseif(CMAKE_ARGV${i} STREQUAL "--")
-    set(after_separator TRUE)
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/command_line.cmake)
 if(NOT DEFINED EXPECT_CODE)
   set(EXPECT_CODE 0)
 endif()

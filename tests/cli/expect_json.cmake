@@ -2,16 +2,7 @@
 # Runs a tool that prints one JSON object, checks that it exits with 0, and checks fields by path (members and
 # array indices separated by dots: calibration.fitness.0): each number within [low, high], each string equal.
 # Numbers are compared as doubles (if(LESS)/if(GREATER)), so a range states the tolerance.
-set(COMMAND "")
-set(after_separator FALSE)
-math(EXPR last "${CMAKE_ARGC} - 1")
-foreach(i RANGE ${last})
-  if(after_separator)
-    list(APPEND COMMAND "${CMAKE_ARGV${i}}")
-  elseif(CMAKE_ARGV${i} STREQUAL "--")
-    set(after_separator TRUE)
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/command_line.cmake)
 execute_process(COMMAND ${COMMAND} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT code STREQUAL "0")
   message(FATAL_ERROR "exit code ${code}, expected 0\nstdout: ${out}\nstderr: ${err}")
