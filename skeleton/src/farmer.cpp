@@ -199,7 +199,11 @@ release_outcome farmer::released(int victim, chunk given, double now) {
     v.thief = -1;
     workers_[static_cast<std::size_t>(thief)].waiting_for_victim = false;
     if (!from) {
-        if (v.version == v.asked_version) v.reclaimable = false;  // nothing unstarted: ask it no more
+        // A thief still busy (it asked ahead) may be given nothing because it is busy: the victim keeps its tasks
+        // for a later thief, and this one asks again with nothing in hand (`later`). Otherwise the victim had
+        // nothing unstarted: it is asked no more until it gets a new chunk.
+        if (workers_[static_cast<std::size_t>(thief)].held > 0) return {thief, {decision::kind::later, {}, false}};
+        if (v.version == v.asked_version) v.reclaimable = false;
         return {thief, take_back(thief, now)};
     }
     from->count -= given.count;
