@@ -23,8 +23,9 @@
 // back, victim_gives(): the unstarted end of one chunk it holds (empty when it had none: its chunk ended
 // first). The driver passes that to released(), which shrinks the victim's chunk and returns the thief's
 // answer: the given-back range, another reclaim, or stop. A task is never given back once started, so every
-// task still runs exactly once. Each reclaim either moves at least one task or ends the asking of that
-// worker until it gets a new chunk, so the loop terminates.
+// task still runs exactly once. Each reclaim either moves at least one task, or ends the asking of that
+// worker until it gets a new chunk, or (a thief still busy, asking ahead, got nothing) answers that thief
+// `later`, after which it asks only with nothing in hand; so the loop terminates.
 // With prefetch, a worker asks while it still holds a chunk: finding the pool empty, it becomes a thief at
 // once when some victim is expected to stay busy longer than it (the decision carries `thief_busy`, and the
 // victim gives back only its share of the difference), and gets `later` otherwise: it asks again, with
