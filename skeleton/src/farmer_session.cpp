@@ -100,7 +100,7 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
         const release_outcome o = farmer_.released(worker, m.done, now());
         answer(o.thief, o.answer, true);
         reask_parked();  // thieves that waited for this answer ask again
-        if (w.stop_sent && w.holding == 0) retire(worker);  // stopped while its answer was due
+        if (w.stop_sent && farmer_.held(worker) == 0) retire(worker);  // stopped while its answer was due
         return actions_;
     }
     case request_message::kind::ask:
@@ -121,7 +121,7 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
             return actions_;
         }
         if (m.what == request_message::kind::final) {
-            if (!w.stop_sent || w.holding > 0)
+            if (!w.stop_sent || farmer_.held(worker) > 0)
                 throw internal_error("farmer session: final results from worker " + std::to_string(worker) +
                                      ", which still holds work or was not stopped");
             if (!farmer_.asked(worker)) retire(worker);  // else once its answer to a reclaim is in
@@ -143,12 +143,11 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
 
 void farmer_session::accept(int worker, const request_message& m) {
     auto& w = workers_[static_cast<std::size_t>(worker)];
-    if (w.holding == 0)
+    if (farmer_.held(worker) == 0)
         throw internal_error("farmer session: results from worker " + std::to_string(worker) + ", which holds no chunk");
-    const held_chunk h = w.held[0];
+    const held_chunk h = w.held[0];  // the oldest chunk in flight; farmer_.complete() below drops it there too
     const task_count size = w.chunks[h.size_index];
     w.held[0] = w.held[1];
-    --w.holding;
     if (options_.keep_records) {
         chunk_trace& r = records_[h.record_index];
         if (r.first != m.done.first || r.count != m.done.count)
@@ -173,7 +172,7 @@ void farmer_session::accept(int worker, const request_message& m) {
 
 void farmer_session::shrink(int worker, chunk given) {
     auto& w = workers_[static_cast<std::size_t>(worker)];
-    for (int i = 0; i < w.holding; ++i) {
+    for (int i = 0; i < farmer_.held(worker); ++i) {
         const chunk c = farmer_.in_flight(worker, i);  // the one copy of its chunks; released() checks the rest
         if (c.first + c.count != given.first + given.count) continue;
         w.chunks[w.held[i].size_index] -= given.count;
@@ -207,12 +206,11 @@ void farmer_session::answer(int worker, const decision& d, bool direct) {
         w.stop_sent = true;
         send(worker, reply(reply_message::kind::stop));
         // Else its final results follow, or its answer to a reclaim sent before this stop.
-        if (w.holding == 0 && !farmer_.asked(worker)) retire(worker);
+        if (farmer_.held(worker) == 0 && !farmer_.asked(worker)) retire(worker);
         return;
     case decision::kind::assign: {
         w.awaiting = false;
-        if (w.holding == 2) throw internal_error("farmer session: a worker holds more than two chunks");
-        held_chunk& h = w.held[w.holding++];
+        held_chunk& h = w.held[farmer_.held(worker) - 1];  // the chunk the farmer has just put in flight
         h.size_index = w.chunks.size();
         w.chunks.push_back(d.work.count);
         if (options_.keep_records) {

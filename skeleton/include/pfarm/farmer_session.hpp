@@ -104,8 +104,7 @@ private:
         std::size_t record_index = 0;  ///< its entry in records_ (keep_records)
     };
     struct worker_state {
-        held_chunk held[2];  ///< parallel to the farmer's chunks in flight, oldest first
-        int holding = 0;
+        held_chunk held[2];  ///< where the farmer's chunks in flight (farmer::held, in_flight) are recorded, oldest first
         bool awaiting = false;   ///< has a request with no reply yet (parked, or a thief)
         bool stop_sent = false;
         bool retired = false;

@@ -233,8 +233,8 @@ private:
         own_compute_ += now() - start;
         if (++own_next_ < own_.current().first + own_.current().count) return;
         // Emulated slowdown of rank 0: sleep in slices, serving requests meanwhile.
-        double extra = setup_.emulated.active() ? (setup_.emulated.factor(0, own_started_) - 1.0) * own_compute_ : 0.0;
-        const double seconds = own_compute_ + std::max(0.0, extra);
+        double extra = setup_.emulated.active() ? setup_.emulated.owed(0, own_started_, own_compute_) : 0.0;
+        const double seconds = own_compute_ + extra;
         while (extra > 0.0) {
             const double slice = std::min(extra, 2e-4), s0 = now();
             std::this_thread::sleep_for(std::chrono::duration<double>(slice));

@@ -32,35 +32,33 @@ void posted_receive::cancel() {
     request_ = MPI_REQUEST_NULL;
 }
 
+namespace {
+/// Tries `test` until it succeeds: once when not `block`, else 200 quick tries and then with a pause that grows to
+/// 0.5 ms, so that a rank waiting on a shared core leaves it to the ranks that compute.
+template <class Test>
+bool poll(Test test, bool block) {
+    if (test()) return true;
+    if (!block) return false;
+    for (int spin = 0; spin < 200; ++spin)
+        if (test()) return true;
+    for (auto pause = std::chrono::microseconds(2);; pause = std::min(pause * 2, std::chrono::microseconds(500))) {
+        std::this_thread::sleep_for(pause);
+        if (test()) return true;
+    }
+}
+}  // namespace
+
 int wait_any(int count, MPI_Request* requests, MPI_Status& status, bool block, bool gentle) {
     int index = MPI_UNDEFINED, flag = 0;
     if (block && !gentle) {
-        if (count == 1) {
-            mpi::check(MPI_Wait(requests, &status), "MPI_Wait");
-            return 0;
-        }
         mpi::check(MPI_Waitany(count, requests, &index, &status), "MPI_Waitany");
         return index;
     }
-    const auto test = [&] {
-        if (count == 1) {
-            mpi::check(MPI_Test(requests, &flag, &status), "MPI_Test");
-            index = flag ? 0 : MPI_UNDEFINED;
-        } else {
-            mpi::check(MPI_Testany(count, requests, &index, &flag, &status), "MPI_Testany");
-        }
+    const bool found = poll([&] {
+        mpi::check(MPI_Testany(count, requests, &index, &flag, &status), "MPI_Testany");
         return flag && index != MPI_UNDEFINED;
-    };
-    if (test()) return index;
-    if (!block) return -1;
-    for (int spin = 0; spin < 200; ++spin)
-        if (test()) return index;
-    auto pause = std::chrono::microseconds(2);
-    for (;;) {
-        if (test()) return index;
-        std::this_thread::sleep_for(pause);
-        pause = std::min(pause * 2, std::chrono::microseconds(500));
-    }
+    }, block);
+    return found ? index : -1;
 }
 
 bool receive(MPI_Comm comm, int source, int tag, wire_buffer& buffer, bool block, bool gentle, MPI_Status& status) {
@@ -69,19 +67,13 @@ bool receive(MPI_Comm comm, int source, int tag, wire_buffer& buffer, bool block
         mpi::check(MPI_Recv(buffer.data(), static_cast<int>(inline_capacity), MPI_BYTE, source, tag, comm, &status), "MPI_Recv");
         return true;
     }
-    int flag = 0;
     MPI_Message message = MPI_MESSAGE_NULL;
-    const auto probe = [&] {
+    const bool found = poll([&] {
+        int flag = 0;
         mpi::check(MPI_Improbe(source, tag, comm, &flag, &message, &status), "MPI_Improbe");
         return flag != 0;
-    };
-    bool found = probe();
-    if (!found && !block) return false;
-    for (int spin = 0; !found && spin < 200; ++spin) found = probe();
-    for (auto pause = std::chrono::microseconds(2); !found; pause = std::min(pause * 2, std::chrono::microseconds(500))) {
-        std::this_thread::sleep_for(pause);
-        found = probe();
-    }
+    }, block);
+    if (!found) return false;
     int bytes = 0;
     mpi::check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
     mpi::check(MPI_Mrecv(buffer.data(), bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");

@@ -34,7 +34,6 @@ public:
     ~posted_receive();
     /// Posts the receive of the next message from `source` with `tag` on `comm`.
     void post(MPI_Comm comm, int source, int tag);
-    bool posted() const noexcept { return request_ != MPI_REQUEST_NULL; }
     MPI_Request& request() noexcept { return request_; }
     /// After completion: who sent it, its size, its bytes (valid until the next post()).
     void completed(const MPI_Status& status);

@@ -89,7 +89,8 @@ void choose_monitors(const technique_needs& needs, const farm_options& options, 
     }
     s.config.monitors = bits;
     const bool any = bits != 0 || !s.extra_monitors.empty();
-    s.config.readings_each = !needs.with_every_request.empty() || !options.monitors.empty() || (bits & loadavg_each) ? 1 : 0;
+    // loadavg_each comes only from these two, so they say whether every request carries readings.
+    s.config.readings_each = !needs.with_every_request.empty() || !options.monitors.empty() ? 1 : 0;
     s.config.readings_calibration = any ? 1 : 0;
 }
 

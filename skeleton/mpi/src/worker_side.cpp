@@ -49,13 +49,12 @@ private:
     void receive_one(task_count next = 0) {
         MPI_Status status;
         receive(comm_, 0, tag_reply, reply_, true, setup_.config.gentle_wait != 0, status);
-        take(status, next);
+        take(next);
     }
 
     /// The reply just received into reply_ (its inputs are copied out, or received in place when they follow
     /// it) goes to the session.
-    void take(const MPI_Status& status, task_count next) {
-        (void)status;
+    void take(task_count next) {
         reply_header h;
         std::memcpy(&h, reply_.data(), sizeof h);
         const reply_message r = decode(h);
@@ -191,7 +190,7 @@ private:
     /// Between two tasks: the farmer's messages that have come (a reclaim, a reply asked ahead, an abort).
     void answer_messages(task_count next) {
         MPI_Status status;
-        while (receive(comm_, 0, tag_reply, reply_, false, false, status)) take(status, next);
+        while (receive(comm_, 0, tag_reply, reply_, false, false, status)) take(next);
     }
 
     /// The farm is over for this rank: its results have all arrived.
