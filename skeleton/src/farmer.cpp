@@ -21,7 +21,7 @@ double balanced_share(double victim_seconds, double thief_seconds) {
 }  // namespace
 
 farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk,
-               int max_outstanding, bool reclaim)
+               int max_outstanding, bool reclaim, const calibration_result* learned)
     : tasks_(tasks), min_chunk_(min_chunk), policy_(std::move(policy)), max_outstanding_(max_outstanding),
       reclaim_(reclaim) {
     if (max_outstanding < 1 || max_outstanding > 2)
@@ -33,7 +33,11 @@ farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy,
     if (!policy_) throw invalid_argument("technique", "is null");
     workers_.resize(static_cast<std::size_t>(workers));
     active_ = workers;
-    if (policy_->needs_calibration() != calibration_mode::none) {
+    if (policy_->needs_calibration() != calibration_mode::none && learned &&
+        learned->fitness.size() == static_cast<std::size_t>(workers)) {
+        calibration_ = *learned;  // learned by an earlier farm of this loop: no calibration tasks
+        policy_->start({tasks_, tasks_, workers, &*calibration_});
+    } else if (policy_->needs_calibration() != calibration_mode::none) {
         phase_ = phase::calibrating;
         // More workers than tasks: only the first `tasks` workers calibrate; the rest are stopped at once.
         calibration_pending_ = static_cast<int>(std::min<task_count>(tasks, workers));

@@ -18,7 +18,8 @@ reply_message reply(reply_message::kind what) {
 
 farmer_session::farmer_session(task_count tasks, int workers, std::unique_ptr<technique> policy,
                                const farmer_session_options& options)
-    : farmer_(tasks, workers, std::move(policy), options.min_chunk, options.prefetch ? 2 : 1, options.reclaim),
+    : farmer_(tasks, workers, std::move(policy), options.min_chunk, options.prefetch ? 2 : 1, options.reclaim,
+               options.learned),
       options_(options) {
     needs_ = farmer_.policy().needs();
     if (options.reclaim) farmer_.set_request_cost(options.request_cost);

@@ -70,9 +70,11 @@ struct release_outcome {
 class farmer {
 public:
     /// `tasks` >= 1 (else invalid_argument "tasks"), `workers` >= 1 (else invalid_argument "workers").
-    /// `reclaim` turns work take-back on (with max_outstanding 1 or 2).
+    /// `reclaim` turns work take-back on (with max_outstanding 1 or 2). `learned`: a calibration kept from an
+    /// earlier farm of the same loop (pfarm/schedule.hpp), one fitness per worker: a technique that calibrates
+    /// starts from it at once, with no calibration tasks (null, or another worker count: it calibrates).
     farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk = 1,
-           int max_outstanding = 1, bool reclaim = false);
+           int max_outstanding = 1, bool reclaim = false, const calibration_result* learned = nullptr);
 
     /// Worker `worker` asks for work (holding fewer than max_outstanding chunks). `now` is the
     /// driver's clock (seconds, any origin, non-decreasing); only reclaim reads it, to estimate which

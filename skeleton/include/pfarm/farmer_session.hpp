@@ -41,6 +41,9 @@ struct farmer_session_options {
     bool reclaim = false;         ///< work take-back (farmer.hpp "Reclaim")
     double request_cost = 0.0;    ///< reclaim: one request's round trip, what a reclaim must win (seconds)
     bool keep_records = false;    ///< keep a chunk_trace per chunk (records())
+    /// A calibration learned by an earlier farm of the same loop (pfarm/schedule.hpp): a technique that
+    /// calibrates starts from it, with no calibration tasks (farmer's constructor). Read at construction only.
+    const calibration_result* learned = nullptr;
     /// The driver's clock (seconds, non-decreasing), for on_message() without a time: the session reads it only
     /// when it needs the time (reclaim, records, the calibration barrier, the last result), so that a driver
     /// pays no clock read on the common path.

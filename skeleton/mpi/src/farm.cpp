@@ -2,6 +2,7 @@
 // (farmer_side.cpp) and every other rank a worker's side (worker_side.cpp); one rank runs the tasks in order.
 // The report's shape and the trace file are written here. docs/skeleton.md describes the protocol.
 #include "engine.hpp"
+#include "results.hpp"
 
 #include "pfarm/mpi.hpp"
 
@@ -47,14 +48,22 @@ static farm_report run_sequential(const std::byte* in, std::byte* out, task_coun
     r.sequential = true;
     const double t0 = now();
     progress_reporter progress(options.progress, tasks);
+    chunk_results results;  // streamed results: one task at a time, delivered at once
     for (task_count i = 0; i < tasks; ++i) {
+        const std::byte* input = in + static_cast<std::size_t>(i) * kernel.in_bytes;
         try {
-            kernel.run(i, in + static_cast<std::size_t>(i) * kernel.in_bytes, out + static_cast<std::size_t>(i) * kernel.out_bytes);
+            if (!kernel.streamed()) {
+                kernel.run(i, input, out + static_cast<std::size_t>(i) * kernel.out_bytes);
+            } else {
+                results.begin(kernel, 1);
+                results.run(i, 0, input);
+            }
         } catch (const std::exception& e) {
             throw worker_error(i, 0, e.what());
         } catch (...) {
             throw worker_error(i, 0, "unknown exception");
         }
+        if (kernel.streamed()) kernel.deliver(view_of(kernel, i, 1, results.payload(), results.index_bytes()));
         progress.update(i + 1);
     }
     r.makespan = now() - t0;

@@ -4,6 +4,7 @@
 // computes, runs a worker_session for rank 0 in process, between two of whose tasks it serves the requests.
 #include "engine.hpp"
 #include "messages.hpp"
+#include "results.hpp"
 #include "wire.hpp"
 
 #include "pfarm/farmer_session.hpp"
@@ -26,12 +27,15 @@ public:
         : comm_(comm), in_(in), out_(out), kernel_(kernel), options_(options), setup_(setup), monitors_(monitors),
           offsets_(std::move(offsets)), offset_(setup.config.farmer_computes ? 0 : 1), t0_(t0),
           report_(empty_report(options, ranks, setup.config.tasks)), progress_(options.progress, setup.config.tasks),
+          mode_(policy->needs_calibration()),
+          learned_(options.schedule ? options.schedule->start(mode_, ranks - offset_, setup.config.tasks) : std::nullopt),
           session_(setup.config.tasks, ranks - offset_, std::move(policy),
                    {.min_chunk = options.parameters.min_chunk,
                     .prefetch = setup.config.prefetch != 0,
                     .reclaim = setup.config.reclaim != 0,
                     .request_cost = round_trip,
                     .keep_records = !options.trace.empty() || options.record_trace,
+                    .learned = learned_ ? &*learned_ : nullptr,
                     .clock = [t0] { return now() - t0; }}),
           // Rank 0's own worker asks nothing ahead: in process, a request costs nothing to wait for.
           own_({.prefetch = false,
@@ -92,12 +96,20 @@ private:
                 message_.text.assign(text, m.bytes - request_payload_offset);
             }
             results_ = m.data + request_payload_offset;
-            if (h.results_follow) {  // too large to travel in the request: received in place, in out_
-                std::byte* into = out_ + static_cast<std::size_t>(h.first) * kernel_.out_bytes;
-                mpi::check(MPI_Recv(into, static_cast<int>(static_cast<std::size_t>(h.count) * kernel_.out_bytes), MPI_BYTE,
-                                    rank, tag_results, comm_, MPI_STATUS_IGNORE),
+            index_bytes_ = static_cast<std::size_t>(h.index_bytes);
+            if (h.results_follow) {  // too large to travel in the request: they follow
+                const auto bytes = static_cast<std::size_t>(h.results_bytes);
+                std::byte* into;
+                if (kernel_.streamed()) {  // into a buffer, for the sink
+                    large_.reserve(bytes);
+                    into = large_.data();
+                    results_ = into;
+                } else {  // in place, in out_
+                    into = out_ + static_cast<std::size_t>(h.first) * kernel_.out_bytes;
+                    results_ = nullptr;
+                }
+                mpi::check(MPI_Recv(into, static_cast<int>(bytes), MPI_BYTE, rank, tag_results, comm_, MPI_STATUS_IGNORE),
                            "MPI_Recv");
-                results_ = nullptr;
             }
             perform(session_.on_message(rank - offset_, message_));  // the session reads the clock if it needs it
             serve_own();
@@ -123,7 +135,11 @@ private:
         if (!deliver) return;
         for (const farmer_action& a : actions) {
             if (a.what != farmer_action::kind::deliver) continue;
-            if (a.worker + offset_ != 0 && results_)  // rank 0 computes into out_ directly; a large payload is there already
+            const bool own = a.worker + offset_ == 0;
+            if (kernel_.streamed())  // to the sink; rank 0's own results are in its own buffer
+                kernel_.deliver(view_of(kernel_, a.results.first, a.results.count, own ? own_results_.payload() : results_,
+                                        own ? own_results_.index_bytes() : index_bytes_));
+            else if (!own && results_)  // rank 0 computes into out_ directly; a large payload is there already
                 std::memcpy(out_ + static_cast<std::size_t>(a.results.first) * kernel_.out_bytes, results_,
                             static_cast<std::size_t>(a.results.count) * kernel_.out_bytes);
             progress_.update(session_.decisions().completed_tasks());
@@ -218,9 +234,16 @@ private:
 
     void compute_own_task() {
         const task_count i = own_next_;
+        const chunk c = own_.current();
         const double start = now();
         try {
-            kernel_.run(i, in_ + static_cast<std::size_t>(i) * kernel_.in_bytes, out_ + static_cast<std::size_t>(i) * kernel_.out_bytes);
+            const std::byte* input = in_ + static_cast<std::size_t>(i) * kernel_.in_bytes;
+            if (!kernel_.streamed()) {
+                kernel_.run(i, input, out_ + static_cast<std::size_t>(i) * kernel_.out_bytes);
+            } else {  // into its own buffer, delivered when the chunk's results are served; made room for at its start
+                if (i == c.first) own_results_.begin(kernel_, c.count);
+                own_results_.run(i, i - c.first, input);
+            }
         } catch (const std::exception& e) {
             perform_own(own_.on_failure(i, e.what()));
             serve_own();
@@ -263,6 +286,14 @@ private:
         report_.reclaims = f.reclaims();
         report_.reclaimed_tasks = f.reclaimed_tasks();
         if (f.calibration()) report_.calibration = *f.calibration();
+        report_.learned = learned_.has_value();
+        if (options_.schedule) {
+            std::vector<task_count> tasks(static_cast<std::size_t>(session_.workers()));
+            std::vector<double> busy(tasks.size());
+            for (int w = 0; w < session_.workers(); ++w)
+                tasks[static_cast<std::size_t>(w)] = session_.tasks_of(w), busy[static_cast<std::size_t>(w)] = session_.busy_of(w);
+            options_.schedule->learn(mode_, !learned_, tasks, busy);
+        }
         report_.trace = session_.records();
         for (auto& c : report_.trace) c.rank += offset_;
         if (!options_.trace.empty()) write_trace(options_.trace, report_);
@@ -281,6 +312,8 @@ private:
     double t0_;
     farm_report report_;
     progress_reporter progress_;
+    calibration_mode mode_;                          ///< the technique's calibration (none: learns nothing)
+    std::optional<calibration_result> learned_;      ///< from farm_options::schedule: no calibration tasks
     farmer_session session_;
     worker_session own_;
     std::deque<request_message> local_;  ///< the own worker's requests, waiting for the session
@@ -289,6 +322,9 @@ private:
     farmer_inbox inbox_;
     request_message message_;
     const std::byte* results_ = nullptr;  ///< the results in the message being handled (null: in place already)
+    std::size_t index_bytes_ = 0;         ///< their index, with results of any size
+    wire_buffer large_;                   ///< streamed results too large for their request, received here
+    chunk_results own_results_;           ///< rank 0's own chunk's results, when results are streamed
     wire_buffer send_;
     std::vector<MPI_Request> pending_;    ///< inputs sent without blocking
 };

@@ -114,7 +114,7 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
         try {
             if (!kernel.bad_argument.empty()) throw invalid_argument(kernel.bad_argument, kernel.bad_message);
             if (tasks < 1) throw invalid_argument("in", "holds " + std::to_string(tasks) + " tasks; expected >= 1");
-            if (!kernel.run) throw invalid_argument("worker", "is empty");
+            if (!kernel.run && !kernel.run_variable) throw invalid_argument("worker", "is empty");
             const int workers = ranks == 1 ? 1 : ranks - (options.farmer_computes ? 0 : 1);
             policy = make_technique(options.technique, options.parameters, workers);
             choose_monitors(policy->needs(), options, s);

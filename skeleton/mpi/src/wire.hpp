@@ -34,6 +34,8 @@ struct request_header {
     double finished = 0.0;
     std::int64_t failed_task = -1;
     wire_sample sample;
+    std::int64_t results_bytes = 0;  ///< the results' bytes (with results of any size: their index included)
+    std::int64_t index_bytes = 0;    ///< results of any size: bytes of their index (farm.hpp variable_index_bytes)
 };
 
 struct reply_header {
@@ -49,7 +51,7 @@ struct reply_header {
 };
 
 static_assert(sizeof(request_header) <= 2 * payload_offset && sizeof(reply_header) <= payload_offset);
-constexpr std::size_t request_payload_offset = 2 * payload_offset;  ///< the request header needs 104 bytes
+constexpr std::size_t request_payload_offset = 2 * payload_offset;  ///< the request header needs 120 bytes
 constexpr std::size_t reply_payload_offset = payload_offset;
 
 inline wire_sample to_wire(const resource_sample& s) {

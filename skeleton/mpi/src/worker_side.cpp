@@ -3,6 +3,7 @@
 // task (with emulated slowdown), reads the monitors a request must carry, and sends.
 #include "engine.hpp"
 #include "messages.hpp"
+#include "results.hpp"
 #include "wire.hpp"
 
 #include "pfarm/mpi.hpp"
@@ -128,8 +129,11 @@ private:
             return;
         }
         // The results were computed in place, after the header, in results_[current_].
-        wire_buffer& buffer = results_[current_];
-        const std::size_t bytes = static_cast<std::size_t>(m.done.count) * kernel_.out_bytes;
+        chunk_results& results = results_[current_];
+        wire_buffer& buffer = results.buffer();
+        const std::size_t bytes = results.bytes(m.done.count);
+        h.results_bytes = static_cast<std::int64_t>(bytes);
+        h.index_bytes = static_cast<std::int64_t>(results.index_bytes());
         if (request_payload_offset + bytes <= inline_capacity) {
             std::memcpy(buffer.data(), &h, sizeof h);
             mpi::check(MPI_Send(buffer.data(), static_cast<int>(request_payload_offset + bytes), MPI_BYTE, 0, tag_request, comm_),
@@ -137,8 +141,7 @@ private:
         } else {
             h.results_follow = 1;
             mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_request, comm_), "MPI_Send");
-            mpi::check(MPI_Isend(buffer.data() + request_payload_offset, static_cast<int>(bytes), MPI_BYTE, 0, tag_results, comm_,
-                                 &sending_[current_]),
+            mpi::check(MPI_Isend(results.payload(), static_cast<int>(bytes), MPI_BYTE, 0, tag_results, comm_, &sending_[current_]),
                        "MPI_Isend");
             current_ = 1 - current_;  // the next chunk computes into the other buffer
         }
@@ -149,8 +152,8 @@ private:
         const chunk c = session_.current();
         if (sending_[current_] != MPI_REQUEST_NULL)  // its results of two chunks ago are still on their way
             mpi::check(MPI_Wait(&sending_[current_], MPI_STATUS_IGNORE), "MPI_Wait");
-        wire_buffer& results = results_[current_];
-        results.reserve(request_payload_offset + static_cast<std::size_t>(c.count) * kernel_.out_bytes);
+        chunk_results& results = results_[current_];
+        results.begin(kernel_, c.count);
         const std::byte* inputs = inputs_of(c);
         started_ = clock();
         const bool reclaim = setup_.config.reclaim != 0, emulated = setup_.emulated.active();
@@ -159,7 +162,7 @@ private:
             const auto i = static_cast<std::size_t>(task - c.first);
             const double task_start = emulated ? clock() : 0.0;
             try {
-                kernel_.run(task, inputs + i * kernel_.in_bytes, results.data() + request_payload_offset + i * kernel_.out_bytes);
+                results.run(task, static_cast<task_count>(i), inputs + i * kernel_.in_bytes);
             } catch (const std::exception& e) {
                 perform(session_.on_failure(task, e.what()));
                 return;
@@ -206,7 +209,7 @@ private:
     worker_session session_;
     farm_report report_;
     wire_buffer reply_;               ///< the farmer's reply being handled
-    wire_buffer results_[2];          ///< a chunk's results; two, so one can be sent while the next computes
+    chunk_results results_[2];        ///< a chunk's results; two, so one can be sent while the next computes
     MPI_Request sending_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     int current_ = 0;                 ///< the results buffer of the chunk computed next
     wire_buffer failure_;

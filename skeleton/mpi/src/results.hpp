@@ -1,0 +1,82 @@
+// pfarm MPI engine, internal: a chunk's results as a rank computes them, in the message buffer they travel in
+// (after the request header's room, wire.hpp): fixed-size results at i x out_bytes, or results of any size as
+// an index of byte counts then each task's bytes (farm.hpp, variable_index_bytes). Used by a worker rank, by
+// rank 0's own worker when its results are streamed, and by a one-rank run.
+#pragma once
+
+#include "wire.hpp"
+
+#include "pfarm/farm.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+namespace pfarm::detail {
+
+class chunk_results final : public result_writer {
+public:
+    /// Makes room for a chunk of `count` tasks (the buffer is reused: no allocation once warm).
+    void begin(const task_kernel& kernel, task_count count) {
+        kernel_ = &kernel;
+        if (kernel.variable()) {
+            index_bytes_ = variable_index_bytes(count);
+            used_ = index_bytes_;
+            buffer_.reserve(request_payload_offset + index_bytes_);
+        } else {
+            index_bytes_ = 0;
+            used_ = 0;
+            buffer_.reserve(request_payload_offset + static_cast<std::size_t>(count) * kernel.out_bytes);
+        }
+    }
+
+    /// Runs task `task` (0-based), the chunk's `i`-th, on its input `in`. May throw what the task throws.
+    void run(task_count task, task_count i, const std::byte* in) {
+        if (kernel_->variable()) {
+            slot_ = i;
+            const std::uint64_t none = 0;  // a task that writes nothing has no results
+            std::memcpy(payload() + static_cast<std::size_t>(i) * sizeof none, &none, sizeof none);
+            kernel_->run_variable(task, in, *this);
+        } else {
+            kernel_->run(task, in, payload() + static_cast<std::size_t>(i) * kernel_->out_bytes);
+        }
+    }
+
+    /// Bytes of the results of the first `done` tasks (all computed so far with results of any size).
+    std::size_t bytes(task_count done) const {
+        return kernel_->variable() ? used_ : static_cast<std::size_t>(done) * kernel_->out_bytes;
+    }
+    std::size_t index_bytes() const noexcept { return index_bytes_; }
+    wire_buffer& buffer() noexcept { return buffer_; }
+    std::byte* payload() noexcept { return buffer_.data() + request_payload_offset; }
+
+private:
+    void write(const void* bytes, std::size_t size) override {
+        const std::size_t at = round_up(used_, kernel_->out_align);
+        buffer_.reserve(request_payload_offset + at + size);
+        if (size > 0) std::memcpy(payload() + at, bytes, size);
+        const auto count = static_cast<std::uint64_t>(size);
+        std::memcpy(payload() + static_cast<std::size_t>(slot_) * sizeof count, &count, sizeof count);
+        used_ = at + size;
+    }
+
+    const task_kernel* kernel_ = nullptr;
+    wire_buffer buffer_;
+    std::size_t index_bytes_ = 0, used_ = 0;
+    task_count slot_ = 0;
+};
+
+/// The view a sink receives of `count` results starting at task `first`, at `data`.
+inline results_view view_of(const task_kernel& kernel, task_count first, task_count count, const std::byte* data,
+                            std::size_t index_bytes) {
+    results_view v;
+    v.first = first;
+    v.count = count;
+    v.data = data;
+    v.out_bytes = kernel.out_bytes;
+    v.variable = kernel.variable();
+    v.align = kernel.out_align;
+    v.index_bytes = index_bytes;
+    return v;
+}
+
+}  // namespace pfarm::detail
