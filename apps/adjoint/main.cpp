@@ -40,12 +40,10 @@ int run(const app_args& a, const pfarm::farm_options& farm) {
     // Every rank generates the same arrays from the seed: only task indices travel.
     const cv::problem p = cv::make_problem(a.n, a.seed);
 
-    std::vector<std::int64_t> index(static_cast<std::size_t>(p.iterations()));
-    std::iota(index.begin(), index.end(), std::int64_t{1});  // I = 1 .. N*N
-    std::vector<double> out(index.size());
-    const pfarm::farm_report report =
-        pfarm::farm(MPI_COMM_WORLD, std::span<const std::int64_t>(index), std::span<double>(out),
-                    [&p](const std::int64_t& i, double& ai) { ai = cv::element(p, i); }, farm);
+    std::vector<double> out(static_cast<std::size_t>(p.iterations()));
+    const pfarm::farm_report report =  // I = 1 .. N*N
+        pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{1, p.iterations() + 1}, std::span<double>(out),
+                    [&p](pfarm::task_count i, double& ai) { ai = cv::element(p, i); }, farm);
     if (rank != 0) return 0;
 
     const double checksum = std::accumulate(out.begin(), out.end(), 0.0);

@@ -43,12 +43,11 @@ int run(const app_args& a, const pfarm::farm_options& farm) {
     const int repeat = static_cast<int>(a.repeat);
     const std::uint32_t width = st::task_width(tasks, total);
 
-    std::vector<std::uint32_t> index(tasks);
-    std::iota(index.begin(), index.end(), 0u);
     std::vector<std::uint8_t> flags(std::size_t{tasks} * width);
     const pfarm::farm_report report = pfarm::farm(
-        MPI_COMM_WORLD, std::span<const std::uint32_t>(index), std::span<std::uint8_t>(flags),
-        [&c, from_file, tasks, repeat](const std::uint32_t& t, std::span<std::uint8_t> f) {
+        MPI_COMM_WORLD, pfarm::index_range{0, tasks}, std::span<std::uint8_t>(flags),
+        [&c, from_file, tasks, repeat](pfarm::task_count i, std::span<std::uint8_t> f) {
+            const auto t = static_cast<std::uint32_t>(i);
             if (from_file) st::run_task(c, t, tasks, repeat, f);
             else st::run_task(t, tasks, repeat, f);  // Quinn's check_circuit, as compiled code
         },

@@ -68,18 +68,16 @@ int run(const app_args& a, const pfarm::farm_options& farm) {
         throw pfarm::invalid_argument("--verify", "is '" + a.verify + "'; expected sequential or none");
     check_output(MPI_COMM_WORLD, rank, a.output);
 
-    // One task per column (seed 000's unit) or per row; the task's input is its index, known to every rank.
+    // One task per column (seed 000's unit) or per row: a range of indices, no input travels.
     const bool columns = by == mb::decomposition::columns;
     const int tasks = columns ? p.nx : p.ny;
     const std::size_t per_task = static_cast<std::size_t>(columns ? p.ny : p.nx);
-    std::vector<int> index(static_cast<std::size_t>(tasks));
-    std::iota(index.begin(), index.end(), 0);
-    std::vector<std::uint32_t> out(index.size() * per_task);
+    std::vector<std::uint32_t> out(static_cast<std::size_t>(tasks) * per_task);
     const pfarm::farm_report report = pfarm::farm(
-        MPI_COMM_WORLD, std::span<const int>(index), std::span<std::uint32_t>(out),
-        [&p, columns](const int& i, std::span<std::uint32_t> levels) {
-            if (columns) mb::column(p, i, levels);
-            else mb::row(p, i, levels);
+        MPI_COMM_WORLD, pfarm::index_range{0, tasks}, std::span<std::uint32_t>(out),
+        [&p, columns](pfarm::task_count i, std::span<std::uint32_t> levels) {
+            if (columns) mb::column(p, static_cast<int>(i), levels);
+            else mb::row(p, static_cast<int>(i), levels);
         },
         farm);
     if (rank != 0) return 0;

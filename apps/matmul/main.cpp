@@ -45,12 +45,10 @@ int run(const app_args& a, const pfarm::farm_options& farm) {
     const mm::problem p = mm::make_problem(a.n, loop, a.seed);
     const auto n = static_cast<std::size_t>(p.n);
 
-    std::vector<int> index(n);
-    std::iota(index.begin(), index.end(), 0);
     std::vector<double> z(n * n);
     const pfarm::farm_report report =
-        pfarm::farm(MPI_COMM_WORLD, std::span<const int>(index), std::span<double>(z),
-                    [&p](const int& i, std::span<double> zi) { mm::row(p, i, zi); }, farm);
+        pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, p.n}, std::span<double>(z),
+                    [&p](pfarm::task_count i, std::span<double> zi) { mm::row(p, static_cast<int>(i), zi); }, farm);
     if (rank != 0) return 0;
 
     const double checksum = std::accumulate(z.begin(), z.end(), 0.0);

@@ -1,7 +1,8 @@
 # cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DMPIEXEC=<launcher and flags, ;-separated>
 #       [-DMPIEXEC_POSTFLAGS=...] -P run.cmake
 # Installs the build into WORK_DIR/prefix, then configures and builds each consumer project against it (C and
-# C++, C++ only, C only) and runs it under MPIEXEC with 2 ranks.
+# C++, C++ only, C only) and runs it under MPIEXEC with 2 ranks; then builds the README's examples (extracted by
+# tests/readme into BUILD_DIR/tests/readme) against it and runs each with 2 ranks (each checks its own results).
 file(REMOVE_RECURSE ${WORK_DIR})
 function(step)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -22,4 +23,14 @@ foreach(consumer c-cxx cxx c)
        -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
   step(${CMAKE_COMMAND} --build ${build})
   step(${MPIEXEC} ${build}/consumer ${MPIEXEC_POSTFLAGS})
+endforeach()
+set(build ${WORK_DIR}/build-examples)
+step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/find-package/examples -B ${build} -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
+     -DEXAMPLES_DIR=${BUILD_DIR}/tests/readme)
+step(${CMAKE_COMMAND} --build ${build})
+file(GLOB examples ${BUILD_DIR}/tests/readme/*.c ${BUILD_DIR}/tests/readme/*.cpp)
+foreach(example IN LISTS examples)
+  get_filename_component(name ${example} NAME)
+  string(REPLACE "." "_" target ${name})
+  step(${MPIEXEC} ${build}/${target} ${MPIEXEC_POSTFLAGS})
 endforeach()

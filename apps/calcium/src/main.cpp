@@ -1,7 +1,8 @@
 // pfarm-calcium: the calcium-channel parameter sweep of seed 004 section 5, farmed over MPI by pfarm.
-// Each task is one experiment (a voltage pulse applied to N stochastic L-type channels); its output is the
-// fixed-size summary (six doubles) that lands on rank 0 in sweep order; the worker that ran it writes the
-// experiment's data file and gnuplot script itself. See apps/calcium/README.md.
+// Each task is one experiment (a voltage pulse applied to N stochastic L-type channels) over an index range;
+// its result, streamed to rank 0 as it arrives, is the summary (six doubles) followed by the text of the
+// experiment's data file; rank 0 writes every file (no shared file system needed) and keeps only the summaries,
+// in sweep order. See apps/calcium/README.md.
 #include "pfarm/calcium/model.hpp"
 #include "pfarm/calcium/sweep.hpp"
 
@@ -17,6 +18,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -29,12 +31,6 @@ namespace {
 
 namespace ca = pfarm::calcium;
 
-/// A task: which experiment, and its peak voltage (also derivable from the index; carried for clarity).
-struct experiment_input {
-    std::uint64_t index = 0;
-    double peak_mV = 0.0;
-};
-static_assert(std::is_trivially_copyable_v<experiment_input>);
 static_assert(std::is_trivially_copyable_v<ca::summary>);
 
 /// Rank 0 makes the output directory; every rank learns whether it could, so all fail together.
@@ -61,25 +57,36 @@ int run(const ca::sweep_config& c, const pfarm::farm_options& options, bool json
     prepare_output(c, rank);
 
     const std::uint64_t experiments = ca::experiment_count(c);
-    // Every rank builds the inputs (16 bytes a task), so --replicated-input works. The outputs land on rank 0,
-    // but every rank sizes `out` like `in`: farm() derives the outputs per task from out.size() / in.size()
-    // on each rank, and an empty `out` beside a full `in` would mean zero.
-    std::vector<experiment_input> in(experiments);
-    for (std::uint64_t i = 0; i < experiments; ++i) in[i] = {i, ca::voltage_of(c, i)};
-    std::vector<ca::summary> out(experiments);
-    auto experiment = [&c](const experiment_input& task, ca::summary& result) {
-        const ca::trace t = ca::simulate(c.model, c.proto, task.peak_mV, {c.seed, task.index});
-        result = ca::summarize(t, c.proto, c.model, task.peak_mV);
-        if (!c.summary_only) ca::write_experiment_files(c, task.index, task.peak_mV, t, result);
+    // A task's result: its summary's bytes, then its data file's text (none with --summary-only).
+    auto experiment = [&c](pfarm::task_count i) {
+        const auto index = static_cast<std::uint64_t>(i);
+        const double peak_mV = ca::voltage_of(c, index);
+        const ca::trace t = ca::simulate(c.model, c.proto, peak_mV, {c.seed, index});
+        const ca::summary s = ca::summarize(t, c.proto, c.model, peak_mV);
+        std::vector<char> result(sizeof s);
+        std::memcpy(result.data(), &s, sizeof s);
+        if (!c.summary_only) {
+            const std::string data = ca::experiment_data(c, index, peak_mV, t);
+            result.insert(result.end(), data.begin(), data.end());
+        }
+        return result;
     };
-    const pfarm::farm_report report = pfarm::farm(MPI_COMM_WORLD, std::span<const experiment_input>(in),
-                                                  std::span<ca::summary>(out), experiment, options);
+    std::vector<ca::summary> out(rank == 0 ? experiments : 0);
+    auto arrived = [&c, &out](pfarm::task_count i, std::span<const char> result) {
+        const auto index = static_cast<std::uint64_t>(i);
+        if (result.size() < sizeof(ca::summary))
+            throw pfarm::internal_error("experiment " + std::to_string(index) + " returned " + std::to_string(result.size()) + " bytes");
+        std::memcpy(&out[index], result.data(), sizeof(ca::summary));
+        if (out[index].peak_voltage_mV != ca::voltage_of(c, index))  // every row is the experiment it should be
+            throw pfarm::internal_error("summary row " + std::to_string(index) + " does not belong to experiment " +
+                                        std::to_string(index));
+        if (!c.summary_only)
+            ca::write_experiment_files(c, index, out[index].peak_voltage_mV,
+                                       std::string_view(result.data() + sizeof(ca::summary), result.size() - sizeof(ca::summary)));
+    };
+    const pfarm::farm_report report = pfarm::farm_stream(
+        MPI_COMM_WORLD, pfarm::index_range{0, static_cast<pfarm::task_count>(experiments)}, experiment, arrived, options);
     if (rank != 0) return 0;
-    for (std::uint64_t i = 0; i < experiments; ++i)  // every row is the experiment it should be
-        if (out[i].peak_voltage_mV != in[i].peak_mV)
-            throw pfarm::internal_error("summary row " + std::to_string(i) + " does not belong to experiment " +
-                                        std::to_string(i));
-
     ca::write_sweep_files(c, out);
     const std::vector<ca::iv_point> curve = ca::iv_curve(c, out);
     const ca::iv_point& peak = ca::iv_peak(curve);
@@ -148,7 +155,7 @@ int main(int argc, char** argv) {
     app.add_option("--radius", c.model.radius_um, "cell radius, um")->capture_default_str();
     app.add_option("--kappa", c.model.kappa, "endogenous buffer capacity")->capture_default_str();
     app.add_option("--tau", c.model.tau_ms, "[Ca]i clearance time constant, ms (inf: none)")->capture_default_str();
-    app.add_option("--output", c.output, "output directory (shared by all nodes for multi-node runs)")
+    app.add_option("--output", c.output, "output directory, written by rank 0 only (no shared file system needed)")
         ->capture_default_str();
     app.add_flag("--summary-only", c.summary_only, "write only the sweep's files, no per-experiment files");
     app.add_option("--trace-stride", c.trace_stride, "write every k-th step to the data files")

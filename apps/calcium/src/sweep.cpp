@@ -193,19 +193,23 @@ std::string experiment_gnuplot(const sweep_config& c, std::uint64_t index, doubl
            "unset multiplot\n";
 }
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out || !out.write(text.data(), static_cast<std::streamsize>(text.size())) || !out.flush())
-        throw std::runtime_error("cannot write " + path.string());
+void write_file(const std::filesystem::path& path, std::string_view text) {
+    std::filesystem::path partial = path;
+    partial += ".tmp";
+    {
+        std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+        if (!out || !out.write(text.data(), static_cast<std::streamsize>(text.size())) || !out.flush())
+            throw std::runtime_error("cannot write " + partial.string());
+    }
+    std::error_code ec;
+    std::filesystem::rename(partial, path, ec);
+    if (ec) throw std::runtime_error("cannot rename " + partial.string() + " to " + path.string() + ": " + ec.message());
 }
 
-void write_experiment_files(const sweep_config& c, std::uint64_t index, double peak_mV, const trace& t,
-                            const summary&) {
+void write_experiment_files(const sweep_config& c, std::uint64_t index, double peak_mV, std::string_view data) {
     const auto dir = experiments_dir(c);
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);  // a node-local --output: each node makes its own
     const std::string stem = experiment_stem(index, experiment_count(c));
-    write_file(dir / (stem + ".dat"), experiment_data(c, index, peak_mV, t));
+    write_file(dir / (stem + ".dat"), data);
     write_file(dir / (stem + ".gp"), experiment_gnuplot(c, index, peak_mV));
 }
 

@@ -11,5 +11,6 @@
 #include "pfarm/mpi.hpp"          // RAII over MPI
 #include "pfarm/registry.hpp"     // techniques by name
 #include "pfarm/round_robin.hpp"  // chunk sequences (pfarm-chunks)
+#include "pfarm/schedule.hpp"     // a schedule that learns across calls
 #include "pfarm/simulator.hpp"    // the discrete-event simulator
 #include "pfarm/trace.hpp"        // the trace schema: records, summary, writer and reader

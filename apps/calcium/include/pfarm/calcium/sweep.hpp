@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pfarm::calcium {
@@ -67,10 +68,9 @@ const iv_point& iv_peak(const std::vector<iv_point>& curve);
 std::string experiment_stem(std::uint64_t index, std::uint64_t experiments);
 std::filesystem::path experiments_dir(const sweep_config& c);
 
-/// The data file of one experiment (columns t_ms V_mV open I_pA Ca_uM, every trace_stride-th step) and
-/// the gnuplot script that draws it, into experiments_dir(c). Throws std::runtime_error on I/O failure.
-void write_experiment_files(const sweep_config& c, std::uint64_t index, double peak_mV, const trace& t,
-                            const summary& s);
+/// The data file of one experiment (`data`: experiment_data's text, made where the experiment ran) and the
+/// gnuplot script that draws it, into experiments_dir(c) (on rank 0). Throws std::runtime_error on I/O failure.
+void write_experiment_files(const sweep_config& c, std::uint64_t index, double peak_mV, std::string_view data);
 std::string experiment_data(const sweep_config& c, std::uint64_t index, double peak_mV, const trace& t);
 std::string experiment_gnuplot(const sweep_config& c, std::uint64_t index, double peak_mV);
 
@@ -81,8 +81,9 @@ std::string iv_gnuplot(const sweep_config& c);
 /// The sweep's parameters as JSON text (everything that determines summary.csv).
 std::string sweep_json(const sweep_config& c);
 
-/// Writes `text` to `path` (binary, whole), throwing std::runtime_error naming the path on failure.
-void write_file(const std::filesystem::path& path, const std::string& text);
+/// Writes `text` to `path` (binary, whole), throwing std::runtime_error naming the path on failure. The text
+/// goes to `path`.tmp first, renamed to `path` once whole: a file under its final name is never half-written.
+void write_file(const std::filesystem::path& path, std::string_view text);
 
 // ---- template definition ---------------------------------------------------------------------------------------
 
