@@ -30,7 +30,7 @@ struct app_args {
 };
 
 
-int run(const app_args& a, const pfarm::farm_options& farm) {
+int run(const app_args& a, pfarm::farm_options farm) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (a.verify != "sequential" && a.verify != "none")
@@ -41,6 +41,7 @@ int run(const app_args& a, const pfarm::farm_options& farm) {
     const cv::problem p = cv::make_problem(a.n, a.seed);
 
     std::vector<double> out(static_cast<std::size_t>(p.iterations()));
+    farm.journal_key = "pfarm-adjoint " + std::to_string(a.n) + " " + std::to_string(a.seed);  // what determines the outputs (--journal)
     const pfarm::farm_report report =  // I = 1 .. N*N
         pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{1, p.iterations() + 1}, std::span<double>(out),
                     [&p](pfarm::task_count i, double& ai) { ai = cv::element(p, i); }, farm);

@@ -31,7 +31,7 @@ struct app_args {
 };
 
 
-int run(const app_args& a, const pfarm::farm_options& farm) {
+int run(const app_args& a, pfarm::farm_options farm) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     // Every rank reads the file (the input is replicated); the same errors everywhere.
@@ -44,6 +44,7 @@ int run(const app_args& a, const pfarm::farm_options& farm) {
     const std::uint32_t width = st::task_width(tasks, total);
 
     std::vector<std::uint8_t> flags(std::size_t{tasks} * width);
+    farm.journal_key = "pfarm-circuit " + std::to_string(a.tasks) + " " + std::to_string(a.repeat) + " " + a.circuit_file;  // what determines the outputs (--journal)
     const pfarm::farm_report report = pfarm::farm(
         MPI_COMM_WORLD, pfarm::index_range{0, tasks}, std::span<std::uint8_t>(flags),
         [&c, from_file, tasks, repeat](pfarm::task_count i, std::span<std::uint8_t> f) {

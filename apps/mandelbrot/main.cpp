@@ -56,7 +56,7 @@ void check_output(MPI_Comm comm, int rank, const std::string& path) {
     if (!ok) throw pfarm::invalid_argument("--output", "'" + path + "' cannot be written");
 }
 
-int run(const app_args& a, const pfarm::farm_options& farm) {
+int run(const app_args& a, pfarm::farm_options farm) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     mb::params image = a.image;
@@ -73,6 +73,9 @@ int run(const app_args& a, const pfarm::farm_options& farm) {
     const int tasks = columns ? p.nx : p.ny;
     const std::size_t per_task = static_cast<std::size_t>(columns ? p.ny : p.nx);
     std::vector<std::uint32_t> out(static_cast<std::size_t>(tasks) * per_task);
+    farm.journal_key = "pfarm-mandelbrot " + std::to_string(p.nx) + "x" + std::to_string(p.ny) + " [" + std::to_string(p.xmin) + "," +
+                         std::to_string(p.xmax) + "]x[" + std::to_string(p.ymin) + "," + std::to_string(p.ymax) + "] " +
+                         std::to_string(p.maxiter) + " " + std::to_string(p.bailout) + " " + a.by;  // what determines the outputs (--journal)
     const pfarm::farm_report report = pfarm::farm(
         MPI_COMM_WORLD, pfarm::index_range{0, tasks}, std::span<std::uint32_t>(out),
         [&p, columns](pfarm::task_count i, std::span<std::uint32_t> levels) {

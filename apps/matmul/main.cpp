@@ -32,7 +32,7 @@ struct app_args {
 };
 
 
-int run(const app_args& a, const pfarm::farm_options& farm) {
+int run(const app_args& a, pfarm::farm_options farm) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     const mm::shape loop = mm::parse_shape(a.shape);
@@ -46,6 +46,7 @@ int run(const app_args& a, const pfarm::farm_options& farm) {
     const auto n = static_cast<std::size_t>(p.n);
 
     std::vector<double> z(n * n);
+    farm.journal_key = "pfarm-matmul " + std::to_string(a.n) + " " + a.shape + " " + std::to_string(a.seed);  // what determines the outputs (--journal)
     const pfarm::farm_report report =
         pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, p.n}, std::span<double>(z),
                     [&p](pfarm::task_count i, std::span<double> zi) { mm::row(p, static_cast<int>(i), zi); }, farm);

@@ -24,6 +24,9 @@ void add_farm_options(CLI::App& app, farm_options& o) {
                  "worker expected to finish last (with --prefetch too)");
     app.add_flag("--replicated-input", o.replicated_input, "every rank holds the input: only indices travel");
     app.add_option("--trace", o.trace, "write a trace of every chunk: FILE.csv or FILE.json");
+    app.add_option("--journal", o.journal,
+                   "resumable run: record each finished task in FILE; a rerun with the same FILE computes only the "
+                   "tasks it lacks (docs/reliability.md)");
     app.add_option_function<std::string>(
         "--progress",
         [&o](const std::string& s) {

@@ -93,6 +93,7 @@ std::span<const flag_name> shared_flags() {
         {"load_changes", "--load-change"},
         {"monitors", "--monitors"},
         {"trace", "--trace"},
+        {"journal", "--journal"},
     };
     return table;
 }

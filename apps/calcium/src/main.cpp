@@ -84,8 +84,10 @@ int run(const ca::sweep_config& c, const pfarm::farm_options& options, bool json
             ca::write_experiment_files(c, index, out[index].peak_voltage_mV,
                                        std::string_view(result.data() + sizeof(ca::summary), result.size() - sizeof(ca::summary)));
     };
+    pfarm::farm_options o = options;
+    o.journal_key = "pfarm-calcium " + ca::sweep_json(c);  // every parameter that determines the files
     const pfarm::farm_report report = pfarm::farm_stream(
-        MPI_COMM_WORLD, pfarm::index_range{0, static_cast<pfarm::task_count>(experiments)}, experiment, arrived, options);
+        MPI_COMM_WORLD, pfarm::index_range{0, static_cast<pfarm::task_count>(experiments)}, experiment, arrived, o);
     if (rank != 0) return 0;
     ca::write_sweep_files(c, out);
     const std::vector<ca::iv_point> curve = ca::iv_curve(c, out);

@@ -125,6 +125,10 @@ farm_report empty_report(const farm_options& options, int ranks, task_count task
 void write_trace(const std::string& path, const farm_report& r);
 double cpu_seconds();
 
+/// run_farm with farm_options::journal: farms only the tasks the journal does not hold (journaled.cpp).
+farm_report run_journaled(MPI_Comm comm, const std::byte* in, std::byte* out, task_count tasks, const task_kernel& kernel,
+                          const farm_options& options);
+
 /// The farmer's side (rank 0) and a worker's side of one farm; each returns its rank's report.
 farm_report run_farmer_side(MPI_Comm comm, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
                             const farm_options& options, const shared_setup& setup, std::unique_ptr<technique> policy,

@@ -79,6 +79,7 @@ static farm_report run_sequential(const std::byte* in, std::byte* out, task_coun
 
 farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, task_count tasks, const task_kernel& kernel,
                      const farm_options& options) {
+    if (!options.journal.empty()) return run_journaled(user_comm, in, out, tasks, kernel, options);
     mpi::communicator comm(user_comm);  // the farm's own context: never mixes with the user's messages
     const int rank = comm.rank(), ranks = comm.size();
     std::unique_ptr<technique> policy;

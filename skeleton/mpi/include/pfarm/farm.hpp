@@ -86,6 +86,12 @@ struct farm_options {
     /// A schedule that learns across calls (pfarm/schedule.hpp): rank 0's is read and updated; a technique
     /// that calibrates starts from what it learned and runs no calibration tasks. Null: every call calibrates.
     pfarm::schedule* schedule = nullptr;
+    /// A journal file that makes the farm resumable (pfarm/journal.hpp, docs/reliability.md): rank 0 records
+    /// each finished task's output; a rerun with the same journal restores those and farms only the rest.
+    std::string journal;
+    /// What else determines the outputs beyond the inputs and their shape (an app's options): a journal written
+    /// with another key is refused.
+    std::string journal_key;
 };
 
 /// What a farm did. Per-rank vectors have one entry per rank (rank 0 is the farmer).
@@ -105,6 +111,7 @@ struct farm_report {
     int first_worker_rank = 1;
     std::optional<calibration_result> calibration;  ///< F, CV, k of eq. 8, when the technique calibrated
     bool learned = false;           ///< the calibration came from farm_options::schedule: no calibration tasks ran
+    task_count journaled = 0;       ///< tasks restored from farm_options::journal, not computed (the rest were farmed)
     std::optional<double> k;                        ///< the installment factor the technique used, where it has one
     double percent_imbalance = 0.0;  ///< of the workers' finish times (one that got no task: 0), as the simulator
     double cov = 0.0;
@@ -178,6 +185,9 @@ struct task_kernel {
     /// Rank 0: takes each chunk's results as they arrive, instead of `out` (streamed results). May throw: the
     /// farm then stops on every rank with that message.
     std::function<void(const results_view&)> deliver;
+    /// What the user's function computes beyond the task's index and input (an index range's first index): part
+    /// of a journal's fingerprint.
+    std::string identity;
     /// Set on rank 0 when the caller's arguments are wrong: the engine makes every rank throw
     /// invalid_argument(bad_argument, bad_message) together, so nobody hangs.
     std::string bad_argument, bad_message;
@@ -261,8 +271,9 @@ std::function<void(const results_view&)> result_sink(task_count first, Sink& on_
     };
 }
 
-/// The ranks agree on the verdict of rank 0's check of `range` (only rank 0's counts).
+/// Checks `range` (the engine makes every rank throw rank 0's verdict) and names it in the kernel's identity.
 inline void check_range(const index_range& range, task_kernel& kernel) {
+    kernel.identity = "index range from " + std::to_string(range.first);
     if (range.last <= range.first)
         kernel.bad_argument = "range", kernel.bad_message = "is [" + std::to_string(range.first) + ", " +
                                                            std::to_string(range.last) + "): no tasks; expected first < last";
@@ -327,8 +338,9 @@ farm_report farm(MPI_Comm comm, index_range range, std::span<Out> out, F&& fn, c
     MPI_Bcast(&outputs, 1, MPI_UNSIGNED_LONG_LONG, 0, comm);
     const auto ratio = static_cast<std::size_t>(outputs);
     detail::task_kernel kernel;
+    detail::check_range(range, kernel);
+    if (rank != 0) kernel.bad_argument.clear();  // only rank 0's verdict counts
     if (rank == 0) {
-        detail::check_range(range, kernel);
         if (kernel.bad_argument.empty() && tasks > 0 && (out.size() % static_cast<std::size_t>(tasks) != 0 || ratio == 0))
             kernel.bad_argument = "out", kernel.bad_message = "has " + std::to_string(out.size()) + " elements for " +
                                                               std::to_string(tasks) + " tasks; expected a whole multiple";
@@ -382,7 +394,8 @@ farm_report farm_stream(MPI_Comm comm, index_range range, F&& fn, OnResult&& on_
         detail::returning_kernel<R>(0, [&fn, first](task_count i, const std::byte*) { return fn(first + i); });
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
-    if (rank == 0) detail::check_range(range, kernel);
+    detail::check_range(range, kernel);
+    if (rank != 0) kernel.bad_argument.clear();  // only rank 0's verdict counts
     kernel.deliver = detail::result_sink<R>(first, on_result);
     return detail::run_farm(comm, nullptr, nullptr, std::max<task_count>(range.size(), 0), kernel, options);
 }

@@ -1,0 +1,72 @@
+// pfarm journal: the append-only file that makes a farm resumable (farm_options::journal, docs/reliability.md
+// "Resume after a crash"). Rank 0 appends one record per finished task (its index and its output bytes) as
+// results arrive; a rerun with the same journal restores those outputs and farms only the rest. No transport.
+//
+// File: a header, then records. Header: "PFARMJ1\n", then u64 fingerprint (what the journal belongs to: task
+// count, output shape, inputs, and the caller's key, farm.hpp), u64 tasks, u64 checksum of the two. Record:
+// u32 magic 0x4a524543 ("CERJ"), u32 reserved, u64 index, u64 size, `size` bytes, u64 checksum (FNV-1a 64 of
+// index, size and bytes). Little-endian (the machine's; a journal is read where it was written).
+// Loss window: records are written to the file (write(2)) in batches, when 64 are pending or 1 second has
+// passed since the last write, and when the farm ends: a process killed (SIGKILL, a dead node's job) loses at
+// most the last unwritten batch. The file is fdatasync'ed at most every 10 seconds and at the end, so a machine
+// crash loses at most the last 10 seconds. A torn or corrupt last record is detected by its checksum and
+// dropped (the file is truncated to the last whole record before appending).
+#pragma once
+
+#include "pfarm/technique.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace pfarm {
+
+/// FNV-1a 64 over `bytes`, continuing from `hash` (the journal's checksum and fingerprint).
+std::uint64_t fnv1a(const void* bytes, std::size_t size, std::uint64_t hash = 0xcbf29ce484222325ull);
+
+/// What a journal holds: the finished tasks' outputs, by index.
+struct journal_contents {
+    std::uint64_t fingerprint = 0;
+    task_count tasks = 0;
+    std::unordered_map<task_count, std::vector<std::byte>> outputs;
+    std::size_t valid_bytes = 0;    ///< the file's length up to its last whole record
+    std::size_t dropped_bytes = 0;  ///< a torn or corrupt tail, dropped
+};
+
+/// Reads journal `path`. A missing or empty file: nothing journaled yet (nullopt-like: tasks == 0 and
+/// valid_bytes == 0). Throws invalid_argument naming `argument` when the file is not a journal (bad header),
+/// belongs to another workload (fingerprint or task count differ), or a record names a task out of range.
+journal_contents read_journal(const std::string& path, std::uint64_t fingerprint, task_count tasks,
+                              const std::string& argument = "journal");
+
+/// Appends records to a journal (rank 0). Opening checks the path (throws invalid_argument naming `argument`
+/// when it cannot be opened for writing, or is a directory), truncates a torn tail, and writes the header to a
+/// new file.
+class journal_writer {
+public:
+    journal_writer(const std::string& path, std::uint64_t fingerprint, task_count tasks, std::size_t valid_bytes,
+                   const std::string& argument = "journal");
+    ~journal_writer();
+    journal_writer(const journal_writer&) = delete;
+    journal_writer& operator=(const journal_writer&) = delete;
+
+    /// Task `index` finished with output `bytes`: recorded, written with its batch (see the loss window).
+    void append(task_count index, const void* bytes, std::size_t size);
+    /// Writes what is pending and syncs the file (the farm's end). Throws pfarm::error when a write fails.
+    void close();
+    std::size_t records() const noexcept { return records_; }
+
+private:
+    void write_pending(bool sync);
+
+    int fd_ = -1;
+    std::string path_, argument_;
+    std::vector<std::byte> pending_;
+    std::size_t pending_records_ = 0, records_ = 0;
+    double last_write_ = 0.0, last_sync_ = 0.0;
+};
+
+}  // namespace pfarm
