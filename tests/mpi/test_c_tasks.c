@@ -300,6 +300,16 @@ int main(int argc, char **argv) {
             expect_argument_error(pfarm_run_tasks(input_task, in, n, MPI_DOUBLE, out, n, MPI_LONG_LONG, MPI_COMM_WORLD,
                                                   &raw, NULL),
                                   "options", "options of another size");
+            /* Initialised for a struct of another size (an older or newer header): recorded, then reported. */
+            pfarm_options_init_size(&raw, sizeof raw - sizeof(double));
+            CHECK(raw.size == sizeof raw - sizeof(double), "pfarm_options_init_size did not record the size");
+            expect_argument_error(pfarm_run_range(range_task, 0, n, out, n, MPI_LONG_LONG, MPI_COMM_WORLD, &raw, NULL),
+                                  "options", "options initialised for another header's size");
+            /* The function behind the macro gives the library's size, which works. */
+            (pfarm_options_init)(&raw);
+            raw.user_data = &c;
+            CHECK(pfarm_run_range(range_task, 0, n, out, n, MPI_LONG_LONG, MPI_COMM_WORLD, &raw, NULL) == PFARM_OK,
+                  "(pfarm_options_init)(): %s", pfarm_error_message());
             raw.size = 0;
             expect_argument_error(pfarm_run(twice, in, n, MPI_DOUBLE, dout, n, MPI_DOUBLE, MPI_COMM_WORLD, &raw, NULL),
                                   "options", "pfarm_run with options without pfarm_options_init");

@@ -64,8 +64,8 @@ void pfarm_sched(pfarm_worker_fn worker, void *in_data, int in_length, MPI_Datat
 /** Everything beyond the paper. Numeric parameters left at 0 (NULL for pointers) take the technique's default.
  *  Initialise with pfarm_options_init(), then set the fields wanted by name.
  *
- *  Versioning: `size` comes first, in every version, and pfarm_options_init sets it to sizeof(pfarm_options) of
- *  the header the program was built with. New fields are only ever added at the end, so the size tells the
+ *  Versioning: `size` comes first, in every version, and pfarm_options_init (a macro) sets it to
+ *  sizeof(pfarm_options) of the header the program was built with. New fields are only ever added at the end, so the size tells the
  *  library which fields a program knows; a library accepts the sizes of its own and of earlier headers that had
  *  `size` (today: only its own), and any other size (0 when pfarm_options_init was not called, garbage, a newer
  *  header than the library, or a program built against a header from before `size`, whose first field was
@@ -96,8 +96,15 @@ typedef struct pfarm_options {
                                      (pfarm_run's pfarm_worker_fn does not take it) */
 } pfarm_options;
 
-/** Sets every field to its default and `size` to sizeof(pfarm_options). */
+/** Sets every field to its default and `size` to sizeof(pfarm_options) as the calling program sees it: the macro
+ *  below passes the program's own sizeof to pfarm_options_init_size, so a program built against an older header
+ *  never has more bytes written than its struct holds. (The function itself, `(pfarm_options_init)(&o)`, uses
+ *  the library's size.) */
 void pfarm_options_init(pfarm_options *options);
+/** pfarm_options_init for a struct of `size` bytes: a size this library knows gets every field's default; any
+ *  other only has `size` recorded (when it can hold it), and every call then reports "options". */
+void pfarm_options_init_size(pfarm_options *options, size_t size);
+#define pfarm_options_init(options) pfarm_options_init_size((options), sizeof(pfarm_options))
 
 /** What a farm did, on rank 0 (other ranks get their own counts). */
 typedef struct pfarm_result {

@@ -249,12 +249,18 @@ void pfarm_sched(pfarm_worker_fn worker, void* in_data, int in_length, MPI_Datat
     run(c, nullptr);
 }
 
-void pfarm_options_init(pfarm_options* o) {
+void pfarm_options_init_size(pfarm_options* o, size_t size) {
     if (!o) return;
+    if (size != sizeof(pfarm_options)) {  // another header's struct: its layout is unknown here, only `size` is sure
+        if (size >= sizeof o->size) o->size = size;
+        return;
+    }
     *o = pfarm_options{};
-    o->size = sizeof(pfarm_options);
+    o->size = size;
     o->static_percent = -1.0;
 }
+
+void(pfarm_options_init)(pfarm_options* o) { pfarm_options_init_size(o, sizeof(pfarm_options)); }
 
 int pfarm_run(pfarm_worker_fn worker, const void* in_data, int in_length, MPI_Datatype in_type, void* out_data,
               int out_length, MPI_Datatype out_type, MPI_Comm comm, const pfarm_options* options, pfarm_result* result) {
