@@ -68,8 +68,9 @@ void pfarm_sched(pfarm_worker_fn worker, void *in_data, int in_length, MPI_Datat
  *  sizeof(pfarm_options) of the header the program was built with. New fields are only ever added at the end, so the size tells the
  *  library which fields a program knows; a library accepts the sizes of its own and of earlier headers that had
  *  `size` (today: only its own), and any other size (0 when pfarm_options_init was not called, garbage, a newer
- *  header than the library, or a program built against a header from before `size`, whose first field was
- *  `technique`) is PFARM_ERROR_ARGUMENT naming "options", never a misread field.
+ *  header than the library) is PFARM_ERROR_ARGUMENT naming "options", never a misread field. Programs built
+ *  against a header from before `size` (whose pfarm_options_init was a plain function writing the library's
+ *  struct) must be rebuilt; their source needs no change when it sets fields by name.
  *  Every call that takes options checks the size on every rank. The farm's settings are rank 0's; the other
  *  ranks' options give only their own user_data (their other fields are still converted, so a malformed
  *  calibration name there is an error too). NULL options mean the defaults. */
