@@ -8,6 +8,7 @@
 #include "pfarm/mpi.hpp"
 
 #include <limits>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -45,7 +46,7 @@ std::size_t element_bytes(MPI_Datatype type, const char* argument) {
     return static_cast<std::size_t>(size);
 }
 
-const char* technique_of(enum scheduling sched);
+const char* technique_of(int sched);
 
 /// One call of the C API, whichever entry point it came through (pfarm/pfarm_sched, pfarm_run, pfarm_run_tasks,
 /// pfarm_run_range): the caller's arguments as this rank passed them.
@@ -63,7 +64,8 @@ struct c_call {
     MPI_Datatype out_type = MPI_DATATYPE_NULL;
     MPI_Comm comm = MPI_COMM_NULL;
     const pfarm_options* options = nullptr;  ///< pfarm_run* (NULL: defaults)
-    const enum scheduling* sched = nullptr;  ///< pfarm/pfarm_sched: the mode instead of options
+    /// pfarm/pfarm_sched: the enum scheduling mode instead of options, as an int (C passes any int value)
+    std::optional<int> sched;
 };
 
 /// What every rank needs of rank 0's arguments (the only lengths that count): broadcast before the farm.
@@ -82,7 +84,7 @@ pfarm::farm_options settings(const c_call& c, void*& user_data) {
         const char* technique = technique_of(*c.sched);
         if (!technique)
             throw pfarm::invalid_argument(
-                "sched", "is " + std::to_string(static_cast<int>(*c.sched)) +
+                "sched", "is " + std::to_string(*c.sched) +
                              "; expected SCH_TRAD, SCH_DEAL, SCH_DEALDYN_LR, SCH_DEALDYN_MV, SCH_DEALDYN_SM or SCH_MULTI");
         options.technique = technique;
         return options;
@@ -225,7 +227,7 @@ int run(const c_call& c, pfarm_result* result) {
     return last_status;
 }
 
-const char* technique_of(enum scheduling sched) {
+const char* technique_of(int sched) {
     switch (sched) {
     case SCH_TRAD: return "ss";
     case SCH_DEAL: return "deal";
@@ -245,7 +247,7 @@ void pfarm_sched(pfarm_worker_fn worker, void* in_data, int in_length, MPI_Datat
                  int out_length, MPI_Datatype out_type, MPI_Comm comm, enum scheduling sched) {
     c_call c;
     c.worker = worker, c.in_data = in_data, c.tasks = in_length, c.in_type = in_type;
-    c.out_data = out_data, c.out_length = out_length, c.out_type = out_type, c.comm = comm, c.sched = &sched;
+    c.out_data = out_data, c.out_length = out_length, c.out_type = out_type, c.comm = comm, c.sched = static_cast<int>(sched);
     run(c, nullptr);
 }
 
