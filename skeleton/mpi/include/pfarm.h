@@ -7,11 +7,14 @@
  * Every rank calls pfarm collectively; only rank 0's buffers are used (all ranks' with replicated input).
  * One call of the worker computes one task: it reads one input element and writes out_length / in_length
  * output elements. Elements travel as their bytes: datatypes must be contiguous (extent == size).
+ * pfarm_run_tasks and pfarm_run_range (below) call a pfarm_task_fn, which also receives the task's index and
+ * the rank's user_data; pfarm_run_range farms an index range with no input array.
  * The C API never throws: failures come back as a status and a message. */
 #ifndef PFARM_H
 #define PFARM_H
 
 #include <mpi.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,6 +32,14 @@ enum scheduling {
 
 /** One task: reads one input element, writes out_length / in_length output elements. */
 typedef void (*pfarm_worker_fn)(const void *in, void *out);
+
+/** One task of pfarm_run_tasks or pfarm_run_range. `index` is the task's index: 0..in_length-1 for
+ *  pfarm_run_tasks, first..first+count-1 (the absolute index) for pfarm_run_range. `in` is the task's input
+ *  element (NULL for pfarm_run_range); `out` receives its out_length / in_length (or out_length / count) output
+ *  elements, which land at out_data block index (index - first for a range). `user_data` is the calling rank's
+ *  own options->user_data (NULL without options): each rank passes its own pointer, and every call of the task
+ *  on that rank gets it (rank 0's when the farmer computes or runs alone). It may fail with pfarm_fail_task(). */
+typedef void (*pfarm_task_fn)(long long index, const void *in, void *out, void *user_data);
 
 /** Status of the calling thread's last pfarm call. */
 enum pfarm_status_code {
@@ -51,8 +62,20 @@ void pfarm_sched(pfarm_worker_fn worker, void *in_data, int in_length, MPI_Datat
                  int out_length, MPI_Datatype out_type, MPI_Comm comm, enum scheduling sched);
 
 /** Everything beyond the paper. Numeric parameters left at 0 (NULL for pointers) take the technique's default.
- *  Initialise with pfarm_options_init(). */
+ *  Initialise with pfarm_options_init(), then set the fields wanted by name.
+ *
+ *  Versioning: `size` comes first, in every version, and pfarm_options_init (a macro) sets it to
+ *  sizeof(pfarm_options) of the header the program was built with. New fields are only ever added at the end, so the size tells the
+ *  library which fields a program knows; a library accepts the sizes of its own and of earlier headers that had
+ *  `size` (today: only its own), and any other size (0 when pfarm_options_init was not called, garbage, a newer
+ *  header than the library) is PFARM_ERROR_ARGUMENT naming "options", never a misread field. Programs built
+ *  against a header from before `size` (whose pfarm_options_init was a plain function writing the library's
+ *  struct) must be rebuilt; their source needs no change when it sets fields by name.
+ *  Every call that takes options checks the size on every rank. The farm's settings are rank 0's; the other
+ *  ranks' options give only their own user_data (their other fields are still converted, so a malformed
+ *  calibration name there is an error too). NULL options mean the defaults. */
 typedef struct pfarm_options {
+    size_t size;                /**< sizeof(pfarm_options), set by pfarm_options_init; checked by every call */
     const char *technique;      /**< any registry name ("gss", "awf-b", ...); NULL: "multi" */
     long long min_chunk;        /**< no chunk below this except the last */
     long long chunk;            /**< css chunk size */
@@ -70,10 +93,19 @@ typedef struct pfarm_options {
     int replicated_input;       /**< every rank holds the input: only indices travel */
     int progress;               /**< 0 quiet, 1 plain lines, 2 a bar on a terminal */
     int reclaim;                /**< work take-back at the end of the loop (with or without prefetch) */
+    void *user_data;            /**< this rank's pointer, passed to every call of a pfarm_task_fn on this rank
+                                     (pfarm_run's pfarm_worker_fn does not take it) */
 } pfarm_options;
 
-/** Sets every field to its default. */
+/** Sets every field to its default and `size` to sizeof(pfarm_options) as the calling program sees it: the macro
+ *  below passes the program's own sizeof to pfarm_options_init_size, so a program built against an older header
+ *  never has more bytes written than its struct holds. (The function itself, `(pfarm_options_init)(&o)`, uses
+ *  the library's size.) */
 void pfarm_options_init(pfarm_options *options);
+/** pfarm_options_init for a struct of `size` bytes: a size this library knows gets every field's default; any
+ *  other only has `size` recorded (when it can hold it), and every call then reports "options". */
+void pfarm_options_init_size(pfarm_options *options, size_t size);
+#define pfarm_options_init(options) pfarm_options_init_size((options), sizeof(pfarm_options))
 
 /** What a farm did, on rank 0 (other ranks get their own counts). */
 typedef struct pfarm_result {
@@ -90,20 +122,44 @@ int pfarm_run(pfarm_worker_fn worker, const void *in_data, int in_length, MPI_Da
               int out_length, MPI_Datatype out_type, MPI_Comm comm, const pfarm_options *options,
               pfarm_result *result);
 
+/** Farms `task` over the in_length elements of in_data (rank 0's; every rank's with replicated_input), as
+ *  pfarm_run does, but the task function receives the task's index (0..in_length-1) and the rank's user_data.
+ *  Lengths are 64-bit; each task writes out_length / in_length elements of out_type. Returns a pfarm_status_code;
+ *  `result` may be NULL. */
+int pfarm_run_tasks(pfarm_task_fn task, const void *in_data, long long in_length, MPI_Datatype in_type,
+                    void *out_data, long long out_length, MPI_Datatype out_type, MPI_Comm comm,
+                    const pfarm_options *options, pfarm_result *result);
+
+/** Farms `task` over the index range first..first+count-1, with no input array: the task function gets the
+ *  absolute index, `in` NULL, and writes out_length / count elements of out_type at out_data block
+ *  (index - first) on rank 0. count >= 1; first may be any value whose last index first + count - 1 fits a
+ *  long long (first > 2^31 is fine). first, count, out_data and out_length are rank 0's (the other ranks' are not
+ *  read). Returns a pfarm_status_code; `result` may be NULL. */
+int pfarm_run_range(pfarm_task_fn task, long long first, long long count, void *out_data, long long out_length,
+                    MPI_Datatype out_type, MPI_Comm comm, const pfarm_options *options, pfarm_result *result);
+
 /** Called by a worker function to fail its task with a message: the farm stops and every rank's pfarm call
  *  returns PFARM_ERROR_WORKER naming the task. */
 void pfarm_fail_task(const char *message);
 
 int pfarm_status(void);               /**< the status of this thread's last call */
 /** Its message ("" when PFARM_OK). With PFARM_ERROR_ARGUMENT it starts with the argument's C name and ": ",
- *  then what is wrong and the accepted range ("min_chunk: is 0; expected >= 1"): a parameter of pfarm_run or
- *  pfarm ("worker", "in_length", "in_data", "in_type", "out_length", "sched"), a field of pfarm_options
- *  ("technique", "min_chunk", "chunk", "factor", "first", "last", "stages", "static_percent", "k", "weights",
- *  "calibration", "trace"), or the environment variable a value came from ("PFARM_SLOWDOWN",
- *  "PFARM_LOAD_CHANGES"). These are the C++ API's names of the same arguments (technique_options, farm_options),
- *  except in_length and out_length, which the C++ farm() calls "in" and "out"; never a command-line flag. */
+ *  then what is wrong and the accepted range ("min_chunk: is 0; expected >= 1"): a parameter of pfarm_run,
+ *  pfarm_run_tasks, pfarm_run_range or pfarm ("worker", "task", "in_length", "in_data", "in_type", "first",
+ *  "count", "out_data", "out_length", "out_type", "comm", "sched", and "options" for an options struct whose
+ *  `size` is not one this library knows), a field of pfarm_options ("technique", "min_chunk", "chunk",
+ *  "factor", "first", "last", "stages", "static_percent", "k", "weights", "calibration", "trace"), or the
+ *  environment variable a value came from ("PFARM_SLOWDOWN", "PFARM_LOAD_CHANGES"). pfarm_run_range's parameter
+ *  `first` and the tss field `first` share a name; the message tells them apart. These are the C++ API's names
+ *  of the same arguments (technique_options, farm_options), except in_length and out_length, which the C++
+ *  farm() calls "in" and "out"; never a command-line flag.
+ *  Bad arguments are found on the rank that passed them and agreed on collectively before the farm starts, so
+ *  every rank returns PFARM_ERROR_ARGUMENT with the same message (the lowest such rank's), never a hang: a
+ *  function, datatype or options size wrong on any one rank, or a datatype whose size differs from rank 0's. */
 const char *pfarm_error_message(void);
-long long pfarm_error_task(void);      /**< the failed task with PFARM_ERROR_WORKER, else -1 */
+/** With PFARM_ERROR_WORKER, the failed task's index as the task function received it (for pfarm_run_range the
+ *  absolute index, first + ...); else -1. */
+long long pfarm_error_task(void);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,5 @@
-// The C API (pfarm.h) over the C++ engine. Nothing escapes as an exception: every failure becomes a status.
+// The C API (pfarm.h) over the C++ engine: every entry point becomes one c_call, checked on every rank and agreed
+// on collectively before the engine runs. Nothing escapes as an exception: every failure becomes a status.
 // pfarm() itself is in c_entry.c: a C++ file cannot declare a global function named like namespace pfarm.
 #define PFARM_NO_PFARM_FUNCTION
 #include "pfarm.h"
@@ -6,7 +7,10 @@
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
 
+#include <limits>
+#include <optional>
 #include <string>
+#include <tuple>
 
 namespace {
 
@@ -42,42 +46,163 @@ std::size_t element_bytes(MPI_Datatype type, const char* argument) {
     return static_cast<std::size_t>(size);
 }
 
-int run(pfarm_worker_fn worker, const void* in_data, int in_length, MPI_Datatype in_type, void* out_data,
-        int out_length, MPI_Datatype out_type, MPI_Comm comm, const pfarm::farm_options& options, pfarm_result* result,
-        const std::string& bad_argument = {}, const std::string& bad_message = {}) {
+const char* technique_of(int sched);
+
+/// One call of the C API, whichever entry point it came through (pfarm/pfarm_sched, pfarm_run, pfarm_run_tasks,
+/// pfarm_run_range): the caller's arguments as this rank passed them.
+struct c_call {
+    pfarm_worker_fn worker = nullptr;  ///< pfarm, pfarm_run: the task function without index and user_data
+    pfarm_task_fn task = nullptr;      ///< pfarm_run_tasks, pfarm_run_range
+    const char* function = "worker";   ///< the C name of the task function's parameter: "worker" or "task"
+    bool range = false;                ///< pfarm_run_range: no input; the tasks are first..first+count-1
+    const void* in_data = nullptr;
+    long long tasks = 0;  ///< in_length, or pfarm_run_range's count
+    long long first = 0;  ///< pfarm_run_range's first index
+    MPI_Datatype in_type = MPI_DATATYPE_NULL;
+    void* out_data = nullptr;
+    long long out_length = 0;
+    MPI_Datatype out_type = MPI_DATATYPE_NULL;
+    MPI_Comm comm = MPI_COMM_NULL;
+    const pfarm_options* options = nullptr;  ///< pfarm_run* (NULL: defaults)
+    /// pfarm/pfarm_sched: the enum scheduling mode instead of options, as an int (C passes any int value)
+    std::optional<int> sched;
+};
+
+/// What every rank needs of rank 0's arguments (the only lengths that count): broadcast before the farm.
+struct shape {
+    long long outputs = 1;          ///< output elements per task
+    long long first = 0;            ///< pfarm_run_range's first index
+    unsigned long long in_bytes = 0, out_bytes = 0;  ///< element sizes; 0: rank 0's datatype is bad
+};
+
+/// The engine's options from the C call (pfarm_options' fields, or the enum scheduling mode); `user_data` is
+/// this rank's. Throws invalid_argument for what is wrong on this rank.
+pfarm::farm_options settings(const c_call& c, void*& user_data) {
+    pfarm::farm_options options;
+    user_data = nullptr;
+    if (c.sched) {
+        const char* technique = technique_of(*c.sched);
+        if (!technique)
+            throw pfarm::invalid_argument(
+                "sched", "is " + std::to_string(*c.sched) +
+                             "; expected SCH_TRAD, SCH_DEAL, SCH_DEALDYN_LR, SCH_DEALDYN_MV, SCH_DEALDYN_SM or SCH_MULTI");
+        options.technique = technique;
+        return options;
+    }
+    const pfarm_options* o = c.options;
+    if (!o) return options;
+    if (o->size != sizeof(pfarm_options))
+        throw pfarm::invalid_argument("options", "size is " + std::to_string(o->size) + "; expected " +
+                                                     std::to_string(sizeof(pfarm_options)) +
+                                                     " (call pfarm_options_init first, and build against this "
+                                                     "library's pfarm.h)");
+    if (o->technique) options.technique = o->technique;
+    auto& p = options.parameters;
+    if (o->min_chunk > 0) p.min_chunk = o->min_chunk;
+    if (o->chunk > 0) p.chunk = o->chunk;
+    if (o->factor > 0) p.factor = o->factor;
+    if (o->first > 0) p.first = o->first;
+    if (o->last > 0) p.last = o->last;
+    if (o->stages > 0) p.stages = o->stages;
+    if (o->static_percent >= 0) p.static_percent = o->static_percent;
+    if (o->k > 0) p.k = o->k;
+    if (o->weights && o->weight_count > 0) p.weights.assign(o->weights, o->weights + o->weight_count);
+    options.farmer_computes = o->farmer_computes != 0;
+    options.prefetch = o->prefetch != 0;
+    options.reclaim = o->reclaim != 0;
+    options.replicated_input = o->replicated_input != 0;
+    options.progress = o->progress == 1 ? pfarm::progress_mode::plain
+                     : o->progress == 2 ? pfarm::progress_mode::automatic
+                                        : pfarm::progress_mode::quiet;
+    if (o->trace) options.trace = o->trace;
+    if (o->calibration) p.calibration = pfarm::parse_calibration_mode(o->calibration);  // names "calibration"
+    user_data = o->user_data;
+    return options;
+}
+
+/// The checks of rank 0's lengths and buffers (the other ranks' are never read). Throws invalid_argument.
+void check_lengths(const c_call& c) {
+    const char* length = c.range ? "count" : "in_length";
+    if (c.tasks < 1)
+        throw pfarm::invalid_argument(length, "is " + std::to_string(c.tasks) + "; expected >= 1");
+    if (c.range && c.first > std::numeric_limits<long long>::max() - (c.tasks - 1))
+        throw pfarm::invalid_argument("first", "is " + std::to_string(c.first) + "; the last index first + count - 1 (count " +
+                                                   std::to_string(c.tasks) + ") does not fit a long long");
+    if (!c.range && !c.in_data) throw pfarm::invalid_argument("in_data", "is NULL");
+    if (!c.out_data) throw pfarm::invalid_argument("out_data", "is NULL");
+    if (c.out_length <= 0 || c.out_length % c.tasks != 0)
+        throw pfarm::invalid_argument("out_length", "is " + std::to_string(c.out_length) + "; expected a positive multiple of " +
+                                                        length + " " + std::to_string(c.tasks));
+}
+
+/// The one way a bad argument becomes an error on every rank: each rank brings its own verdict (empty
+/// `argument`: nothing wrong here), and every rank throws the lowest bad rank's invalid_argument, or none throws.
+void agree_on_arguments(MPI_Comm comm, int rank, int ranks, std::string argument, std::string message) {
+    const int mine = argument.empty() ? ranks : rank;
+    int first_bad = ranks;
+    pfarm::mpi::check(MPI_Allreduce(&mine, &first_bad, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+    if (first_bad == ranks) return;
+    for (std::string* text : {&argument, &message}) {
+        int length = static_cast<int>(text->size());
+        pfarm::mpi::check(MPI_Bcast(&length, 1, MPI_INT, first_bad, comm), "MPI_Bcast");
+        text->resize(static_cast<std::size_t>(length));
+        if (length > 0) pfarm::mpi::check(MPI_Bcast(text->data(), length, MPI_CHAR, first_bad, comm), "MPI_Bcast");
+    }
+    throw pfarm::invalid_argument(argument, message);
+}
+
+/// Every C entry point: checks the arguments on each rank and agrees on them (agree_on_arguments), then farms.
+/// The engine (run_farm) still validates rank 0's options (technique, parameters) and broadcasts that verdict.
+int run(const c_call& c, pfarm_result* result) {
     last_status = PFARM_OK;
     last_message.clear();
     last_task = -1;
+    shape s;
     try {
-        pfarm::detail::task_kernel kernel;
-        int rank = 0;
-        pfarm::mpi::check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-        const std::size_t in_bytes = element_bytes(in_type, "in_type");
-        const std::size_t out_bytes = element_bytes(out_type, "out_type");
-        if (rank == 0) {
-            if (!bad_argument.empty()) kernel.bad_argument = bad_argument, kernel.bad_message = bad_message;
-            else if (!worker) kernel.bad_argument = "worker", kernel.bad_message = "is NULL";
-            else if (in_length < 0) kernel.bad_argument = "in_length", kernel.bad_message = "is negative";
-            else if (in_length > 0 && (!in_data || !out_data))
-                kernel.bad_argument = !in_data ? "in_data" : "out_data", kernel.bad_message = "is NULL";
-            else if (in_length > 0 && (out_length <= 0 || out_length % in_length != 0))
-                kernel.bad_argument = "out_length",
-                kernel.bad_message = "is " + std::to_string(out_length) + "; expected a positive multiple of in_length " +
-                                     std::to_string(in_length);
+        if (c.comm == MPI_COMM_NULL) throw pfarm::invalid_argument("comm", "is MPI_COMM_NULL");  // nobody to agree with
+        int rank = 0, ranks = 1;
+        pfarm::mpi::check(MPI_Comm_rank(c.comm, &rank), "MPI_Comm_rank");
+        pfarm::mpi::check(MPI_Comm_size(c.comm, &ranks), "MPI_Comm_size");
+        // This rank's verdict on what it passed; rank 0's also covers the lengths and buffers, which only it uses.
+        std::string argument, message;
+        pfarm::farm_options options;
+        void* user_data = nullptr;
+        try {
+            if (!c.task && !c.worker) throw pfarm::invalid_argument(c.function, "is NULL");
+            options = settings(c, user_data);
+            if (!c.range) s.in_bytes = element_bytes(c.in_type, "in_type");
+            s.out_bytes = element_bytes(c.out_type, "out_type");
+            if (rank == 0) {
+                check_lengths(c);
+                s.outputs = c.out_length / c.tasks;
+                s.first = c.first;
+            }
+        } catch (const pfarm::invalid_argument& e) {
+            argument = e.argument(), message = e.message();
         }
-        // Outputs per task from rank 0's lengths, the only ones that count.
-        long long outputs = in_length > 0 && out_length > 0 ? out_length / in_length : 1;
-        pfarm::mpi::check(MPI_Bcast(&outputs, 1, MPI_LONG_LONG, 0, comm), "MPI_Bcast");
-        const auto ratio = static_cast<std::size_t>(outputs > 0 ? outputs : 1);
-        kernel.in_bytes = in_bytes;
-        kernel.out_bytes = out_bytes * ratio;
-        kernel.run = [worker](pfarm::task_count, const std::byte* in, std::byte* out) {
+        // Rank 0's shape; a datatype of another size than rank 0's would misread every element.
+        const shape own = s;
+        pfarm::mpi::check(MPI_Bcast(&s, sizeof s, MPI_BYTE, 0, c.comm), "MPI_Bcast");
+        if (rank != 0)  // (rank 0's size 0: its datatype is bad, and rank 0 reports that)
+            for (const auto& [name, bytes, rank0] : {std::tuple{"in_type", own.in_bytes, s.in_bytes},
+                                                     std::tuple{"out_type", own.out_bytes, s.out_bytes}})
+                if (argument.empty() && rank0 != 0 && bytes != rank0)
+                    argument = name, message = "has " + std::to_string(bytes) + " bytes on rank " + std::to_string(rank) +
+                                               "; rank 0's has " + std::to_string(rank0) + " (every rank's must match)";
+        agree_on_arguments(c.comm, rank, ranks, argument, message);
+
+        pfarm::detail::task_kernel kernel;
+        kernel.in_bytes = static_cast<std::size_t>(s.in_bytes);
+        kernel.out_bytes = static_cast<std::size_t>(s.out_bytes * static_cast<unsigned long long>(s.outputs));
+        kernel.run = [&c, first = s.first, user_data](pfarm::task_count index, const std::byte* in, std::byte* out) {
             task_failed = false;
-            worker(in, out);
+            if (!c.task) c.worker(in, out);
+            else if (c.range) c.task(first + index, nullptr, out, user_data);
+            else c.task(index, in, out, user_data);
             if (task_failed) throw c_task_failure(task_failure);
         };
-        const auto report = pfarm::detail::run_farm(comm, static_cast<const std::byte*>(in_data),
-                                                    static_cast<std::byte*>(out_data), in_length, kernel, options);
+        const auto report = pfarm::detail::run_farm(c.comm, static_cast<const std::byte*>(c.range ? nullptr : c.in_data),
+                                                    static_cast<std::byte*>(c.out_data), c.tasks, kernel, options);
         if (result) {
             result->makespan = report.makespan;
             result->percent_imbalance = report.percent_imbalance;
@@ -86,8 +211,10 @@ int run(pfarm_worker_fn worker, const void* in_data, int in_length, MPI_Datatype
             result->ranks = report.ranks;
             result->sequential = report.sequential ? 1 : 0;
         }
-    } catch (const pfarm::worker_error& e) {
-        last_status = PFARM_ERROR_WORKER, last_message = e.what(), last_task = e.task();
+    } catch (const pfarm::worker_error& e) {  // named by the index the task function received
+        last_status = PFARM_ERROR_WORKER;
+        last_task = e.task() + s.first;
+        last_message = pfarm::worker_error(last_task, e.rank(), e.message()).what();
     } catch (const pfarm::invalid_argument& e) {
         last_status = PFARM_ERROR_ARGUMENT, last_message = c_name(e.argument()) + ": " + e.message();
     } catch (const pfarm::mpi::mpi_error& e) {
@@ -100,7 +227,7 @@ int run(pfarm_worker_fn worker, const void* in_data, int in_length, MPI_Datatype
     return last_status;
 }
 
-const char* technique_of(enum scheduling sched) {
+const char* technique_of(int sched) {
     switch (sched) {
     case SCH_TRAD: return "ss";
     case SCH_DEAL: return "deal";
@@ -118,59 +245,48 @@ extern "C" {
 
 void pfarm_sched(pfarm_worker_fn worker, void* in_data, int in_length, MPI_Datatype in_type, void* out_data,
                  int out_length, MPI_Datatype out_type, MPI_Comm comm, enum scheduling sched) {
-    pfarm::farm_options options;
-    const char* technique = technique_of(sched);
-    if (technique) {
-        options.technique = technique;
-        run(worker, in_data, in_length, in_type, out_data, out_length, out_type, comm, options, nullptr);
-    } else {  // reported collectively by the engine, like any bad argument
-        run(worker, in_data, in_length, in_type, out_data, out_length, out_type, comm, options, nullptr, "sched",
-            "is " + std::to_string(static_cast<int>(sched)) +
-                "; expected SCH_TRAD, SCH_DEAL, SCH_DEALDYN_LR, SCH_DEALDYN_MV, SCH_DEALDYN_SM or SCH_MULTI");
-    }
+    c_call c;
+    c.worker = worker, c.in_data = in_data, c.tasks = in_length, c.in_type = in_type;
+    c.out_data = out_data, c.out_length = out_length, c.out_type = out_type, c.comm = comm, c.sched = static_cast<int>(sched);
+    run(c, nullptr);
 }
 
-void pfarm_options_init(pfarm_options* o) {
+void pfarm_options_init_size(pfarm_options* o, size_t size) {
     if (!o) return;
+    if (size != sizeof(pfarm_options)) {  // another header's struct: its layout is unknown here, only `size` is sure
+        if (size >= sizeof o->size) o->size = size;
+        return;
+    }
     *o = pfarm_options{};
+    o->size = size;
     o->static_percent = -1.0;
 }
 
+void(pfarm_options_init)(pfarm_options* o) { pfarm_options_init_size(o, sizeof(pfarm_options)); }
+
 int pfarm_run(pfarm_worker_fn worker, const void* in_data, int in_length, MPI_Datatype in_type, void* out_data,
-              int out_length, MPI_Datatype out_type, MPI_Comm comm, const pfarm_options* o, pfarm_result* result) {
-    pfarm::farm_options options;
-    std::string bad_argument, bad_message;
-    if (o) {
-        if (o->technique) options.technique = o->technique;
-        auto& p = options.parameters;
-        if (o->min_chunk > 0) p.min_chunk = o->min_chunk;
-        if (o->chunk > 0) p.chunk = o->chunk;
-        if (o->factor > 0) p.factor = o->factor;
-        if (o->first > 0) p.first = o->first;
-        if (o->last > 0) p.last = o->last;
-        if (o->stages > 0) p.stages = o->stages;
-        if (o->static_percent >= 0) p.static_percent = o->static_percent;
-        if (o->k > 0) p.k = o->k;
-        if (o->weights && o->weight_count > 0) p.weights.assign(o->weights, o->weights + o->weight_count);
-        options.farmer_computes = o->farmer_computes != 0;
-        options.prefetch = o->prefetch != 0;
-        options.reclaim = o->reclaim != 0;
-        options.replicated_input = o->replicated_input != 0;
-        options.progress = o->progress == 1 ? pfarm::progress_mode::plain
-                         : o->progress == 2 ? pfarm::progress_mode::automatic
-                                            : pfarm::progress_mode::quiet;
-        if (o->trace) options.trace = o->trace;
-        if (o->calibration) {
-            try {
-                p.calibration = pfarm::parse_calibration_mode(o->calibration);
-            } catch (const pfarm::invalid_argument& e) {  // reported collectively, on every rank
-                bad_argument = "calibration";
-                bad_message = e.message();
-            }
-        }
-    }
-    return run(worker, in_data, in_length, in_type, out_data, out_length, out_type, comm, options, result, bad_argument,
-               bad_message);
+              int out_length, MPI_Datatype out_type, MPI_Comm comm, const pfarm_options* options, pfarm_result* result) {
+    c_call c;
+    c.worker = worker, c.in_data = in_data, c.tasks = in_length, c.in_type = in_type;
+    c.out_data = out_data, c.out_length = out_length, c.out_type = out_type, c.comm = comm, c.options = options;
+    return run(c, result);
+}
+
+int pfarm_run_tasks(pfarm_task_fn task, const void* in_data, long long in_length, MPI_Datatype in_type, void* out_data,
+                    long long out_length, MPI_Datatype out_type, MPI_Comm comm, const pfarm_options* options,
+                    pfarm_result* result) {
+    c_call c;
+    c.task = task, c.function = "task", c.in_data = in_data, c.tasks = in_length, c.in_type = in_type;
+    c.out_data = out_data, c.out_length = out_length, c.out_type = out_type, c.comm = comm, c.options = options;
+    return run(c, result);
+}
+
+int pfarm_run_range(pfarm_task_fn task, long long first, long long count, void* out_data, long long out_length,
+                    MPI_Datatype out_type, MPI_Comm comm, const pfarm_options* options, pfarm_result* result) {
+    c_call c;
+    c.task = task, c.function = "task", c.range = true, c.first = first, c.tasks = count;
+    c.out_data = out_data, c.out_length = out_length, c.out_type = out_type, c.comm = comm, c.options = options;
+    return run(c, result);
 }
 
 void pfarm_fail_task(const char* message) {
