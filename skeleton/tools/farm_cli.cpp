@@ -87,7 +87,8 @@ nlohmann::json report_json(const farm_report& r) {
                      {"tasks_per_rank", r.tasks_per_rank},       {"chunks_per_rank", r.chunks_per_rank},
                      {"busy_per_rank", r.busy_per_rank},         {"finish_per_rank", r.finish_per_rank},
                      {"farmer_cpu_seconds", r.farmer_cpu_seconds},
-                     {"reclaims", r.reclaims},         {"reclaimed_tasks", r.reclaimed_tasks}};
+                     {"reclaims", r.reclaims},         {"reclaimed_tasks", r.reclaimed_tasks},
+                     {"journaled", r.journaled},       {"learned", r.learned}};
     if (r.k) j["k"] = *r.k;
     if (r.calibration) {
         nlohmann::json c = calibration_json(*r.calibration);

@@ -10,11 +10,17 @@
 //   schedule   a schedule that learns: the first call calibrates, the second starts from what was learned (no
 //              calibration tasks), a worker slowed down during the second call gets a smaller share in the third
 //   single     one rank: ranges, variable and streamed results run in order on it
+//   journal    a farm with a journal stopped by a failing task resumes: no journaled task runs again, every
+//              output right; results of any size, streamed, with replicated input, farmer computes, prefetch and
+//              reclaim resume from a complete journal computing nothing; another workload's journal is refused
+//   journal-die / journal-resume  (tests/mpi/dead_rank.sh) rank 2 kills itself with SIGKILL mid-run: the job
+//              ends non-zero; the rerun resumes from the journal and checks every output
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
 #include "pfarm/registry.hpp"
 
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <numeric>
@@ -271,6 +277,106 @@ void single() {
     for (pfarm::task_count i = 0; i < 50; ++i) CHECK(same(i, results[static_cast<std::size_t>(i)]), "single variable %lld", static_cast<long long>(i));
 }
 
+std::string journal_path(const std::string& name) {
+    std::string path = "pfarm-test-journal-" + name;
+    if (rank_ == 0) std::remove(path.c_str());
+    MPI_Barrier(MPI_COMM_WORLD);
+    return path;
+}
+
+void journal() {
+    const pfarm::task_count tasks = 200;
+    const std::string path = journal_path("fixed");
+    std::vector<double> out(static_cast<std::size_t>(tasks), -1.0);
+    std::vector<int> first_runs(static_cast<std::size_t>(tasks), 0), second_runs(static_cast<std::size_t>(tasks), 0);
+    bool failed = false;
+    try {
+        pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out, [&](pfarm::task_count i, double& y) {
+            ++first_runs[static_cast<std::size_t>(i)];
+            std::this_thread::sleep_for(std::chrono::microseconds(300));
+            if (i == 150) throw std::runtime_error("node lost");
+            y = g(i);
+        }, {.technique = "ss", .journal = path});
+    } catch (const pfarm::worker_error&) {
+        failed = true;
+    }
+    CHECK(failed, "the first run did not fail");
+    std::fill(out.begin(), out.end(), -1.0);
+    const auto r = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out, [&](pfarm::task_count i, double& y) {
+        ++second_runs[static_cast<std::size_t>(i)];
+        y = g(i);
+    }, {.technique = "gss", .prefetch = true, .journal = path});
+    std::vector<int> total(second_runs.size());
+    MPI_Reduce(second_runs.data(), total.data(), static_cast<int>(tasks), MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank_ == 0) {
+        int computed = 0, wrong = 0;
+        for (pfarm::task_count i = 0; i < tasks; ++i) {
+            computed += total[static_cast<std::size_t>(i)];
+            wrong += out[static_cast<std::size_t>(i)] != g(i) || total[static_cast<std::size_t>(i)] > 1;
+        }
+        std::printf("journal: %lld restored, %d computed on resume\n", static_cast<long long>(r.journaled), computed);
+        CHECK(r.journaled > 0 && r.journaled < tasks, "%lld tasks restored", static_cast<long long>(r.journaled));
+        CHECK(computed == tasks - r.journaled, "%d computed on resume for %lld restored", computed, static_cast<long long>(r.journaled));
+        CHECK(wrong == 0, "%d outputs wrong or computed twice on resume", wrong);
+    }
+    // Results of any size, streamed, every engine mode: a complete journal restores them all and computes none.
+    std::vector<double> in(static_cast<std::size_t>(tasks));
+    std::iota(in.begin(), in.end(), 0.0);
+    for (int mode = 0; mode < 5; ++mode) {
+        auto o = options_for("gss", mode);
+        o.replicated_input = mode == 2;
+        o.journal = journal_path("variable-" + std::to_string(mode));
+        for (int pass = 0; pass < 2; ++pass) {
+            std::vector<int> delivered(static_cast<std::size_t>(tasks), 0);
+            int wrong = 0, computed = 0;
+            const auto rr = pfarm::farm_stream(
+                MPI_COMM_WORLD, in,
+                [&](const double& x) {
+                    ++computed;
+                    return result_of(static_cast<pfarm::task_count>(x));
+                },
+                [&](pfarm::task_count i, std::span<const std::uint32_t> v) {
+                    ++delivered[static_cast<std::size_t>(i)];
+                    wrong += !same(i, v);
+                },
+                o);
+            int all = 0;
+            MPI_Reduce(&computed, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+            if (rank_ != 0) continue;
+            int twice = 0;
+            for (int d : delivered) twice += d != 1;
+            CHECK(wrong == 0 && twice == 0, "journal %s pass %d: %d wrong, %d not delivered once", mode_names[mode], pass, wrong, twice);
+            CHECK(all == (pass == 0 ? tasks : 0) && rr.journaled == (pass == 0 ? 0 : tasks),
+                  "journal %s pass %d: %d computed, %lld restored", mode_names[mode], pass, all, static_cast<long long>(rr.journaled));
+        }
+    }
+    // Another workload (another range start) is refused, on every rank.
+    std::string argument;
+    try {
+        pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{1, tasks + 1}, out, [](pfarm::task_count i, double& y) { y = g(i); },
+                    {.journal = path});
+    } catch (const pfarm::invalid_argument& e) {
+        argument = e.argument();
+    }
+    CHECK(argument == "journal", "another workload's journal: argument '%s'", argument.c_str());
+}
+
+/// tests/mpi/dead_rank.sh: rank 2 dies (SIGKILL) at task 120 of a journaled farm; the rerun resumes.
+void journal_dies(bool die) {
+    const pfarm::task_count tasks = 300;
+    std::vector<double> out(static_cast<std::size_t>(tasks), -1.0);
+    const auto r = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out, [die](pfarm::task_count i, double& y) {
+        std::this_thread::sleep_for(std::chrono::microseconds(2000));
+        if (die && i >= 120 && rank_ == 2) std::raise(SIGKILL);
+        y = g(i);
+    }, {.technique = "ss", .journal = "pfarm-test-journal-dead-rank"});
+    if (rank_ != 0) return;
+    int wrong = 0;
+    for (pfarm::task_count i = 0; i < tasks; ++i) wrong += out[static_cast<std::size_t>(i)] != g(i);
+    std::printf("journal-resume: %lld restored, %d wrong\n", static_cast<long long>(r.journaled), wrong);
+    CHECK(wrong == 0 && r.journaled > 0, "resumed after a dead rank: %d wrong, %lld restored", wrong, static_cast<long long>(r.journaled));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -282,6 +388,9 @@ int main(int argc, char** argv) {
     else if (scenario == "variable") variable();
     else if (scenario == "schedule") schedule();
     else if (scenario == "single") single();
+    else if (scenario == "journal") journal();
+    else if (scenario == "journal-die") journal_dies(true);
+    else if (scenario == "journal-resume") journal_dies(false);
     else {
         std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
         return 2;
