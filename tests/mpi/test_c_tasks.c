@@ -230,6 +230,25 @@ int main(int argc, char **argv) {
         check_range_reclaim_moves(1);
     }
 
+    /* A journal: the second run of the same range restores every output and computes none. */
+    {
+        long long out[2 * 60];
+        for (int pass = 0; pass < 2; ++pass) {
+            counter c = {rank, 0, 0, 300, 359, 0.0};
+            pfarm_options o;
+            long long calls = 0, wrong = 0;
+            options_for(&o, "gss", &paths[0], &c);
+            o.journal = "pfarm-test-c-journal";
+            if (pass == 0 && rank == 0) remove(o.journal);
+            for (int i = 0; i < 120; ++i) out[i] = 0;
+            const int status = pfarm_run_range(range_task, 300, 60, out, 120, MPI_LONG_LONG, MPI_COMM_WORLD, &o, NULL);
+            CHECK(status == PFARM_OK, "journal pass %d: %s", pass, pfarm_error_message());
+            totals(&c, &calls, &wrong);
+            for (int i = 0; rank == 0 && i < 60; ++i) CHECK(out[2 * i] == 300 + i, "journal pass %d: out[%d] = %lld", pass, 2 * i, out[2 * i]);
+            if (rank == 0) CHECK(calls == (pass == 0 ? 60 : 0), "journal pass %d: %lld calls", pass, calls);
+        }
+    }
+
     /* NULL options: defaults, and the task function gets NULL user_data. */
     {
         long long out[50];

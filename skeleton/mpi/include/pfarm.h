@@ -95,6 +95,9 @@ typedef struct pfarm_options {
     int reclaim;                /**< work take-back at the end of the loop (with or without prefetch) */
     void *user_data;            /**< this rank's pointer, passed to every call of a pfarm_task_fn on this rank
                                      (pfarm_run's pfarm_worker_fn does not take it) */
+    const char *journal;        /**< resumable run: rank 0 records each finished task here; a rerun with the same
+                                     file computes only what it lacks (docs/reliability.md); NULL: none */
+    const char *journal_key;    /**< what else determines the outputs (a journal written with another is refused) */
 } pfarm_options;
 
 /** Sets every field to its default and `size` to sizeof(pfarm_options) as the calling program sees it: the macro

@@ -115,6 +115,8 @@ pfarm::farm_options settings(const c_call& c, void*& user_data) {
                      : o->progress == 2 ? pfarm::progress_mode::automatic
                                         : pfarm::progress_mode::quiet;
     if (o->trace) options.trace = o->trace;
+    if (o->journal) options.journal = o->journal;
+    if (o->journal_key) options.journal_key = o->journal_key;
     if (o->calibration) p.calibration = pfarm::parse_calibration_mode(o->calibration);  // names "calibration"
     user_data = o->user_data;
     return options;
@@ -194,6 +196,7 @@ int run(const c_call& c, pfarm_result* result) {
         pfarm::detail::task_kernel kernel;
         kernel.in_bytes = static_cast<std::size_t>(s.in_bytes);
         kernel.out_bytes = static_cast<std::size_t>(s.out_bytes * static_cast<unsigned long long>(s.outputs));
+        if (c.range) kernel.identity = "index range from " + std::to_string(s.first);  // part of a journal's fingerprint
         kernel.run = [&c, first = s.first, user_data](pfarm::task_count index, const std::byte* in, std::byte* out) {
             task_failed = false;
             if (!c.task) c.worker(in, out);
