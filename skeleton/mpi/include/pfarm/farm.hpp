@@ -54,6 +54,13 @@ enum class progress_mode {
     quiet,      ///< nothing
 };
 
+/// Who schedules the chunks (docs/skeleton.md "Decentralised farm").
+enum class farmer_mode {
+    flat,           ///< one farmer on rank 0 answers every request
+    hierarchical,   ///< a supermaster and masters (not implemented under MPI yet: invalid_argument "farmer")
+    decentralised,  ///< no farmer: every rank claims its own chunks from counters in MPI one-sided memory on rank 0
+};
+
 struct farm_options {
     std::string technique = "multi";       ///< any registry name (pfarm-chunks --help)
     technique_options parameters;          ///< the technique's parameters
@@ -79,6 +86,11 @@ struct farm_options {
     /// with the calibration result; weighted techniques without weights take the benchmark values as V_j
     /// and the run queue from loadavg with every request.
     std::vector<std::string> monitors;
+    /// Who schedules: a flat farmer (default), hierarchical, or decentralised (docs/skeleton.md "Decentralised
+    /// farm": the techniques whose chunks depend only on the scheduling step, or on the worker and what remains;
+    /// no reclaim; no monitors).
+    farmer_mode farmer = farmer_mode::flat;
+    int masters = 0;  ///< hierarchical: masters (0 = one per node); >= 0
 };
 
 /// What a farm did. Per-rank vectors have one entry per rank (rank 0 is the farmer).
