@@ -23,6 +23,17 @@ void add_farm_options(CLI::App& app, farm_options& o) {
                  "work take-back: once every task is handed out, an idle worker takes unstarted tasks back from the "
                  "worker expected to finish last (with --prefetch too)");
     app.add_flag("--replicated-input", o.replicated_input, "every rank holds the input: only indices travel");
+    app.add_option_function<std::string>(
+        "--farmer",
+        [&o](const std::string& s) {
+            if (s == "flat") o.farmer = farmer_mode::flat;
+            else if (s == "hierarchical") o.farmer = farmer_mode::hierarchical;
+            else if (s == "decentralised") o.farmer = farmer_mode::decentralised;
+            else throw invalid_argument("farmer", "is '" + s + "'; expected flat, hierarchical or decentralised");
+        },
+        "who schedules: flat (one farmer, the default), hierarchical (not under MPI yet), decentralised (every rank "
+        "claims its own chunks from one-sided counters; static, ss, css, gss, fss, tss, fiss, tfss, dgss with --weights)");
+    app.add_option("--masters", o.masters, "hierarchical farmer: masters (0 = one per node)");
     app.add_option("--trace", o.trace, "write a trace of every chunk: FILE.csv or FILE.json");
     app.add_option_function<std::string>(
         "--progress",

@@ -93,6 +93,9 @@ std::span<const flag_name> shared_flags() {
         {"load_changes", "--load-change"},
         {"monitors", "--monitors"},
         {"trace", "--trace"},
+        {"farmer", "--farmer"},
+        {"masters", "--masters"},
+        {"reclaim", "--reclaim"},
     };
     return table;
 }
