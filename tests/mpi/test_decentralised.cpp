@@ -11,7 +11,8 @@
 //               monitors, hierarchical and masters < 0: the same invalid_argument on every rank, naming the argument
 //   failure     a task that throws ends the farm with worker_error naming it on every rank (on a worker, on rank 0
 //               computing, with prefetch), nobody hangs, and the next farm on the same communicator runs
-//   outputs     three outputs per task of a 64-byte aligned type, with a slowdown on one rank: aligned, in order
+//   outputs     three outputs per task of a 64-byte aligned type, with a slowdown on one rank: aligned, in order;
+//               64 KiB of results per task, in chunks that travel alone (static) and in batches (ss)
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
 #include "pfarm/registry.hpp"
@@ -295,11 +296,33 @@ void outputs() {
                     },
                     o);
     CHECK(misaligned == 0, "%d outputs misaligned", misaligned);
-    if (rank_ != 0) return;
-    for (int i = 0; i < tasks; ++i)
-        for (int k = 0; k < 3; ++k)
-            CHECK(out[static_cast<std::size_t>(3 * i + k)].v[0] == i * 10 + k, "task %d output %d", i, k);
-    CHECK(r.tasks_per_rank.back() > 0, "the slow rank claimed nothing");
+    if (rank_ == 0) {
+        for (int i = 0; i < tasks; ++i)
+            for (int k = 0; k < 3; ++k)
+                CHECK(out[static_cast<std::size_t>(3 * i + k)].v[0] == i * 10 + k, "task %d output %d", i, k);
+        long long sum = 0;
+        for (auto n : r.tasks_per_rank) sum += n;
+        CHECK(sum == tasks, "the ranks' tasks sum to %lld", sum);
+    }
+    // 64 KiB of results per task: static's chunks (5 tasks, 320 KiB) travel alone, ss's are batched 4 at a time.
+    const int big = 40, per = 8192;
+    std::vector<double> inputs(rank_ == 0 ? big : 0), results(inputs.size() * per);
+    std::iota(inputs.begin(), inputs.end(), 0.0);
+    for (const char* technique : {"static", "ss"}) {
+        pfarm::farm_options b;
+        b.technique = technique;
+        b.farmer = pfarm::farmer_mode::decentralised;
+        pfarm::farm(MPI_COMM_WORLD, std::span<const double>(inputs), std::span<double>(results),
+                    [](const double& x, std::span<double> y) {
+                        for (std::size_t k = 0; k < y.size(); ++k) y[k] = x * 1e5 + static_cast<double>(k);
+                    },
+                    b);
+        if (rank_ != 0) continue;
+        int wrong = 0;
+        for (int i = 0; i < big; ++i)
+            for (int k = 0; k < per; ++k) wrong += results[static_cast<std::size_t>(i * per + k)] != i * 1e5 + k;
+        CHECK(wrong == 0, "%s with 64 KiB per task: %d results wrong", technique, wrong);
+    }
 }
 
 }  // namespace

@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <climits>
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -31,6 +30,10 @@ constexpr MPI_Aint step_at = 0;   ///< by_step: the next scheduling step
 constexpr MPI_Aint next_at = 8;   ///< by_worker: the next task index
 constexpr MPI_Aint header_bytes = 64;
 constexpr std::size_t piece = std::size_t{1} << 30;  ///< one MPI_Get/MPI_Put moves at most this many bytes
+/// Results wait in a batch until it holds this many bytes or chunks (or the rank has no more work); a chunk with
+/// more results than this travels alone.
+constexpr std::size_t batch_bytes = std::size_t{256} << 10;
+constexpr std::size_t batch_chunks = 1024;
 
 // ---- rank 0's technique options, so that every rank replays the same schedule ----
 
@@ -100,7 +103,7 @@ public:
         const MPI_Aint bytes = rank == 0 ? header_bytes + in_size_ + out_size_ + 64 : 0;
         mpi::check(MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, comm, &base_, &win_), "MPI_Win_allocate");
         std::int64_t at[2] = {0, 0};
-        if (rank == 0) {  // the outputs start 64-byte aligned: a worker function may see them (rank 0 computing)
+        if (rank == 0) {  // the outputs start 64-byte aligned, so rank 0's final copy out of them is too
             at[0] = header_bytes;
             const auto end = reinterpret_cast<std::uintptr_t>(base_) + static_cast<std::uintptr_t>(header_bytes + in_size_);
             at[1] = header_bytes + in_size_ + static_cast<std::int64_t>((64 - end % 64) % 64);
@@ -136,6 +139,18 @@ public:
             const int n = static_cast<int>(std::min(piece, bytes - done));
             mpi::check(MPI_Get(local + done, n, MPI_BYTE, 0, at + static_cast<MPI_Aint>(done), n, MPI_BYTE, win_), "MPI_Get");
         }
+    }
+    /// Puts a batch: `bytes` of results, packed in `local` one chunk after another, to `at[i]` (`lengths[i]`
+    /// bytes each), with one MPI_Put through an hindexed target datatype (one call per batch, not per chunk).
+    void put_batch(const std::byte* local, std::size_t bytes, std::vector<MPI_Aint>& at, std::vector<int>& lengths) {
+        if (at.size() == 1) return put(local, bytes, at[0]);
+        MPI_Datatype target;
+        mpi::check(MPI_Type_create_hindexed(static_cast<int>(at.size()), lengths.data(), at.data(), MPI_BYTE, &target),
+                   "MPI_Type_create_hindexed");
+        mpi::check(MPI_Type_commit(&target), "MPI_Type_commit");
+        const int rc = MPI_Put(local, static_cast<int>(bytes), MPI_BYTE, 0, 0, 1, target, win_);
+        MPI_Type_free(&target);  // the put in flight keeps what it needs (MPI_Type_free)
+        mpi::check(rc, "MPI_Put");
     }
     void flush() { mpi::check(MPI_Win_flush(0, win_), "MPI_Win_flush"); }
 
@@ -233,9 +248,13 @@ struct chunk_record {
     double claimed = 0.0, started = 0.0, finished = 0.0, flushed = 0.0;
 };
 
+/// The end of the farm, on tag_failure: each rank to rank 0 (done, and whether and how it failed; its text
+/// follows), then rank 0's answer to each (the outcome: `failed` holds its farm_outcome::kind; its text follows).
 struct failure_header {
     std::int64_t task = -1;  ///< the task that threw; -1: the rank failed otherwise (an MPI error)
-    std::int32_t length = 0;
+    std::int32_t length = 0;  ///< bytes of the text that follows
+    std::int32_t failed = 0;
+    std::int32_t rank = 0;
 };
 
 /// Waits for `request` without holding a core when ranks share cores (docs/skeleton.md "Waiting without
@@ -280,6 +299,7 @@ public:
         : comm_(comm), rank_(rank), ranks_(ranks), in_(in), out_(out), kernel_(kernel), options_(options), setup_(setup),
           t0_(t0), offsets_(offsets), tasks_(setup.config.tasks), first_worker_(setup.config.farmer_computes ? 0 : 1),
           fetch_inputs_(!setup.config.replicated && kernel.in_bytes > 0),
+          keep_records_(!options.trace.empty() || options.record_trace),
           window_(comm, rank, setup.config.tasks, fetch_inputs_ ? kernel.in_bytes : 0, kernel.out_bytes) {}
 
     farm_report run() {
@@ -302,17 +322,16 @@ public:
 
         progress_reporter progress(rank_ == 0 ? options_.progress : progress_mode::quiet, tasks_);
         if (rank_ >= first_worker_) work(claims, progress);
-        window_.flush();  // this rank's results are all in rank 0's window
+        window_.flush();  // this rank's results are all in rank 0's window (work() sent its last batch)
 
-        // The end: every rank's results have landed once this reduction completes; it names the lowest failed rank.
-        int failed = failure_ ? rank_ : INT_MAX, first_failed = INT_MAX;
-        MPI_Request request;
-        mpi::check(MPI_Iallreduce(&failed, &first_failed, 1, MPI_INT, MPI_MIN, comm_, &request), "MPI_Iallreduce");
-        wait_for(request, setup_.config.gentle_wait != 0, [&] {
-            if (rank_ == 0 && options_.progress != progress_mode::quiet) progress.update(claims.handed_out());
-        });
-        outcome o = failure_outcome(first_failed);
-        share_outcome(comm_, o);
+        // The end, point to point (a non-blocking collective would leave its progress function in every later MPI
+        // poll of the process): each rank tells rank 0 it is done, its results flushed, and how (failure_header);
+        // once all have, rank 0 holds every result and answers each rank with the outcome.
+        const bool gentle = setup_.config.gentle_wait != 0;
+        outcome o = rank_ == 0 ? collect_outcome(gentle, [&] {
+            if (options_.progress != progress_mode::quiet) progress.update(claims.handed_out());
+        })
+                               : report_and_await_outcome(gentle);
         if (o.what != farm_outcome::kind::ok) throw_outcome(o);
         if (rank_ == 0) {
             mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
@@ -337,7 +356,7 @@ private:
             while (next.count > 0) {
                 const chunk c = next;
                 double claimed_next = 0.0;
-                if (prefetch) claimed_next = clock(), claims.begin();  // the next claim travels while this one computes
+                if (prefetch) claimed_next = keep_records_ ? clock() : 0.0, claims.begin();  // the next claim travels while this one computes
                 const std::size_t in_bytes = static_cast<std::size_t>(c.count) * kernel_.in_bytes;
                 const std::byte* inputs = in_ + static_cast<std::size_t>(c.first) * kernel_.in_bytes;
                 if (fetch_inputs_ && rank_ != 0) {  // rank 0 reads its own input; the others fetch theirs
@@ -346,14 +365,18 @@ private:
                     window_.flush();
                     inputs = inputs_.data();
                 }
-                results_.reserve(static_cast<std::size_t>(c.count) * kernel_.out_bytes);
+                // The chunk's results go after the batch waiting in results_ (nothing of it is in flight now: a
+                // batch put is completed by the flush of the claim that follows it, and then the batch restarts).
+                const std::size_t out_bytes = static_cast<std::size_t>(c.count) * kernel_.out_bytes;
+                results_.reserve(batched_ + out_bytes);
+                std::byte* results = results_.data() + batched_;
                 const double started = clock();
                 double owed = 0.0;  // emulated slowdown: sleep owed, paid in slices of >= 1 ms (as worker_side.cpp)
                 for (task_count task = c.first; task < c.first + c.count; ++task) {
                     const auto i = static_cast<std::size_t>(task - c.first);
                     const double task_start = emulated ? clock() : 0.0;
                     try {
-                        kernel_.run(task, inputs + i * kernel_.in_bytes, results_.data() + i * kernel_.out_bytes);
+                        kernel_.run(task, inputs + i * kernel_.in_bytes, results + i * kernel_.out_bytes);
                     } catch (const std::exception& e) {
                         fail(claims, task, e.what());
                         return;
@@ -368,11 +391,28 @@ private:
                 }
                 if (owed > 0.0) std::this_thread::sleep_for(std::chrono::duration<double>(owed));
                 const double finished = clock();
-                window_.put(results_.data(), static_cast<std::size_t>(c.count) * kernel_.out_bytes,
-                            window_.out_at() + static_cast<MPI_Aint>(c.first * static_cast<task_count>(kernel_.out_bytes)));
-                if (!prefetch) claimed_next = clock(), claims.begin();
-                next = claims.end();  // its flush completes the put too: the results are in rank 0's window
-                records_.push_back({c.first, c.count, claimed, started, finished, clock()});
+                const MPI_Aint at = window_.out_at() + static_cast<MPI_Aint>(c.first * static_cast<task_count>(kernel_.out_bytes));
+                bool sent = false;
+                if (out_bytes >= batch_bytes) {  // a large chunk travels alone, after the batch before it
+                    if (batched_ > 0) window_.put_batch(results_.data(), batched_, batch_at_, batch_lengths_);
+                    window_.put(results, out_bytes, at);
+                    sent = true;
+                } else if (out_bytes > 0) {
+                    batch_at_.push_back(at);
+                    batch_lengths_.push_back(static_cast<int>(out_bytes));
+                    if (batched_ + out_bytes >= batch_bytes || batch_at_.size() == batch_chunks) {
+                        window_.put_batch(results_.data(), batched_ + out_bytes, batch_at_, batch_lengths_);
+                        sent = true;
+                    }
+                }
+                batched_ += out_bytes;
+                if (!prefetch) claimed_next = keep_records_ ? clock() : 0.0, claims.begin();
+                next = claims.end();  // its flush completes the batch's put too: those results are in rank 0's window
+                sizes_.push_back(c.count);
+                busy_ += finished - started;
+                finish_ = finished;
+                if (keep_records_) records_.push_back({c.first, c.count, claimed, started, finished, 0.0});
+                if (sent || next.count == 0) batch_done(!sent && next.count == 0);
                 claimed = claimed_next;
                 if (rank_ == 0 && options_.progress != progress_mode::quiet) progress.update(claims.handed_out());
             }
@@ -381,8 +421,25 @@ private:
         }
     }
 
+    /// The batch's put has completed (`send`: put it first, and complete it): its chunks' results are in rank 0's
+    /// window, their records get that time, and the batch restarts empty.
+    void batch_done(bool send) {
+        if (send && !batch_at_.empty()) {
+            window_.put_batch(results_.data(), batched_, batch_at_, batch_lengths_);
+            window_.flush();
+        }
+        if (keep_records_) {
+            const double now_ = clock();
+            for (std::size_t i = batch_first_record_; i < records_.size(); ++i) records_[i].flushed = now_;
+            batch_first_record_ = records_.size();
+        }
+        batched_ = 0;
+        batch_at_.clear();
+        batch_lengths_.clear();
+    }
+
     void fail(claimer& claims, task_count task, const std::string& text) {
-        failure_ = failure_header{task, static_cast<std::int32_t>(text.size())};
+        failure_ = failure_header{task, static_cast<std::int32_t>(text.size()), 1, rank_};
         failure_text_ = text;
         try {
             claims.poison_counters();
@@ -390,25 +447,66 @@ private:
         }
     }
 
-    /// The outcome rank 0 broadcasts: ok, or the lowest failed rank's failure (it sends it to rank 0).
-    outcome failure_outcome(int first_failed) {
+    /// Rank 0: waits (running `idle` between two tests) until every rank has said it is done, then sends each
+    /// the outcome: ok, or the failure of the lowest failed rank.
+    template <class Idle>
+    outcome collect_outcome(bool gentle, Idle idle) {
+        std::vector<failure_header> done(static_cast<std::size_t>(ranks_));
+        std::vector<MPI_Request> requests(static_cast<std::size_t>(ranks_ - 1));
+        for (int q = 1; q < ranks_; ++q)
+            mpi::check(MPI_Irecv(&done[static_cast<std::size_t>(q)], sizeof(failure_header), MPI_BYTE, q, tag_failure, comm_,
+                                 &requests[static_cast<std::size_t>(q - 1)]),
+                       "MPI_Irecv");
+        double pause = 2e-6;
+        for (int all = 0;;) {
+            mpi::check(MPI_Testall(ranks_ - 1, requests.data(), &all, MPI_STATUSES_IGNORE), "MPI_Testall");
+            if (all) break;
+            idle();
+            if (gentle) std::this_thread::sleep_for(std::chrono::duration<double>(pause)), pause = std::min(pause * 2, 500e-6);
+        }
+        done[0] = failure_.value_or(failure_header{});
+        std::vector<std::string> texts(static_cast<std::size_t>(ranks_));
+        texts[0] = failure_text_;
         outcome o;
-        if (first_failed == INT_MAX) return o;
-        failure_header h = failure_.value_or(failure_header{});
-        std::string text = failure_text_;
-        if (first_failed != 0 && rank_ == first_failed) {
-            mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_failure, comm_), "MPI_Send");
-            mpi::check(MPI_Send(text.data(), h.length, MPI_CHAR, 0, tag_failure, comm_), "MPI_Send");
+        for (int q = ranks_ - 1; q >= 0; --q) {  // the lowest failed rank's failure is the farm's
+            const failure_header& h = done[static_cast<std::size_t>(q)];
+            if (!h.failed) continue;
+            std::string& text = texts[static_cast<std::size_t>(q)];
+            if (q > 0 && h.length > 0) {
+                text.resize(static_cast<std::size_t>(h.length));
+                mpi::check(MPI_Recv(text.data(), h.length, MPI_CHAR, q, tag_failure, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+            }
+            o.rank = q;
+            o.task = h.task;
+            o.what = h.task >= 0 ? farm_outcome::kind::task_failed : farm_outcome::kind::worker_failed;
+            o.text = h.task >= 0 ? text : "rank " + std::to_string(q) + ": " + text;
         }
-        if (rank_ == 0 && first_failed != 0) {
-            mpi::check(MPI_Recv(&h, sizeof h, MPI_BYTE, first_failed, tag_failure, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
-            text.resize(static_cast<std::size_t>(h.length));
-            mpi::check(MPI_Recv(text.data(), h.length, MPI_CHAR, first_failed, tag_failure, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+        const failure_header answer{o.task, static_cast<std::int32_t>(o.text.size()), static_cast<std::int32_t>(o.what), o.rank};
+        for (int q = 1; q < ranks_; ++q) {
+            mpi::check(MPI_Send(&answer, sizeof answer, MPI_BYTE, q, tag_failure, comm_), "MPI_Send");
+            if (answer.length > 0) mpi::check(MPI_Send(o.text.data(), answer.length, MPI_CHAR, q, tag_failure, comm_), "MPI_Send");
         }
-        o.rank = first_failed;
-        o.task = h.task;
-        o.what = h.task >= 0 ? farm_outcome::kind::task_failed : farm_outcome::kind::worker_failed;
-        o.text = h.task >= 0 ? text : "rank " + std::to_string(first_failed) + ": " + text;
+        return o;
+    }
+
+    /// Another rank: tells rank 0 it is done (its results flushed) and how, then waits for the outcome without
+    /// holding a core when ranks share cores.
+    outcome report_and_await_outcome(bool gentle) {
+        const failure_header mine = failure_.value_or(failure_header{});
+        mpi::check(MPI_Send(&mine, sizeof mine, MPI_BYTE, 0, tag_failure, comm_), "MPI_Send");
+        if (mine.failed && mine.length > 0)
+            mpi::check(MPI_Send(failure_text_.data(), mine.length, MPI_CHAR, 0, tag_failure, comm_), "MPI_Send");
+        failure_header answer;
+        MPI_Request request;
+        mpi::check(MPI_Irecv(&answer, sizeof answer, MPI_BYTE, 0, tag_failure, comm_, &request), "MPI_Irecv");
+        wait_for(request, gentle, [] {});
+        outcome o;
+        o.what = static_cast<farm_outcome::kind>(answer.failed);
+        o.rank = answer.rank;
+        o.task = answer.task;
+        o.text.resize(static_cast<std::size_t>(answer.length));
+        if (answer.length > 0)
+            mpi::check(MPI_Recv(o.text.data(), answer.length, MPI_CHAR, 0, tag_failure, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
         return o;
     }
 
@@ -417,25 +515,22 @@ private:
         farm_report r = empty_report(options_, ranks_, tasks_);
         r.workers = ranks_ - first_worker_;
         r.k = k;
-        const bool keep = !options_.trace.empty() || options_.record_trace;
-        double busy = 0.0;
-        std::vector<task_count> sizes;
-        for (const chunk_record& c : records_) busy += c.finished - c.started, sizes.push_back(c.count);
+        const std::vector<task_count>& sizes = sizes_;
         struct totals {
             double busy, finish;
-        } mine{busy, records_.empty() ? 0.0 : records_.back().finished};
+        } mine{busy_, finish_};
         std::vector<totals> each(static_cast<std::size_t>(rank_ == 0 ? ranks_ : 0));
         mpi::check(MPI_Gather(&mine, sizeof mine, MPI_BYTE, each.data(), sizeof mine, MPI_BYTE, 0, comm_), "MPI_Gather");
         std::vector<int> counts;
         const std::vector<task_count> all_sizes = gather(comm_, rank_, ranks_, sizes, counts);
         std::vector<chunk_record> all_records;
         std::vector<int> record_counts;
-        if (keep) all_records = gather(comm_, rank_, ranks_, records_, record_counts);
+        if (keep_records_) all_records = gather(comm_, rank_, ranks_, records_, record_counts);
         const auto q = static_cast<std::size_t>(rank_);
         if (rank_ != 0) {
             r.chunks_per_rank[q] = sizes;
             for (task_count n : sizes) r.tasks_per_rank[q] += n;
-            r.busy_per_rank[q] = busy;
+            r.busy_per_rank[q] = busy_;
             return r;
         }
         std::size_t at = 0;
@@ -478,8 +573,17 @@ private:
     task_count tasks_;
     int first_worker_;
     bool fetch_inputs_;
+    bool keep_records_;  ///< a trace was asked for: every chunk's times travel to rank 0
     farm_window window_;
-    wire_buffer inputs_, results_;  ///< 64-byte aligned: the worker function sees aligned outputs
+    wire_buffer inputs_;
+    wire_buffer results_;  ///< the batch: its chunks' results one after another, 64-byte aligned (so are the outputs
+                           ///< the worker function sees: each chunk's start is a multiple of out_bytes)
+    std::size_t batched_ = 0;  ///< bytes of results_ in the batch
+    std::vector<MPI_Aint> batch_at_;  ///< where each chunk of the batch goes in the window
+    std::vector<int> batch_lengths_;  ///< and its bytes
+    std::size_t batch_first_record_ = 0;
+    std::vector<task_count> sizes_;  ///< this rank's chunks, in claim order
+    double busy_ = 0.0, finish_ = 0.0;
     std::vector<chunk_record> records_;
     std::optional<failure_header> failure_;
     std::string failure_text_;
