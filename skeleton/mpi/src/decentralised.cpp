@@ -102,6 +102,7 @@ public:
         out_size_ = static_cast<MPI_Aint>(out_bytes) * n;
         const MPI_Aint bytes = rank == 0 ? header_bytes + in_size_ + out_size_ + 64 : 0;
         mpi::check(MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, comm, &base_, &win_), "MPI_Win_allocate");
+        bytes_ = bytes;
         std::int64_t at[2] = {0, 0};
         if (rank == 0) {  // the outputs start 64-byte aligned, so rank 0's final copy out of them is too
             at[0] = header_bytes;
@@ -125,6 +126,7 @@ public:
     MPI_Aint out_at() const { return out_at_; }
     MPI_Aint in_size() const { return in_size_; }
     MPI_Aint out_size() const { return out_size_; }
+    MPI_Aint bytes() const { return bytes_; }  ///< of rank 0's memory
 
     /// Moves `bytes` between `local` and rank 0's window at `at`, in pieces MPI counts can hold; completed by
     /// the next flush.
@@ -157,7 +159,7 @@ public:
 private:
     void* base_ = nullptr;
     MPI_Win win_ = MPI_WIN_NULL;
-    MPI_Aint in_at_ = 0, out_at_ = 0, in_size_ = 0, out_size_ = 0;
+    MPI_Aint in_at_ = 0, out_at_ = 0, in_size_ = 0, out_size_ = 0, bytes_ = 0;
 };
 
 /// One rank's claims. begin() issues the atomic operation of the next claim, end() completes it with the flush
@@ -312,8 +314,10 @@ public:
         const std::optional<double> k = policy->installment_factor();
         const claim_form form = policy->decentralised();
         claimer claims(window_, form, std::move(policy), rank_ - first_worker_, workers, tasks_, parameters.min_chunk);
-        if (rank_ == 0) {  // the counters start at 0 and rank 0's input is in the window before anyone claims
-            std::memset(window_.local(0), 0, header_bytes);
+        if (rank_ == 0) {  // the counters start at 0 and rank 0's input is in the window before anyone claims;
+            // the whole window is zeroed now, so that its pages are mapped before the claims start (a first touch
+            // by a put costs a page fault in the middle of the farm)
+            std::memset(window_.local(0), 0, static_cast<std::size_t>(window_.bytes()));
             if (fetch_inputs_ && window_.in_size() > 0)
                 std::memcpy(window_.local(window_.in_at()), in_, static_cast<std::size_t>(window_.in_size()));
             mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
