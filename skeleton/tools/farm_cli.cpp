@@ -32,7 +32,7 @@ void add_farm_options(CLI::App& app, farm_options& o) {
             else throw invalid_argument("farmer", "is '" + s + "'; expected flat, hierarchical or decentralised");
         },
         "who schedules: flat (one farmer, the default), hierarchical (not under MPI yet), decentralised (every rank "
-        "claims its own chunks from one-sided counters; static, ss, css, gss, fss, tss, fiss, tfss, dgss with --weights)");
+        "claims its own chunks from one-sided counters; static, ss, css, gss, fss, tss, fiss, tfss, fsc, mfsc, dgss with --weights)");
     app.add_option("--masters", o.masters, "hierarchical farmer: masters (0 = one per node)");
     app.add_option("--trace", o.trace, "write a trace of every chunk: FILE.csv or FILE.json");
     app.add_option_function<std::string>(

@@ -1,7 +1,7 @@
 // The decentralised farm (farm_options::farmer = decentralised) under mpiexec. One scenario per run, named by
 // argv[1]:
-//   techniques  every technique the mode serves (static, deal, ss, css, gss with and without min_chunk, fss, tss,
-//               fiss, tfss, dgss with weights) x {farmer computes or not} x {replicated input or not: the workers
+//   techniques  every technique the mode serves (static, deal, ss, css, gss and fss with and without min_chunk,
+//               tss, fiss, tfss, fsc, mfsc, dgss with weights) x {farmer computes or not} x {replicated input or not: the workers
 //               then hold no input at all and must fetch it} x {prefetch or not}: each task runs exactly once
 //               (counted where it ran, summed), the outputs equal a sequential run's, in order; the claims add up
 //               (each rank counts its chunks: the report's chunks per rank are those, and all of them sum to the
@@ -62,6 +62,11 @@ std::vector<variant> served(int workers) {
     pfarm::technique_options weights;
     for (int w = 0; w < workers; ++w) weights.weights.push_back(1.0 + w % 3);
     v.push_back({"dgss", weights});
+    pfarm::technique_options fsc;
+    fsc.overhead = 0.01;
+    fsc.sigma = 0.5;
+    v.push_back({"fsc", fsc});
+    v.push_back({"mfsc", {}});
     return v;
 }
 

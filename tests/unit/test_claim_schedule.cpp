@@ -23,7 +23,7 @@ pfarm::technique_options with_chunk(pfarm::technique_options o = {}) {
 // The registry's answer, technique by technique: the step-only ones are by_step, dgss is by_worker with known
 // weights only, and every other technique (measured, calibrated, weighted with state, two-phase) says none.
 TEST(ClaimSchedule, RegistrySaysWhichTechniquesTheDecentralisedFarmServes) {
-    const std::set<std::string> by_step = {"static", "deal", "ss", "css", "gss", "fss", "tss", "fiss", "tfss"};
+    const std::set<std::string> by_step = {"static", "deal", "ss", "css", "gss", "fss", "tss", "fiss", "tfss", "fsc", "mfsc"};
     const int p = 4;
     pfarm::technique_options weighted = with_chunk();
     weighted.weights = {1, 2, 3, 4};
@@ -47,7 +47,7 @@ TEST(ClaimSchedule, RegistrySaysWhichTechniquesTheDecentralisedFarmServes) {
 // turn (pfarm-chunks' round robin): the decentralised farm hands out the flat farm's chunks, in another order
 // of workers only.
 TEST(ClaimSchedule, StepSequenceIsTheRoundRobinSequence) {
-    for (const std::string name : {"static", "deal", "ss", "css", "gss", "fss", "tss", "fiss", "tfss"})
+    for (const std::string name : {"static", "deal", "ss", "css", "gss", "fss", "tss", "fiss", "tfss", "fsc", "mfsc"})
         for (const int p : {1, 3, 7})
             for (const pfarm::task_count tasks : {1, 5, 157, 1000})
                 for (const pfarm::task_count min_chunk : {1, 4}) {

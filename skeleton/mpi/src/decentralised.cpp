@@ -600,6 +600,8 @@ std::string served(const technique_options& parameters, int workers) {
     for (const technique_info& t : techniques()) {
         technique_options o = parameters;
         if (!o.chunk) o.chunk = 1;
+        if (!o.overhead) o.overhead = 1.0;
+        if (!o.sigma) o.sigma = 1.0;
         std::string note;
         for (int attempt = 0; attempt < 2; ++attempt) {
             try {
