@@ -194,7 +194,6 @@ public:
 
     chunk end() {
         window_.flush();
-        ++claims_;
         if (form_ == claim_form::by_step) return result_ >= poison ? chunk{tasks_, 0} : steps_->at(result_);
         for (;;) {
             if (wanted_.count == 0) return wanted_;
@@ -204,7 +203,6 @@ public:
             }
             if (result_ >= poison) return {tasks_, 0};
             guess_ = result_;  // another rank claimed first: retry from what it left
-            ++retries_;
             begin();
             window_.flush();
         }
@@ -241,7 +239,6 @@ private:
     task_count tasks_, min_chunk_;
     std::int64_t result_ = 0, compare_ = 0, desired_ = 0, guess_ = 0;
     chunk wanted_;
-    long long claims_ = 0, retries_ = 0;
 };
 
 /// A chunk as this rank saw it (its own clock since the farm's start).
