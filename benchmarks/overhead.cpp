@@ -2,8 +2,8 @@
 // DESIGN.md "Metrics": overhead per chunk = farmer round trip for an empty task beside a raw MPI ping-pong
 // measured in the same run; the ratio is the number to report).
 //
-//   mpiexec -n 2 pfarm-bench-overhead [--tasks N] [--repetitions R] [--rate-tasks M] [--output FILE] [--check]
-//                                     [--verbose] [--profile]
+//   mpiexec -n 2 pfarm-bench-overhead [--tasks N] [--repetitions R] [--rate-tasks M] [--claim-tasks C]
+//                                     [--output FILE] [--check] [--verbose] [--profile]
 // --verbose prints every repetition: gap percentiles, trimmed mean, mean, and the largest gaps with the chunk
 // they ended (a spike at chunk 1024, 2048, 4096 is a vector of the farm growing).
 // --profile runs only (a), (a') and (b) (for perf or valgrind --tool=callgrind) and prints no JSON.
@@ -19,10 +19,15 @@
 //       one completes (the profiling wrappers of MPI_Recv, MPI_Wait and MPI_Waitany, tag 1), as (a) stamps its
 //       receives;
 //   (c) the same with prefetch, and with farmer_computes (for reference: rank 0 computes too, so it is a
-//       time per chunk over two computing ranks, not a round trip). The hierarchical farmer and the
-//       decentralised mode do not exist yet: they are reported as "not available";
+//       time per chunk over two computing ranks, not a round trip). The hierarchical farmer does not exist
+//       under MPI yet: it is reported as "not available";
 //   then, with every rank asking at once, the farmer's maximum request rate (requests served per second,
-//   empty tasks, chunk 1: requests / elapsed) beside the rate of a raw MPI server loop on rank 0.
+//   empty tasks, chunk 1: requests / elapsed) beside the rate of a raw MPI server loop on rank 0;
+//   (d) the decentralised farm's claim rate (farmer = decentralised, ss, every rank computing, replicated input,
+//       empty tasks: one claim per task) beside a raw loop of MPI_Fetch_and_op + MPI_Win_flush on a counter on
+//       rank 0 by every rank, interleaved: claims per second over all ranks, from the first claim to the last
+//       (both stamped by a profiling wrapper of MPI_Fetch_and_op, so both are timed alike); target 0.8; and the
+//       claim path alone: the raw loop turning each claimed step into its chunk with the core's step_schedule.
 // Three statistics per measurement, from the gaps between consecutive requests arriving at rank 0 (with one
 // worker, each gap is one per-chunk round trip): the median gap (blind to a cost paid every few chunks), the
 // trimmed mean (the mean of the gaps up to the 99th percentile: it counts such costs, a page fault as a vector
@@ -38,8 +43,10 @@
 //
 // The last line of the output is one JSON object (also written to --output FILE). --check makes the exit
 // status non-zero when a number in it is not finite and positive; the ratio is reported, never asserted.
+#include "pfarm/claim_schedule.hpp"
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
+#include "pfarm/registry.hpp"
 
 #include <mpi.h>
 
@@ -47,6 +54,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -110,6 +118,23 @@ extern "C" int MPI_Waitany(int count, MPI_Request* requests, int* index, MPI_Sta
     if (*index != MPI_UNDEFINED && s->MPI_TAG == 1) tally.stamps->push_back(MPI_Wtime());
     return rc;
 }
+/// (d): every MPI_Fetch_and_op of this rank while `claims.on`: how many, when the first began, and when the
+/// latest of every 64th ended (a clock read costs about a third of a claim on this machine: reading it at every
+/// claim would slow both loops measured; the last up to 63 claims, some microseconds, are left out of both).
+struct claim_tally {
+    bool on = false;
+    long long count = 0, stamped = 0;  ///< claims, and claims up to the last stamp
+    double first = 0.0, last = 0.0;
+};
+claim_tally claims;
+extern "C" int MPI_Fetch_and_op(const void* origin, void* result, MPI_Datatype type, int target, MPI_Aint at,
+                                MPI_Op op, MPI_Win win) {
+    if (!claims.on) return PMPI_Fetch_and_op(origin, result, type, target, at, op, win);
+    if (claims.count == 0) claims.first = MPI_Wtime();
+    const int rc = PMPI_Fetch_and_op(origin, result, type, target, at, op, win);
+    if (++claims.count % 64 == 0) claims.last = MPI_Wtime(), claims.stamped = claims.count;
+    return rc;
+}
 extern "C" int MPI_Get_count(const MPI_Status* status, MPI_Datatype type, int* count) {
     if (tally.on) ++tally.get_count;
     return PMPI_Get_count(status, type, count);
@@ -127,6 +152,7 @@ struct settings {
     long long tasks = 5000;        ///< chunks per pair measurement
     int repetitions = 15;
     long long rate_tasks = 5000;   ///< chunks per worker in the all-ranks measurement
+    long long claim_tasks = 400000;  ///< claims per repetition of (d), over all ranks
     std::string output;
     bool check = false;
     bool verbose = false;  ///< print every repetition's numbers
@@ -135,7 +161,8 @@ struct settings {
 
 [[noreturn]] void usage(const std::string& why) {
     throw pfarm::invalid_argument("arguments", why + "; usage: pfarm-bench-overhead [--tasks N] [--repetitions R] "
-                                                     "[--rate-tasks M] [--output FILE] [--check] [--verbose] [--profile]");
+                                                     "[--rate-tasks M] [--claim-tasks C] [--output FILE] [--check] "
+                                                     "[--verbose] [--profile]");
 }
 
 settings parse(int argc, char** argv) {
@@ -155,6 +182,7 @@ settings parse(int argc, char** argv) {
         if (a == "--tasks") s.tasks = positive(value());
         else if (a == "--repetitions") s.repetitions = static_cast<int>(positive(value()));
         else if (a == "--rate-tasks") s.rate_tasks = positive(value());
+        else if (a == "--claim-tasks") s.claim_tasks = positive(value());
         else if (a == "--output") s.output = value();
         else if (a == "--check") s.check = true;
         else if (a == "--verbose") s.verbose = true;
@@ -354,6 +382,64 @@ timing empty_farm(MPI_Comm comm, long long tasks, bool prefetch, bool farmer_com
     return gaps(std::move(stamps), mean);
 }
 
+/// (d) Claims per second over every rank of `world`, from the first claim anywhere to the last (the
+/// MPI_Fetch_and_op wrapper's stamps; one node, one clock). `farm`: the decentralised farm of `tasks` empty tasks
+/// (ss, every rank computing, replicated input); otherwise the raw loop: every rank adds 1 to a counter on rank 0
+/// with MPI_Fetch_and_op and MPI_Win_flush until it reads `tasks` or more, in one MPI_Win_lock_all epoch.
+/// `replay`: the raw loop also turns each step into its chunk with the core's step_schedule (ss), as the farm's
+/// claims do: the claim path alone, without the farm's task call, results and clock reads.
+double claim_rate(MPI_Comm world, long long tasks, bool farm, bool replay = false) {
+    std::vector<double> in, out;
+    MPI_Win win = MPI_WIN_NULL;
+    std::int64_t* counter = nullptr;
+    int rank = 0;
+    MPI_Comm_rank(world, &rank);
+    if (farm) {
+        in.assign(static_cast<std::size_t>(tasks), 1.0);
+        out.resize(rank == 0 ? in.size() : 0);
+    } else {
+        check(MPI_Win_allocate(rank == 0 ? 8 : 0, 8, MPI_INFO_NULL, world, &counter, &win), "MPI_Win_allocate");
+        check(MPI_Win_lock_all(MPI_MODE_NOCHECK, win), "MPI_Win_lock_all");
+        if (rank == 0) *counter = 0, check(MPI_Win_sync(win), "MPI_Win_sync");
+        check(MPI_Barrier(world), "MPI_Barrier");
+    }
+    claims = {};
+    claims.on = true;
+    if (farm) {
+        pfarm::farm_options options;
+        options.technique = "ss";
+        options.farmer = pfarm::farmer_mode::decentralised;
+        options.farmer_computes = true;
+        options.replicated_input = true;
+        pfarm::farm(world, std::span<const double>(in), std::span<double>(out), [](const double& x, double& y) { y = x; },
+                    options);
+    } else {
+        const std::int64_t one = 1;
+        int size = 1;
+        MPI_Comm_size(world, &size);
+        pfarm::step_schedule steps(tasks, size, pfarm::make_technique("ss", {}, size), 1);
+        long long sum = 0;
+        for (std::int64_t old = 0; old < tasks;) {
+            check(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, 0, MPI_SUM, win), "MPI_Fetch_and_op");
+            check(MPI_Win_flush(0, win), "MPI_Win_flush");
+            if (replay) sum += steps.at(old).count;
+        }
+        if (replay && sum > tasks) throw pfarm::internal_error("claim path: more tasks claimed than exist");
+    }
+    claims.on = false;
+    if (!farm) {
+        check(MPI_Win_unlock_all(win), "MPI_Win_unlock_all");
+        check(MPI_Win_free(&win), "MPI_Win_free");
+    }
+    double first = claims.stamped > 0 ? claims.first : 1e300, last = claims.stamped > 0 ? claims.last : -1e300;
+    long long count = claims.stamped, total = 0;
+    double start = 0.0, end = 0.0;
+    check(MPI_Allreduce(&first, &start, 1, MPI_DOUBLE, MPI_MIN, world), "MPI_Allreduce");
+    check(MPI_Allreduce(&last, &end, 1, MPI_DOUBLE, MPI_MAX, world), "MPI_Allreduce");
+    check(MPI_Allreduce(&count, &total, 1, MPI_LONG_LONG, MPI_SUM, world), "MPI_Allreduce");
+    return static_cast<double>(total) / (end - start);
+}
+
 /// One measurement's repetitions, in microseconds.
 struct series {
     std::vector<timing> runs;
@@ -387,6 +473,14 @@ struct results {
     series raw, raw_posted, flat, prefetch, computes;  ///< ranks 0 and 1
     series raw_all, all;                   ///< every rank asking; gaps between any two requests
     double calls[2][5] = {};  ///< per chunk on the farmer [0] and the worker [1]: send recv probe iprobe get_count
+    std::vector<double> claim_rate, raw_claim_rate, path_claim_rate;  ///< (d), claims per second, per repetition
+    /// The median over the repetitions of `a` / raw, each repetition's pair measured back to back.
+    double claim_ratio(const std::vector<double>& a) const {
+        std::vector<double> ratios;
+        for (std::size_t i = 0; i < std::min(a.size(), raw_claim_rate.size()); ++i) ratios.push_back(a[i] / raw_claim_rate[i]);
+        return median(ratios);
+    }
+    double claim_ratio() const { return claim_ratio(claim_rate); }
 };
 
 std::string json(const results& r, const settings& s) {
@@ -432,7 +526,14 @@ std::string json(const results& r, const settings& s) {
       << ",\"probe\":" << r.calls[0][2] << ",\"iprobe\":" << r.calls[0][3] << ",\"get_count\":" << r.calls[0][4]
       << "},\"worker_mpi_calls_per_chunk\":{\"send\":" << r.calls[1][0] << ",\"recv\":" << r.calls[1][1]
       << ",\"probe\":" << r.calls[1][2] << ",\"iprobe\":" << r.calls[1][3] << ",\"get_count\":" << r.calls[1][4]
-      << "},\"hierarchical\":\"not available\",\"decentralised\":\"not available\"}";
+      << "},\"hierarchical\":\"not available\""
+      << ",\"claim_tasks\":" << s.claim_tasks << ",\"decentralised_claim_rate_per_s\":" << median(r.claim_rate)
+      << ",\"raw_fetch_and_op_rate_per_s\":" << median(r.raw_claim_rate)
+      << ",\"decentralised_claim_rate_ratio\":" << r.claim_ratio()
+      << ",\"claim_path_rate_per_s\":" << median(r.path_claim_rate)
+      << ",\"claim_path_rate_ratio\":" << r.claim_ratio(r.path_claim_rate)
+      << ",\"target_claim_rate_ratio\":" << target_rate_ratio
+      << ",\"meets_claim_rate_target\":" << (r.claim_ratio() >= target_rate_ratio ? "true" : "false") << "}";
     return o.str();
 }
 
@@ -440,6 +541,8 @@ bool sane(const results& r) {
     for (const series* x : {&r.raw, &r.raw_posted, &r.flat, &r.prefetch, &r.raw_all, &r.all})
         for (double v : {x->gap_us(), x->mean_us()})
             if (!std::isfinite(v) || !(v > 0.0)) return false;
+    for (double v : {median(r.claim_rate), median(r.raw_claim_rate), median(r.path_claim_rate)})
+        if (!std::isfinite(v) || !(v > 0.0)) return false;
     const double v = r.computes.mean_us();
     return std::isfinite(v) && v > 0.0 && r.request_bytes > 0 && r.reply_bytes > 0;
 }
@@ -492,7 +595,7 @@ void print(const results& r, const settings& s) {
     std::printf("%-42s %8s %6s | %8s %6s | %8.3f %6s  (reference)\n", "    farmer computes too (2 ranks compute)", "",
                 "", "", "", r.computes.mean_us(), "");
     std::printf("    hierarchical farmer                       not available\n");
-    std::printf("    decentralised mode                        not available\n");
+
     std::printf("all %d ranks asking (%d workers), requests served per second by rank 0, and pfarm / raw:\n", r.ranks,
                 workers);
     const double rate_ratio = paired_ratio(r.raw_all, r.all, &timing::trimmed);
@@ -503,6 +606,18 @@ void print(const results& r, const settings& s) {
                 1e6 / r.raw_all.gap_us(), paired_ratio(r.raw_all, r.all, &timing::gap));
     std::printf("    from the mean             %10.0f pfarm, %10.0f raw MPI, %5.2f\n", 1e6 / r.all.mean_us(),
                 1e6 / r.raw_all.mean_us(), paired_ratio(r.raw_all, r.all, &timing::mean));
+    const double claim_ratio = r.claim_ratio();
+    std::printf("(d) decentralised farm, all %d ranks claiming (ss, empty tasks), claims per second, and / raw:\n", r.ranks);
+    std::printf("    %10.0f decentralised, %10.0f raw MPI_Fetch_and_op + MPI_Win_flush, %5.2f  target %s (>= %.1f)\n",
+                median(r.claim_rate), median(r.raw_claim_rate), claim_ratio, claim_ratio >= target_rate_ratio ? "met" : "MISSED",
+                target_rate_ratio);
+    std::printf("    %10.0f the claim path alone (the same loop turning each step into its chunk: step_schedule), %5.2f\n",
+                median(r.path_claim_rate), r.claim_ratio(r.path_claim_rate));
+    if (s.verbose)
+        for (std::size_t i = 0; i < r.claim_rate.size(); ++i)
+            std::printf("    repetition %zu: %10.0f decentralised, %10.0f raw, %5.2f; claim path %10.0f, %5.2f\n", i,
+                        r.claim_rate[i], r.raw_claim_rate[i], r.claim_rate[i] / r.raw_claim_rate[i], r.path_claim_rate[i],
+                        r.path_claim_rate[i] / r.raw_claim_rate[i]);
 }
 
 int run(int argc, char** argv) {
@@ -583,6 +698,21 @@ int run(int argc, char** argv) {
                 r.raw_all.add(raw_exchange(world, s.rate_tasks, request_bytes, reply_bytes));
             else
                 r.all.add(empty_farm(world, s.rate_tasks * (size - 1), false, false));
+            sleeping_barrier(world);
+        }
+    }
+
+    // (d) The decentralised farm's claims beside raw MPI_Fetch_and_op, every rank claiming, interleaved.
+    const long long claim_total = s.claim_tasks;
+    claim_rate(world, std::min<long long>(claim_total, 2000), true);  // warm-up: the window's first touch
+    claim_rate(world, std::min<long long>(claim_total, 2000), false);
+    for (int rep = 0; rep < s.repetitions; ++rep) {
+        for (int k = 0; k < 3; ++k) {
+            switch ((rep + k) % 3) {
+                case 0: r.raw_claim_rate.push_back(claim_rate(world, claim_total, false)); break;
+                case 1: r.claim_rate.push_back(claim_rate(world, claim_total, true)); break;
+                default: r.path_claim_rate.push_back(claim_rate(world, claim_total, false, true)); break;
+            }
             sleeping_barrier(world);
         }
     }

@@ -23,6 +23,12 @@ void add_farm_options(CLI::App& app, farm_options& o) {
                  "work take-back: once every task is handed out, an idle worker takes unstarted tasks back from the "
                  "worker expected to finish last (with --prefetch too)");
     app.add_flag("--replicated-input", o.replicated_input, "every rank holds the input: only indices travel");
+    app.add_option_function<std::string>(
+        "--farmer",
+        [&o](const std::string& s) { o.farmer = parse_farmer_mode(s); },
+        "who schedules: flat (one farmer, the default), hierarchical (not under MPI yet), decentralised (every rank "
+        "claims its own chunks from one-sided counters; static, ss, css, gss, fss, tss, fiss, tfss, fsc, mfsc, dgss with --weights)");
+    app.add_option("--masters", o.masters, "hierarchical farmer: masters (0 = one per node)");
     app.add_option("--trace", o.trace, "write a trace of every chunk: FILE.csv or FILE.json");
     app.add_option("--journal", o.journal,
                    "resumable run: record each finished task in FILE; a rerun with the same FILE computes only the "

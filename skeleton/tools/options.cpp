@@ -94,6 +94,9 @@ std::span<const flag_name> shared_flags() {
         {"monitors", "--monitors"},
         {"trace", "--trace"},
         {"journal", "--journal"},
+        {"farmer", "--farmer"},
+        {"masters", "--masters"},
+        {"reclaim", "--reclaim"},
     };
     return table;
 }

@@ -249,6 +249,24 @@ int main(int argc, char **argv) {
         }
     }
 
+    /* The farmer mode: decentralised farms the range; an unknown name is an error naming "farmer". */
+    {
+        long long out[2 * 40];
+        counter c = {rank, 0, 0, 10, 49, 0.0};
+        pfarm_options o;
+        long long calls = 0, wrong = 0;
+        options_for(&o, "gss", &paths[0], &c);
+        o.farmer = "decentralised";
+        const int status = pfarm_run_range(range_task, 10, 40, out, 80, MPI_LONG_LONG, MPI_COMM_WORLD, &o, NULL);
+        CHECK(status == PFARM_OK, "decentralised: %s", pfarm_error_message());
+        totals(&c, &calls, &wrong);
+        for (int i = 0; rank == 0 && i < 40; ++i) CHECK(out[2 * i] == 10 + i, "decentralised: out[%d] = %lld", 2 * i, out[2 * i]);
+        if (rank == 0) CHECK(calls == 40, "decentralised: %lld calls", calls);
+        o.farmer = "central";
+        expect_argument_error(pfarm_run_range(range_task, 10, 40, out, 80, MPI_LONG_LONG, MPI_COMM_WORLD, &o, NULL), "farmer",
+                              "an unknown farmer mode");
+    }
+
     /* NULL options: defaults, and the task function gets NULL user_data. */
     {
         long long out[50];

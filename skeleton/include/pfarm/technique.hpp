@@ -72,6 +72,16 @@ inline std::vector<reading> calibration_readings(calibration_mode mode) {
     }
 }
 
+/// Whether a technique's chunks can be computed on every rank without a farmer (the decentralised farm,
+/// docs/skeleton.md "Decentralised farm"), and how.
+enum class claim_form {
+    none,       ///< no: its chunks depend on measured times, calibration or readings that only a farmer collects
+    by_step,    ///< its answer to the s-th request depends on s alone (asked as worker s mod p, no completions):
+                ///< every rank replays the same sequence, so a claim is one fetch-and-add on the step counter
+    by_worker,  ///< next(w, R) is a pure function of the worker and the tasks unassigned (no state, nothing
+                ///< measured): a claim is a compare-and-swap of the next task index
+};
+
 /// The interface every technique implements. Hooks are called by the farmer only:
 ///   needs_calibration() once, start() once, then next()/completed() in any interleaving.
 class technique {
@@ -106,6 +116,10 @@ public:
 
     /// Worker `worker`'s run-queue length changed to `queue` (>= 1): non-dedicated mode of seed 002.
     virtual void run_queue_changed(int worker, double queue) { (void)worker, (void)queue; }
+
+    /// How the decentralised farm may claim this technique's chunks (claim_form). The default says it cannot:
+    /// a technique declares the form its next() already has; it is called after construction, before start().
+    virtual claim_form decentralised() const { return claim_form::none; }
 
     /// The installment factor k, for techniques that have one.
     virtual std::optional<double> installment_factor() const { return std::nullopt; }

@@ -54,6 +54,7 @@ struct config_header {
     std::int32_t monitors = 0;         ///< monitor_bits
     std::int32_t readings_each = 0;    ///< every request carries readings
     std::int32_t readings_calibration = 0;  ///< a calibration result carries readings
+    std::int32_t farmer = 0;                ///< farmer_mode
 };
 
 struct shared_setup {
@@ -120,6 +121,13 @@ private:
     double start_, last_ = -1e9, interval_ = 5.0;
     bool enabled_ = false, bar_ = false;
 };
+
+/// The decentralised farm (decentralised.cpp). check_decentralised runs on rank 0 inside agree(): it throws the
+/// invalid_argument every rank throws when the options ask for what this mode cannot do.
+void check_decentralised(const farm_options& options, const technique& policy, int workers);
+farm_report run_decentralised(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out,
+                              const task_kernel& kernel, const farm_options& options, const shared_setup& setup, double t0,
+                              const std::vector<double>& offsets);
 
 farm_report empty_report(const farm_options& options, int ranks, task_count tasks);
 void write_trace(const std::string& path, const farm_report& r);

@@ -21,6 +21,7 @@ constexpr int tag_clock = 3;     // the clock ping-pong at setup
 constexpr int tag_released = 4;  // worker -> farmer: a victim's answer to a reclaim (served first: farmer_inbox)
 constexpr int tag_results = 5;   // worker -> farmer: the results of a request too large to travel in it
 constexpr int tag_inputs = 6;    // farmer -> worker: the inputs of a reply too large to travel in it
+constexpr int tag_failure = 7;   // decentralised farm: each rank to rank 0 "done, and how"; rank 0 back: the outcome
 
 /// A message up to this size carries its payload; a larger one sends its header alone and its payload after.
 constexpr std::size_t inline_capacity = 64 * 1024;

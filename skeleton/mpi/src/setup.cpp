@@ -117,6 +117,21 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
             if (!kernel.run && !kernel.run_variable) throw invalid_argument("worker", "is empty");
             const int workers = ranks == 1 ? 1 : ranks - (options.farmer_computes ? 0 : 1);
             policy = make_technique(options.technique, options.parameters, workers);
+            if (options.masters < 0)
+                throw invalid_argument("masters", "is " + std::to_string(options.masters) + "; expected >= 0 (0: one per node)");
+            if (options.farmer == farmer_mode::hierarchical)
+                throw invalid_argument("farmer", "hierarchical is not implemented under MPI yet; use flat or decentralised");
+            if (options.farmer == farmer_mode::decentralised) {
+                if (kernel.streamed())  // a journal hands results on through a sink too (journaled.cpp)
+                    throw invalid_argument("farmer", "decentralised does not carry streamed results, results of any size or "
+                                                     "a journal yet (its ranks put fixed-size outputs straight into rank 0's "
+                                                     "window); use flat");
+                if (options.schedule)
+                    throw invalid_argument("farmer", "decentralised serves no calibrating technique, so a learned schedule "
+                                                     "has nothing to keep; use flat");
+                check_decentralised(options, *policy, workers);
+            }
+            s.config.farmer = static_cast<std::int32_t>(options.farmer);
             choose_monitors(policy->needs(), options, s);
             s.emulated = emulation_from(options, ranks);
             s.config.tasks = tasks;

@@ -66,6 +66,7 @@ class fixed_size_chunking final : public technique {
 public:
     fixed_size_chunking(double h, double sigma) : h_(h), sigma_(sigma) {}
     std::string name() const override { return "fsc"; }
+    claim_form decentralised() const override { return claim_form::by_step; }  // one fixed size
     void start(const schedule_context& c) override { size_ = chunk_size(c.remaining, c.workers, h_, sigma_); }
     task_count next(int, task_count) override { return size_; }
 
@@ -94,6 +95,7 @@ private:
 class modified_fsc final : public technique {
 public:
     std::string name() const override { return "mfsc"; }
+    claim_form decentralised() const override { return claim_form::by_step; }  // one fixed size
     void start(const schedule_context& c) override { size_ = chunk_size(c.remaining, c.workers); }
     task_count next(int, task_count) override { return size_; }
 

@@ -15,6 +15,7 @@ class static_block final : public technique {
 public:
     static_block(int p, std::string name) : name_(std::move(name)), given_(static_cast<std::size_t>(p), false) {}
     std::string name() const override { return name_; }
+    claim_form decentralised() const override { return claim_form::by_step; }  // block s for step s
     void start(const schedule_context& c) override {
         base_ = c.remaining / c.workers;
         extra_ = c.remaining % c.workers;
@@ -36,6 +37,7 @@ class fixed_chunk final : public technique {
 public:
     fixed_chunk(std::string name, task_count size) : name_(std::move(name)), size_(size) {}
     std::string name() const override { return name_; }
+    claim_form decentralised() const override { return claim_form::by_step; }
     void start(const schedule_context&) override {}
     task_count next(int, task_count) override { return size_; }
 
@@ -48,6 +50,7 @@ private:
 class guided final : public technique {
 public:
     std::string name() const override { return "gss"; }
+    claim_form decentralised() const override { return claim_form::by_step; }
     void start(const schedule_context& c) override { p_ = c.workers; }
     task_count next(int, task_count r) override { return ceil_div(r, p_); }
 
@@ -60,6 +63,7 @@ class factoring final : public technique {
 public:
     explicit factoring(double x) : x_(x) {}
     std::string name() const override { return "fss"; }
+    claim_form decentralised() const override { return claim_form::by_step; }
     void start(const schedule_context& c) override {
         p_ = c.workers;
         stages_ = stage_counter(c.workers);
@@ -80,6 +84,7 @@ class trapezoid_ss final : public technique {
 public:
     explicit trapezoid_ss(const technique_options& o) : first_(o.first), last_(o.last) {}
     std::string name() const override { return "tss"; }
+    claim_form decentralised() const override { return claim_form::by_step; }
     void start(const schedule_context& c) override {
         t_ = trapezoid::make(c.remaining, c.workers, first_, last_);
     }
@@ -98,6 +103,7 @@ class fixed_increase final : public technique {
 public:
     explicit fixed_increase(int sigma) : sigma_(sigma) {}
     std::string name() const override { return "fiss"; }
+    claim_form decentralised() const override { return claim_form::by_step; }
     void start(const schedule_context& c) override {
         p_ = c.workers;
         stages_ = stage_counter(c.workers);
@@ -125,6 +131,7 @@ class trapezoid_factoring final : public technique {
 public:
     explicit trapezoid_factoring(const technique_options& o) : first_(o.first), last_(o.last) {}
     std::string name() const override { return "tfss"; }
+    claim_form decentralised() const override { return claim_form::by_step; }
     void start(const schedule_context& c) override {
         p_ = c.workers;
         stages_ = stage_counter(c.workers);

@@ -72,6 +72,11 @@ protected:
 class dgss final : public weighted_base {
 public:
     using weighted_base::weighted_base;
+    /// With known weights, ceil(R A_j / A) is a pure function of j and R (the run queues fixed at --run-queue);
+    /// without them it calibrates, which needs a farmer.
+    claim_form decentralised() const override {
+        return options_.weights.empty() ? claim_form::none : claim_form::by_worker;
+    }
     task_count next(int w, task_count r) override {
         return at_least_one(ceil_count(static_cast<double>(r) * share(w)));
     }

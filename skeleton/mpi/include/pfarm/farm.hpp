@@ -58,6 +58,22 @@ enum class progress_mode {
     quiet,      ///< nothing
 };
 
+/// Who schedules the chunks (docs/skeleton.md "Decentralised farm").
+enum class farmer_mode {
+    flat,           ///< one farmer on rank 0 answers every request
+    hierarchical,   ///< a supermaster and masters (not implemented under MPI yet: invalid_argument "farmer")
+    decentralised,  ///< no farmer: every rank claims its own chunks from counters in MPI one-sided memory on rank 0
+};
+
+/// "flat", "hierarchical", "decentralised" (the tools' --farmer, the C API's farmer); invalid_argument naming
+/// `argument` otherwise.
+inline farmer_mode parse_farmer_mode(const std::string& name, const std::string& argument = "farmer") {
+    if (name == "flat") return farmer_mode::flat;
+    if (name == "hierarchical") return farmer_mode::hierarchical;
+    if (name == "decentralised") return farmer_mode::decentralised;
+    throw invalid_argument(argument, "is '" + name + "'; expected flat, hierarchical or decentralised");
+}
+
 struct farm_options {
     std::string technique = "multi";       ///< any registry name (pfarm-chunks --help)
     technique_options parameters;          ///< the technique's parameters
@@ -92,6 +108,11 @@ struct farm_options {
     /// What else determines the outputs beyond the inputs and their shape (an app's options): a journal written
     /// with another key is refused.
     std::string journal_key;
+    /// Who schedules: a flat farmer (default), hierarchical, or decentralised (docs/skeleton.md "Decentralised
+    /// farm": the techniques whose chunks depend only on the scheduling step, or on the worker and what remains;
+    /// no reclaim; no monitors).
+    farmer_mode farmer = farmer_mode::flat;
+    int masters = 0;  ///< hierarchical: masters (0 = one per node); >= 0
 };
 
 /// What a farm did. Per-rank vectors have one entry per rank (rank 0 is the farmer).

@@ -1,0 +1,643 @@
+// pfarm MPI engine: the decentralised farm (farm_options::farmer = decentralised). No rank serves requests:
+// every computing rank claims its own chunks from counters in MPI one-sided memory on rank 0 (one window made by
+// MPI_Win_allocate, one MPI_Win_lock_all epoch for the whole farm, never a lock per claim), reads its inputs
+// from that window (MPI_Get) unless the input is replicated, and puts its results into it (MPI_Put), where rank 0
+// finds them in task order at the end. The chunk arithmetic is the core's (pfarm/claim_schedule.hpp): a by_step
+// technique is claimed with one MPI_Fetch_and_op on the step counter, a by_worker one with MPI_Compare_and_swap
+// on the next task index. docs/skeleton.md "Decentralised farm" has the scheme and its measured claim rate.
+#include "engine.hpp"
+#include "messages.hpp"
+#include "wire.hpp"
+
+#include "pfarm/claim_schedule.hpp"
+#include "pfarm/metrics.hpp"
+#include "pfarm/mpi.hpp"
+#include "pfarm/registry.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <thread>
+
+namespace pfarm::detail {
+
+namespace {
+
+/// Added to both counters when a rank fails: every later claim sees a value past any schedule and stops.
+constexpr std::int64_t poison = std::int64_t{1} << 62;
+constexpr MPI_Aint step_at = 0;   ///< by_step: the next scheduling step
+constexpr MPI_Aint next_at = 8;   ///< by_worker: the next task index
+constexpr MPI_Aint header_bytes = 64;
+constexpr std::size_t piece = std::size_t{1} << 30;  ///< one MPI_Get/MPI_Put moves at most this many bytes
+/// Results wait in a batch until it holds this many bytes or chunks (or the rank has no more work); a chunk with
+/// more results than this travels alone.
+constexpr std::size_t batch_bytes = std::size_t{256} << 10;
+constexpr std::size_t batch_chunks = 1024;
+
+// ---- rank 0's technique options, so that every rank replays the same schedule ----
+
+void share_string(MPI_Comm comm, std::string& text) {
+    int length = static_cast<int>(text.size());
+    mpi::check(MPI_Bcast(&length, 1, MPI_INT, 0, comm), "MPI_Bcast");
+    text.resize(static_cast<std::size_t>(length));
+    if (length > 0) mpi::check(MPI_Bcast(text.data(), length, MPI_CHAR, 0, comm), "MPI_Bcast");
+}
+
+/// Rank 0's technique name and parameters on every rank: the options other ranks passed are not read, as in
+/// the flat farm (only rank 0's view counts).
+void share_technique(MPI_Comm comm, int rank, std::string& name, technique_options& o) {
+    share_string(comm, name);
+    std::vector<double> v;
+    if (rank == 0) {
+        const auto scalar = [&v](const auto& x) {
+            v.push_back(x ? 1.0 : 0.0);
+            v.push_back(x ? static_cast<double>(*x) : 0.0);
+        };
+        v.push_back(static_cast<double>(o.min_chunk));
+        scalar(o.chunk), scalar(o.factor), scalar(o.first), scalar(o.last), scalar(o.stages), scalar(o.static_percent);
+        scalar(o.k), scalar(o.overhead), scalar(o.sigma);
+        v.push_back(o.calibration ? 1.0 : 0.0);
+        v.push_back(o.calibration ? static_cast<double>(static_cast<int>(*o.calibration)) : 0.0);
+        for (const auto* list : {&o.weights, &o.run_queue, &o.times}) {
+            v.push_back(static_cast<double>(list->size()));
+            v.insert(v.end(), list->begin(), list->end());
+        }
+    }
+    int size = static_cast<int>(v.size());
+    mpi::check(MPI_Bcast(&size, 1, MPI_INT, 0, comm), "MPI_Bcast");
+    v.resize(static_cast<std::size_t>(size));
+    mpi::check(MPI_Bcast(v.data(), size, MPI_DOUBLE, 0, comm), "MPI_Bcast");
+    if (rank == 0) return;
+    std::size_t i = 0;
+    o = technique_options{};
+    o.min_chunk = static_cast<task_count>(v[i++]);
+    const auto scalar = [&](auto& x) {
+        const bool has = v[i++] != 0.0;
+        const double value = v[i++];
+        if (has) x = static_cast<typename std::remove_reference_t<decltype(x)>::value_type>(value);
+    };
+    scalar(o.chunk), scalar(o.factor), scalar(o.first), scalar(o.last), scalar(o.stages), scalar(o.static_percent);
+    scalar(o.k), scalar(o.overhead), scalar(o.sigma);
+    const bool has_mode = v[i++] != 0.0;
+    const int mode = static_cast<int>(v[i++]);
+    if (has_mode) o.calibration = static_cast<calibration_mode>(mode);
+    for (auto* list : {&o.weights, &o.run_queue, &o.times}) {
+        const auto n = static_cast<std::size_t>(v[i++]);
+        list->assign(v.begin() + static_cast<std::ptrdiff_t>(i), v.begin() + static_cast<std::ptrdiff_t>(i + n));
+        i += n;
+    }
+}
+
+// ---- one-sided memory ----
+
+/// The farm's window: on rank 0, the counters (64 bytes), the inputs (unless replicated or empty) and the
+/// outputs, 64-byte aligned; no memory elsewhere. Locked for every rank (MPI_Win_lock_all) from construction to
+/// destruction, which frees it (collective: every rank destroys it together).
+class farm_window {
+public:
+    farm_window(MPI_Comm comm, int rank, task_count tasks, std::size_t in_bytes, std::size_t out_bytes) {
+        const auto n = static_cast<MPI_Aint>(tasks);
+        in_size_ = static_cast<MPI_Aint>(in_bytes) * n;
+        out_size_ = static_cast<MPI_Aint>(out_bytes) * n;
+        const MPI_Aint bytes = rank == 0 ? header_bytes + in_size_ + out_size_ + 64 : 0;
+        mpi::check(MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, comm, &base_, &win_), "MPI_Win_allocate");
+        bytes_ = bytes;
+        std::int64_t at[2] = {0, 0};
+        if (rank == 0) {  // the outputs start 64-byte aligned, so rank 0's final copy out of them is too
+            at[0] = header_bytes;
+            const auto end = reinterpret_cast<std::uintptr_t>(base_) + static_cast<std::uintptr_t>(header_bytes + in_size_);
+            at[1] = header_bytes + in_size_ + static_cast<std::int64_t>((64 - end % 64) % 64);
+        }
+        mpi::check(MPI_Bcast(at, 2, MPI_INT64_T, 0, comm), "MPI_Bcast");
+        in_at_ = at[0], out_at_ = at[1];
+        mpi::check(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), "MPI_Win_lock_all");
+    }
+    ~farm_window() {
+        MPI_Win_unlock_all(win_);
+        MPI_Win_free(&win_);
+    }
+    farm_window(const farm_window&) = delete;
+    farm_window& operator=(const farm_window&) = delete;
+
+    MPI_Win get() const { return win_; }
+    std::byte* local(MPI_Aint at) { return static_cast<std::byte*>(base_) + at; }  ///< rank 0's memory
+    MPI_Aint in_at() const { return in_at_; }
+    MPI_Aint out_at() const { return out_at_; }
+    MPI_Aint in_size() const { return in_size_; }
+    MPI_Aint out_size() const { return out_size_; }
+    MPI_Aint bytes() const { return bytes_; }  ///< of rank 0's memory
+
+    /// Moves `bytes` between `local` and rank 0's window at `at`, in pieces MPI counts can hold; completed by
+    /// the next flush.
+    void put(const std::byte* local, std::size_t bytes, MPI_Aint at) {
+        for (std::size_t done = 0; done < bytes; done += piece) {
+            const int n = static_cast<int>(std::min(piece, bytes - done));
+            mpi::check(MPI_Put(local + done, n, MPI_BYTE, 0, at + static_cast<MPI_Aint>(done), n, MPI_BYTE, win_), "MPI_Put");
+        }
+    }
+    void get(std::byte* local, std::size_t bytes, MPI_Aint at) {
+        for (std::size_t done = 0; done < bytes; done += piece) {
+            const int n = static_cast<int>(std::min(piece, bytes - done));
+            mpi::check(MPI_Get(local + done, n, MPI_BYTE, 0, at + static_cast<MPI_Aint>(done), n, MPI_BYTE, win_), "MPI_Get");
+        }
+    }
+    /// Puts a batch: `bytes` of results, packed in `local` one chunk after another, to `at[i]` (`lengths[i]`
+    /// bytes each), with one MPI_Put through an hindexed target datatype (one call per batch, not per chunk).
+    void put_batch(const std::byte* local, std::size_t bytes, std::vector<MPI_Aint>& at, std::vector<int>& lengths) {
+        if (at.size() == 1) return put(local, bytes, at[0]);
+        MPI_Datatype target;
+        mpi::check(MPI_Type_create_hindexed(static_cast<int>(at.size()), lengths.data(), at.data(), MPI_BYTE, &target),
+                   "MPI_Type_create_hindexed");
+        mpi::check(MPI_Type_commit(&target), "MPI_Type_commit");
+        const int rc = MPI_Put(local, static_cast<int>(bytes), MPI_BYTE, 0, 0, 1, target, win_);
+        MPI_Type_free(&target);  // the put in flight keeps what it needs (MPI_Type_free)
+        mpi::check(rc, "MPI_Put");
+    }
+    void flush() { mpi::check(MPI_Win_flush(0, win_), "MPI_Win_flush"); }
+
+private:
+    void* base_ = nullptr;
+    MPI_Win win_ = MPI_WIN_NULL;
+    MPI_Aint in_at_ = 0, out_at_ = 0, in_size_ = 0, out_size_ = 0, bytes_ = 0;
+};
+
+/// One rank's claims. begin() issues the atomic operation of the next claim, end() completes it with the flush
+/// that also completes this rank's earlier puts, and returns the chunk (count 0: nothing more, the schedule's
+/// end or another rank's failure). Between the two the rank may compute (prefetch: the claim travels meanwhile).
+class claimer {
+public:
+    claimer(farm_window& window, claim_form form, std::unique_ptr<technique> policy, int worker, int workers,
+            task_count tasks, task_count min_chunk)
+        : window_(window), form_(form), worker_(worker), tasks_(tasks), min_chunk_(min_chunk) {
+        if (form == claim_form::by_step) {
+            steps_.emplace(tasks, workers, std::move(policy), min_chunk);
+        } else {
+            policy_ = std::move(policy);
+            policy_->start({tasks, tasks, workers, nullptr});
+        }
+    }
+
+    void begin() {
+        if (form_ == claim_form::by_step) {
+            mpi::check(MPI_Fetch_and_op(&one_, &result_, MPI_INT64_T, 0, step_at, MPI_SUM, window_.get()), "MPI_Fetch_and_op");
+            return;
+        }
+        // by_worker: size the chunk from the last value seen (exact when nobody claimed since), swap it in if the
+        // index still holds that value; end() retries from the value found otherwise.
+        wanted_ = claim_for(*policy_, worker_, tasks_, guess_, min_chunk_);
+        if (wanted_.count == 0) return;  // the index only grows: guess_ >= tasks is the end for good
+        compare_ = guess_, desired_ = guess_ + wanted_.count;
+        mpi::check(MPI_Compare_and_swap(&desired_, &compare_, &result_, MPI_INT64_T, 0, next_at, window_.get()),
+                   "MPI_Compare_and_swap");
+    }
+
+    chunk end() {
+        window_.flush();
+        if (form_ == claim_form::by_step) return result_ >= poison ? chunk{tasks_, 0} : steps_->at(result_);
+        for (;;) {
+            if (wanted_.count == 0) return wanted_;
+            if (result_ == compare_) {
+                guess_ = desired_;
+                return wanted_;
+            }
+            if (result_ >= poison) return {tasks_, 0};
+            guess_ = result_;  // another rank claimed first: retry from what it left
+            begin();
+            window_.flush();
+        }
+    }
+
+    /// This rank failed: every other rank's next claim finds nothing (both counters, whichever form).
+    void poison_counters() {
+        std::int64_t ignored = 0;
+        for (MPI_Aint at : {step_at, next_at})
+            mpi::check(MPI_Fetch_and_op(&poison, &ignored, MPI_INT64_T, 0, at, MPI_SUM, window_.get()), "MPI_Fetch_and_op");
+        window_.flush();
+    }
+
+    /// Tasks handed out so far, as rank 0 reads them for its progress line (by_step: the start of the next step).
+    task_count handed_out() {
+        std::int64_t value = 0;
+        mpi::check(MPI_Fetch_and_op(nullptr, &value, MPI_INT64_T, 0, form_ == claim_form::by_step ? step_at : next_at,
+                                    MPI_NO_OP, window_.get()),
+                   "MPI_Fetch_and_op");
+        window_.flush();
+        if (value >= poison) return tasks_;
+        if (form_ == claim_form::by_worker) return std::min(value, tasks_);
+        const chunk c = steps_->at(value);
+        return c.count == 0 ? tasks_ : c.first;
+    }
+
+private:
+    static constexpr std::int64_t one_ = 1;
+    farm_window& window_;
+    claim_form form_;
+    std::optional<step_schedule> steps_;
+    std::unique_ptr<technique> policy_;
+    int worker_;
+    task_count tasks_, min_chunk_;
+    std::int64_t result_ = 0, compare_ = 0, desired_ = 0, guess_ = 0;
+    chunk wanted_;
+};
+
+/// A chunk as this rank saw it (its own clock since the farm's start).
+struct chunk_record {
+    std::int64_t first = 0, count = 0;
+    double claimed = 0.0, started = 0.0, finished = 0.0, flushed = 0.0;
+};
+
+/// The end of the farm, on tag_failure: each rank to rank 0 (done, and whether and how it failed; its text
+/// follows), then rank 0's answer to each (the outcome: `failed` holds its farm_outcome::kind; its text follows).
+struct failure_header {
+    std::int64_t task = -1;  ///< the task that threw; -1: the rank failed otherwise (an MPI error)
+    std::int32_t length = 0;  ///< bytes of the text that follows
+    std::int32_t failed = 0;
+    std::int32_t rank = 0;
+};
+
+/// Waits for `request` without holding a core when ranks share cores (docs/skeleton.md "Waiting without
+/// spinning"); `idle` runs between two tests.
+template <class Idle>
+void wait_for(MPI_Request& request, bool gentle, Idle idle) {
+    double pause = 2e-6;
+    for (int done = 0;;) {
+        mpi::check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        if (done) return;
+        idle();
+        if (gentle) {
+            std::this_thread::sleep_for(std::chrono::duration<double>(pause));
+            pause = std::min(pause * 2.0, 500e-6);
+        }
+    }
+}
+
+/// Gathers every rank's `items` on rank 0, in rank order; `counts` gets how many came from each rank.
+template <class T>
+std::vector<T> gather(MPI_Comm comm, int rank, int ranks, const std::vector<T>& items, std::vector<int>& counts) {
+    const int bytes = static_cast<int>(items.size() * sizeof(T));
+    std::vector<int> sizes(static_cast<std::size_t>(rank == 0 ? ranks : 0)), at(sizes.size());
+    mpi::check(MPI_Gather(&bytes, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comm), "MPI_Gather");
+    std::vector<T> all;
+    int total = 0;
+    counts.clear();
+    for (std::size_t q = 0; q < sizes.size(); ++q) {
+        at[q] = total, total += sizes[q];
+        counts.push_back(sizes[q] / static_cast<int>(sizeof(T)));
+    }
+    all.resize(static_cast<std::size_t>(total) / sizeof(T));
+    mpi::check(MPI_Gatherv(items.data(), bytes, MPI_BYTE, all.data(), sizes.data(), at.data(), MPI_BYTE, 0, comm),
+               "MPI_Gatherv");
+    return all;
+}
+
+class decentralised_farm {
+public:
+    decentralised_farm(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
+                       const farm_options& options, const shared_setup& setup, double t0, const std::vector<double>& offsets)
+        : comm_(comm), rank_(rank), ranks_(ranks), in_(in), out_(out), kernel_(kernel), options_(options), setup_(setup),
+          t0_(t0), offsets_(offsets), tasks_(setup.config.tasks), first_worker_(setup.config.farmer_computes ? 0 : 1),
+          fetch_inputs_(!setup.config.replicated && kernel.in_bytes > 0),
+          keep_records_(!options.trace.empty() || options.record_trace),
+          window_(comm, rank, setup.config.tasks, fetch_inputs_ ? kernel.in_bytes : 0, kernel.out_bytes) {}
+
+    farm_report run() {
+        const double cpu0 = cpu_seconds();
+        std::string name = options_.technique;
+        technique_options parameters = options_.parameters;
+        share_technique(comm_, rank_, name, parameters);
+        const int workers = ranks_ - first_worker_;
+        std::unique_ptr<technique> policy = make_technique(name, parameters, workers);
+        const std::optional<double> k = policy->installment_factor();
+        const claim_form form = policy->decentralised();
+        claimer claims(window_, form, std::move(policy), rank_ - first_worker_, workers, tasks_, parameters.min_chunk);
+        if (rank_ == 0) {  // the counters start at 0 and rank 0's input is in the window before anyone claims;
+            // the whole window is zeroed now, so that its pages are mapped before the claims start (a first touch
+            // by a put costs a page fault in the middle of the farm)
+            std::memset(window_.local(0), 0, static_cast<std::size_t>(window_.bytes()));
+            if (fetch_inputs_ && window_.in_size() > 0)
+                std::memcpy(window_.local(window_.in_at()), in_, static_cast<std::size_t>(window_.in_size()));
+            mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
+        }
+        mpi::check(MPI_Barrier(comm_), "MPI_Barrier");
+
+        progress_reporter progress(rank_ == 0 ? options_.progress : progress_mode::quiet, tasks_);
+        if (rank_ >= first_worker_) work(claims, progress);
+        window_.flush();  // this rank's results are all in rank 0's window (work() sent its last batch)
+
+        // The end, point to point (a non-blocking collective would leave its progress function in every later MPI
+        // poll of the process): each rank tells rank 0 it is done, its results flushed, and how (failure_header);
+        // once all have, rank 0 holds every result and answers each rank with the outcome.
+        const bool gentle = setup_.config.gentle_wait != 0;
+        outcome o = rank_ == 0 ? collect_outcome(gentle, [&] {
+            if (options_.progress != progress_mode::quiet) progress.update(claims.handed_out());
+        })
+                               : report_and_await_outcome(gentle);
+        if (o.what != farm_outcome::kind::ok) throw_outcome(o);
+        if (rank_ == 0) {
+            mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
+            if (window_.out_size() > 0)
+                std::memcpy(out_, window_.local(window_.out_at()), static_cast<std::size_t>(window_.out_size()));
+            progress.update(tasks_);
+        }
+        const double makespan = now() - t0_;
+        return report(makespan, k, cpu_seconds() - cpu0);
+    }
+
+private:
+    double clock() const { return now() - t0_; }
+
+    /// Claims and computes chunks until a claim finds nothing (the end, or a failure elsewhere) or a task throws.
+    void work(claimer& claims, progress_reporter& progress) {
+        const bool prefetch = setup_.config.prefetch != 0, emulated = setup_.emulated.active();
+        try {
+            double claimed = clock();
+            claims.begin();
+            chunk next = claims.end();
+            while (next.count > 0) {
+                const chunk c = next;
+                double claimed_next = 0.0;
+                if (prefetch) claimed_next = keep_records_ ? clock() : 0.0, claims.begin();  // the next claim travels while this one computes
+                const std::size_t in_bytes = static_cast<std::size_t>(c.count) * kernel_.in_bytes;
+                const std::byte* inputs = in_ + static_cast<std::size_t>(c.first) * kernel_.in_bytes;
+                if (fetch_inputs_ && rank_ != 0) {  // rank 0 reads its own input; the others fetch theirs
+                    inputs_.reserve(in_bytes);
+                    window_.get(inputs_.data(), in_bytes, window_.in_at() + static_cast<MPI_Aint>(c.first * kernel_.in_bytes));
+                    window_.flush();
+                    inputs = inputs_.data();
+                }
+                // The chunk's results go after the batch waiting in results_ (nothing of it is in flight now: a
+                // batch put is completed by the flush of the claim that follows it, and then the batch restarts).
+                const std::size_t out_bytes = static_cast<std::size_t>(c.count) * kernel_.out_bytes;
+                results_.reserve(batched_ + out_bytes);
+                std::byte* results = results_.data() + batched_;
+                const double started = clock();
+                double owed = 0.0;  // emulated slowdown: sleep owed, paid in slices of >= 1 ms (as worker_side.cpp)
+                for (task_count task = c.first; task < c.first + c.count; ++task) {
+                    const auto i = static_cast<std::size_t>(task - c.first);
+                    const double task_start = emulated ? clock() : 0.0;
+                    try {
+                        kernel_.run(task, inputs + i * kernel_.in_bytes, results + i * kernel_.out_bytes);
+                    } catch (const std::exception& e) {
+                        fail(claims, task, e.what());
+                        return;
+                    } catch (...) {
+                        fail(claims, task, "unknown exception");
+                        return;
+                    }
+                    if (emulated) {
+                        owed += setup_.emulated.owed(rank_, task_start, clock() - task_start);
+                        if (owed >= 1e-3) std::this_thread::sleep_for(std::chrono::duration<double>(owed)), owed = 0.0;
+                    }
+                }
+                if (owed > 0.0) std::this_thread::sleep_for(std::chrono::duration<double>(owed));
+                const double finished = clock();
+                const MPI_Aint at = window_.out_at() + static_cast<MPI_Aint>(c.first * static_cast<task_count>(kernel_.out_bytes));
+                bool sent = false;
+                if (out_bytes >= batch_bytes) {  // a large chunk travels alone, after the batch before it
+                    if (batched_ > 0) window_.put_batch(results_.data(), batched_, batch_at_, batch_lengths_);
+                    window_.put(results, out_bytes, at);
+                    sent = true;
+                } else if (out_bytes > 0) {
+                    batch_at_.push_back(at);
+                    batch_lengths_.push_back(static_cast<int>(out_bytes));
+                    if (batched_ + out_bytes >= batch_bytes || batch_at_.size() == batch_chunks) {
+                        window_.put_batch(results_.data(), batched_ + out_bytes, batch_at_, batch_lengths_);
+                        sent = true;
+                    }
+                }
+                batched_ += out_bytes;
+                if (!prefetch) claimed_next = keep_records_ ? clock() : 0.0, claims.begin();
+                next = claims.end();  // its flush completes the batch's put too: those results are in rank 0's window
+                sizes_.push_back(c.count);
+                busy_ += finished - started;
+                finish_ = finished;
+                if (keep_records_) records_.push_back({c.first, c.count, claimed, started, finished, 0.0});
+                if (sent || next.count == 0) batch_done(!sent && next.count == 0);
+                claimed = claimed_next;
+                if (rank_ == 0 && options_.progress != progress_mode::quiet) progress.update(claims.handed_out());
+            }
+        } catch (const std::exception& e) {  // not a task's fault (an MPI error): the farm still ends everywhere
+            fail(claims, -1, e.what());
+        }
+    }
+
+    /// The batch's put has completed (`send`: put it first, and complete it): its chunks' results are in rank 0's
+    /// window, their records get that time, and the batch restarts empty.
+    void batch_done(bool send) {
+        if (send && !batch_at_.empty()) {
+            window_.put_batch(results_.data(), batched_, batch_at_, batch_lengths_);
+            window_.flush();
+        }
+        if (keep_records_) {
+            const double now_ = clock();
+            for (std::size_t i = batch_first_record_; i < records_.size(); ++i) records_[i].flushed = now_;
+            batch_first_record_ = records_.size();
+        }
+        batched_ = 0;
+        batch_at_.clear();
+        batch_lengths_.clear();
+    }
+
+    void fail(claimer& claims, task_count task, const std::string& text) {
+        failure_ = failure_header{task, static_cast<std::int32_t>(text.size()), 1, rank_};
+        failure_text_ = text;
+        try {
+            claims.poison_counters();
+        } catch (const std::exception&) {  // the window itself failed: the reduction still ends the farm here
+        }
+    }
+
+    /// Rank 0: waits (running `idle` between two tests) until every rank has said it is done, then sends each
+    /// the outcome: ok, or the failure of the lowest failed rank.
+    template <class Idle>
+    outcome collect_outcome(bool gentle, Idle idle) {
+        std::vector<failure_header> done(static_cast<std::size_t>(ranks_));
+        std::vector<MPI_Request> requests(static_cast<std::size_t>(ranks_ - 1));
+        for (int q = 1; q < ranks_; ++q)
+            mpi::check(MPI_Irecv(&done[static_cast<std::size_t>(q)], sizeof(failure_header), MPI_BYTE, q, tag_failure, comm_,
+                                 &requests[static_cast<std::size_t>(q - 1)]),
+                       "MPI_Irecv");
+        double pause = 2e-6;
+        for (int all = 0;;) {
+            mpi::check(MPI_Testall(ranks_ - 1, requests.data(), &all, MPI_STATUSES_IGNORE), "MPI_Testall");
+            if (all) break;
+            idle();
+            if (gentle) std::this_thread::sleep_for(std::chrono::duration<double>(pause)), pause = std::min(pause * 2, 500e-6);
+        }
+        done[0] = failure_.value_or(failure_header{});
+        std::vector<std::string> texts(static_cast<std::size_t>(ranks_));
+        texts[0] = failure_text_;
+        outcome o;
+        for (int q = ranks_ - 1; q >= 0; --q) {  // the lowest failed rank's failure is the farm's
+            const failure_header& h = done[static_cast<std::size_t>(q)];
+            if (!h.failed) continue;
+            std::string& text = texts[static_cast<std::size_t>(q)];
+            if (q > 0 && h.length > 0) {
+                text.resize(static_cast<std::size_t>(h.length));
+                mpi::check(MPI_Recv(text.data(), h.length, MPI_CHAR, q, tag_failure, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+            }
+            o.rank = q;
+            o.task = h.task;
+            o.what = h.task >= 0 ? farm_outcome::kind::task_failed : farm_outcome::kind::worker_failed;
+            o.text = h.task >= 0 ? text : "rank " + std::to_string(q) + ": " + text;
+        }
+        const failure_header answer{o.task, static_cast<std::int32_t>(o.text.size()), static_cast<std::int32_t>(o.what), o.rank};
+        for (int q = 1; q < ranks_; ++q) {
+            mpi::check(MPI_Send(&answer, sizeof answer, MPI_BYTE, q, tag_failure, comm_), "MPI_Send");
+            if (answer.length > 0) mpi::check(MPI_Send(o.text.data(), answer.length, MPI_CHAR, q, tag_failure, comm_), "MPI_Send");
+        }
+        return o;
+    }
+
+    /// Another rank: tells rank 0 it is done (its results flushed) and how, then waits for the outcome without
+    /// holding a core when ranks share cores.
+    outcome report_and_await_outcome(bool gentle) {
+        const failure_header mine = failure_.value_or(failure_header{});
+        mpi::check(MPI_Send(&mine, sizeof mine, MPI_BYTE, 0, tag_failure, comm_), "MPI_Send");
+        if (mine.failed && mine.length > 0)
+            mpi::check(MPI_Send(failure_text_.data(), mine.length, MPI_CHAR, 0, tag_failure, comm_), "MPI_Send");
+        failure_header answer;
+        MPI_Request request;
+        mpi::check(MPI_Irecv(&answer, sizeof answer, MPI_BYTE, 0, tag_failure, comm_, &request), "MPI_Irecv");
+        wait_for(request, gentle, [] {});
+        outcome o;
+        o.what = static_cast<farm_outcome::kind>(answer.failed);
+        o.rank = answer.rank;
+        o.task = answer.task;
+        o.text.resize(static_cast<std::size_t>(answer.length));
+        if (answer.length > 0)
+            mpi::check(MPI_Recv(o.text.data(), answer.length, MPI_CHAR, 0, tag_failure, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+        return o;
+    }
+
+    /// Rank 0 gets every rank's chunks (and their records with a trace); a worker its own counts.
+    farm_report report(double makespan, std::optional<double> k, double cpu) {
+        farm_report r = empty_report(options_, ranks_, tasks_);
+        r.workers = ranks_ - first_worker_;
+        r.k = k;
+        const std::vector<task_count>& sizes = sizes_;
+        struct totals {
+            double busy, finish;
+        } mine{busy_, finish_};
+        std::vector<totals> each(static_cast<std::size_t>(rank_ == 0 ? ranks_ : 0));
+        mpi::check(MPI_Gather(&mine, sizeof mine, MPI_BYTE, each.data(), sizeof mine, MPI_BYTE, 0, comm_), "MPI_Gather");
+        std::vector<int> counts;
+        const std::vector<task_count> all_sizes = gather(comm_, rank_, ranks_, sizes, counts);
+        std::vector<chunk_record> all_records;
+        std::vector<int> record_counts;
+        if (keep_records_) all_records = gather(comm_, rank_, ranks_, records_, record_counts);
+        const auto q = static_cast<std::size_t>(rank_);
+        if (rank_ != 0) {
+            r.chunks_per_rank[q] = sizes;
+            for (task_count n : sizes) r.tasks_per_rank[q] += n;
+            r.busy_per_rank[q] = busy_;
+            return r;
+        }
+        std::size_t at = 0;
+        for (std::size_t p = 0; p < static_cast<std::size_t>(ranks_); ++p) {
+            for (int i = 0; i < counts[p]; ++i, ++at) {
+                r.chunks_per_rank[p].push_back(all_sizes[at]);
+                r.tasks_per_rank[p] += all_sizes[at];
+            }
+            r.busy_per_rank[p] = each[p].busy;
+            // a worker's finish on rank 0's clock (clock_offsets); a worker that got nothing finishes at 0
+            r.finish_per_rank[p] = counts[p] > 0 ? each[p].finish - offsets_[p] : 0.0;
+        }
+        at = 0;
+        for (std::size_t p = 0; p < record_counts.size(); ++p)
+            for (int i = 0; i < record_counts[p]; ++i, ++at) {
+                const chunk_record& c = all_records[at];
+                const double off = offsets_[p];
+                r.trace.push_back({static_cast<int>(p), c.first, c.count, c.claimed - off, c.started - off, c.finished - off,
+                                   c.flushed - off, false, {}});
+            }
+        std::sort(r.trace.begin(), r.trace.end(), [](const chunk_trace& a, const chunk_trace& b) { return a.first < b.first; });
+        const std::vector<double> finish(r.finish_per_rank.begin() + first_worker_, r.finish_per_rank.end());
+        r.percent_imbalance = percent_imbalance(finish);
+        r.cov = coefficient_of_variation(finish);
+        r.makespan = makespan;
+        r.farmer_cpu_seconds = cpu;
+        if (!options_.trace.empty()) write_trace(options_.trace, r);
+        return r;
+    }
+
+    MPI_Comm comm_;
+    int rank_, ranks_;
+    const std::byte* in_;
+    std::byte* out_;
+    const task_kernel& kernel_;
+    const farm_options& options_;
+    const shared_setup& setup_;
+    double t0_;
+    const std::vector<double>& offsets_;
+    task_count tasks_;
+    int first_worker_;
+    bool fetch_inputs_;
+    bool keep_records_;  ///< a trace was asked for: every chunk's times travel to rank 0
+    farm_window window_;
+    wire_buffer inputs_;
+    wire_buffer results_;  ///< the batch: its chunks' results one after another, 64-byte aligned (so are the outputs
+                           ///< the worker function sees: each chunk's start is a multiple of out_bytes)
+    std::size_t batched_ = 0;  ///< bytes of results_ in the batch
+    std::vector<MPI_Aint> batch_at_;  ///< where each chunk of the batch goes in the window
+    std::vector<int> batch_lengths_;  ///< and its bytes
+    std::size_t batch_first_record_ = 0;
+    std::vector<task_count> sizes_;  ///< this rank's chunks, in claim order
+    double busy_ = 0.0, finish_ = 0.0;
+    std::vector<chunk_record> records_;
+    std::optional<failure_header> failure_;
+    std::string failure_text_;
+};
+
+/// The techniques this mode serves with `parameters`, for the error message: the registry's answer, never a list
+/// kept here. A technique that needs a parameter to say (css's chunk, the weights) is tried with one.
+std::string served(const technique_options& parameters, int workers) {
+    std::string list;
+    for (const technique_info& t : techniques()) {
+        technique_options o = parameters;
+        if (!o.chunk) o.chunk = 1;
+        if (!o.overhead) o.overhead = 1.0;
+        if (!o.sigma) o.sigma = 1.0;
+        std::string note;
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            try {
+                if (t.make(o, workers)->decentralised() != claim_form::none) {
+                    list += (list.empty() ? "" : ", ") + t.name + note;
+                    break;
+                }
+            } catch (const error&) {
+            }
+            if (!o.weights.empty()) break;
+            o.weights.assign(static_cast<std::size_t>(workers), 1.0);
+            note = " (with weights)";
+        }
+    }
+    return list;
+}
+
+}  // namespace
+
+void check_decentralised(const farm_options& options, const technique& policy, int workers) {
+    if (policy.decentralised() == claim_form::none) {
+        throw invalid_argument(
+            "technique", "'" + options.technique +
+                             "' cannot run with farmer = decentralised: its chunks depend on measured times, a "
+                             "calibration, readings or which worker asked before, which only a farmer collects; this "
+                             "mode serves " + served(options.parameters, workers));
+    }
+    if (options.reclaim)
+        throw invalid_argument("reclaim", "is not available with farmer = decentralised: no farmer knows the chunks in "
+                                          "flight to choose a victim and give its tasks to a thief");
+    if (!options.monitors.empty())
+        throw invalid_argument("monitors", "are not available with farmer = decentralised: no request carries readings "
+                                           "(leave monitors empty)");
+}
+
+farm_report run_decentralised(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out,
+                              const task_kernel& kernel, const farm_options& options, const shared_setup& setup, double t0,
+                              const std::vector<double>& offsets) {
+    return decentralised_farm(comm, rank, ranks, in, out, kernel, options, setup, t0, offsets).run();
+}
+
+}  // namespace pfarm::detail
