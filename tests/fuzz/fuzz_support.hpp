@@ -49,8 +49,16 @@ auto accepts(std::string_view argument, F&& parse) -> std::optional<decltype(par
 
 /// A scratch file of this process (under $TMPDIR, else /tmp), rewritten with `bytes` on every call: for the
 /// readers that take a path.
+/// The file is removed when the process exits normally (a crash leaves it: the input is in libFuzzer's artifact).
 inline const std::string& scratch_file(const std::uint8_t* bytes, std::size_t size, std::string_view suffix = "") {
-    static std::string path;
+    struct removed_at_exit {
+        std::string path;
+        ~removed_at_exit() {
+            if (!path.empty()) std::remove(path.c_str());
+        }
+    };
+    static removed_at_exit file;
+    std::string& path = file.path;
     const char* dir = std::getenv("TMPDIR");
     path = std::string(dir && *dir ? dir : "/tmp") + "/pfarm-fuzz-" + std::to_string(getpid()) + std::string(suffix);
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
