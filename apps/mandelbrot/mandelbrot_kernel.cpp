@@ -1,10 +1,12 @@
 #include "mandelbrot_kernel.hpp"
 
+#include "pfarm/emulation.hpp"
 #include "pfarm/error.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <ostream>
+#include <vector>
 
 namespace pfarm::apps::mandelbrot {
 
@@ -23,29 +25,17 @@ void validate(const params& p) {
 }
 
 void parse_window(const std::string& text, params& p) {
-    double v[4];
-    std::size_t pos = 0;
-    for (int i = 0; i < 4; ++i) {
-        const std::size_t end = i < 3 ? text.find(',', pos) : text.size();
-        if (end == std::string::npos) break;
-        const std::string field = text.substr(pos, end - pos);
-        std::size_t used = 0;
-        try {
-            v[i] = std::stod(field, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (field.empty() || used != field.size() || !std::isfinite(v[i]))
-            throw invalid_argument("--window", "is '" + text + "'; expected four numbers xmin,xmax,ymin,ymax");
-        if (i == 3) {
-            p.xmin = v[0], p.xmax = v[1], p.ymin = v[2], p.ymax = v[3];
-            if (!(p.xmin < p.xmax) || !(p.ymin < p.ymax))
-                throw invalid_argument("--window", "is '" + text + "'; expected xmin < xmax and ymin < ymax");
-            return;
-        }
-        pos = end + 1;
+    // pfarm's one number grammar (pfarm::parse_numbers: no hexadecimal, nan, inf or magnitudes beyond double).
+    std::vector<double> v;
+    try {
+        v = pfarm::parse_numbers(text, "--window");
+    } catch (const pfarm::invalid_argument&) {
+        v.clear();
     }
-    throw invalid_argument("--window", "is '" + text + "'; expected four numbers xmin,xmax,ymin,ymax");
+    if (v.size() != 4) throw invalid_argument("--window", "is '" + text + "'; expected four numbers xmin,xmax,ymin,ymax");
+    p.xmin = v[0], p.xmax = v[1], p.ymin = v[2], p.ymax = v[3];
+    if (!(p.xmin < p.xmax) || !(p.ymin < p.ymax))
+        throw invalid_argument("--window", "is '" + text + "'; expected xmin < xmax and ymin < ymax");
 }
 
 void column(const params& p, int ix, std::span<std::uint32_t> out) {

@@ -381,6 +381,13 @@ platform load_platform(const std::string& path, const std::string& argument) {
                 else if (key == "benchmark") s.benchmark = number(value, at + ".benchmark");
                 else throw bad(at + "." + key, "is unknown; expected availability, latency, benchmark");
             }
+            // The ranges of validate(), here too, so that a bad reading is reported with its file and field.
+            if (s.availability && !(*s.availability > 0.0 && *s.availability <= 1.0))
+                throw bad(at + ".availability", "is " + show(*s.availability) + "; expected a value in (0, 1]");
+            if (s.latency && !(std::isfinite(*s.latency) && *s.latency >= 0.0))
+                throw bad(at + ".latency", "is " + show(*s.latency) + "; expected a finite value >= 0");
+            if (s.benchmark && !(std::isfinite(*s.benchmark) && *s.benchmark > 0.0))
+                throw bad(at + ".benchmark", "is " + show(*s.benchmark) + "; expected a finite value > 0");
             pl.monitors.push_back(s);
         }
     }
@@ -421,6 +428,9 @@ std::vector<double> load_costs(const std::string& path, const std::string& argum
                                                       std::to_string(c.count) +
                                                       " tasks: record costs with technique ss (chunks of one task)");
             const double seconds = c.finished - c.started;
+            if (!std::isfinite(seconds))  // both ends finite, their difference beyond double (-1e308 to 1e308)
+                throw invalid_argument(argument, path + ": chunk " + std::to_string(i) + " lasts " + show(seconds) +
+                                                      " (finished - started); expected a finite time");
             indexed.emplace_back(c.first, seconds > 0.0 ? seconds : 1e-9);
         }
         std::sort(indexed.begin(), indexed.end());

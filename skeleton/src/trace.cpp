@@ -78,19 +78,24 @@ std::string chunk_problem(const chunk_trace& c) {
 std::string total_problem(const trace_summary& s, const std::vector<chunk_trace>& chunks) {
     if (!s.tasks) return {};
     task_count total = 0;
-    for (const auto& c : chunks) total += c.count;
+    for (const auto& c : chunks)  // counts are >= 1 here (chunk_problem); their sum must not overflow
+        if (__builtin_add_overflow(total, c.count, &total))
+            return "the chunks hold more than " + std::to_string(LLONG_MAX) + " tasks in all";
     if (total == *s.tasks) return {};
     return "the chunks hold " + std::to_string(total) + " tasks but the summary says " + std::to_string(*s.tasks) +
            " (a truncated or incomplete trace)";
 }
+
+std::string printable(std::string_view text);  // the reader's, below
 
 /// What is wrong with a summary the writer is given, or empty.
 std::string summary_problem(const trace_summary& s) {
     if (s.technique) {
         if (s.technique->empty()) return "the technique's name is empty";
         for (const unsigned char ch : *s.technique)
-            if (ch <= ' ' || ch == ',' || ch == '"' || ch == '\\' || ch == 0x7f)
-                return "the technique's name '" + *s.technique + "' holds a blank, a comma, a quote or a control character";
+            if (ch <= ' ' || ch == ',' || ch == '"' || ch == '\\' || ch >= 0x7f)  // >= 0x80: not UTF-8 alone, JSON refuses it
+                return "the technique's name '" + printable(*s.technique) +
+                       "' holds a blank, a comma, a quote, a control character or a byte beyond ASCII";
     }
     if (s.ranks && *s.ranks < 0) return "ranks is " + std::to_string(*s.ranks) + "; expected >= 0";
     if (s.workers && *s.workers < 0) return "workers is " + std::to_string(*s.workers) + "; expected >= 0";
@@ -308,6 +313,8 @@ trace_file read_csv(const std::string& path, const std::string& text, const fail
         chunk_trace c;
         const auto rank = integer(c_rank);
         if (rank > INT_MAX) fail(where, "column '" + header[c_rank] + "': " + std::string(fields[c_rank]) + " is too large");
+        // Checked before the cast (chunk_problem's words): -4294967295 must not become rank 1.
+        if (rank < 0) fail(where, "'rank' is " + std::to_string(rank) + "; expected >= 0");
         c.rank = static_cast<int>(rank);
         c.first = integer(c_first);
         c.count = integer(c_count);
@@ -388,7 +395,10 @@ trace_file read_json(const std::string& path, const std::string& text, const fai
         const auto& j = chunks[i];
         if (!j.is_object()) fail(where, "is not an object");
         chunk_trace c;
-        c.rank = static_cast<int>(integer(j, where, "rank", INT_MAX));
+        const auto rank = integer(j, where, "rank", INT_MAX);
+        // Checked before the cast (chunk_problem's words): -4294967295 must not become rank 1.
+        if (rank < 0) fail(where, "'rank' is " + std::to_string(rank) + "; expected >= 0");
+        c.rank = static_cast<int>(rank);
         c.first = integer(j, where, "first", LLONG_MAX);
         c.count = integer(j, where, "count", LLONG_MAX);
         c.sent = real(j, where, "sent");

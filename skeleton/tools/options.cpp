@@ -43,13 +43,14 @@ std::vector<resource_sample> samples_from(int workers, const std::string& availa
                                           const std::string& benchmark, const char* latency_option) {
     std::vector<resource_sample> samples;
     if (availability.empty() && latency.empty() && benchmark.empty()) return samples;
-    samples.resize(static_cast<std::size_t>(std::max(workers, 0)));
+    // Sized by the lists, once their counts match `workers`: never by `workers` alone (--workers 2000000000).
     const auto fill = [&](const std::string& text, const char* argument, std::optional<double> resource_sample::*field) {
         if (text.empty()) return;
         const auto values = parse_numbers(text, argument);
         if (static_cast<long>(values.size()) != workers)
             throw invalid_argument(argument, "has " + std::to_string(values.size()) + " values; expected one per worker (" +
                                                  std::to_string(workers) + ")");
+        samples.resize(values.size());
         for (std::size_t i = 0; i < values.size(); ++i) samples[i].*field = values[i];
     };
     fill(availability, "--availability", &resource_sample::availability);
