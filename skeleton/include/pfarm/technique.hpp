@@ -73,7 +73,9 @@ inline std::vector<reading> calibration_readings(calibration_mode mode) {
 }
 
 /// The interface every technique implements. Hooks are called by the farmer only:
-///   needs_calibration() once, start() once, then next()/completed() in any interleaving.
+///   needs_calibration() once, start() once, then next()/completed() in any interleaving. A farmer over a growing
+///   pool (a hierarchical master, farmer.hpp "Pool") calls start() again when next() answers 0 with tasks in the
+///   pool: start() begins a new round over `remaining` (a single-round technique forgets who got its share).
 class technique {
 public:
     virtual ~technique() = default;

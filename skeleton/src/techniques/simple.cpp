@@ -15,7 +15,8 @@ class static_block final : public technique {
 public:
     static_block(int p, std::string name) : name_(std::move(name)), given_(static_cast<std::size_t>(p), false) {}
     std::string name() const override { return name_; }
-    void start(const schedule_context& c) override {
+    void start(const schedule_context& c) override {  // a new round (a hierarchical master's pool: farmer.hpp)
+        given_.assign(given_.size(), false);
         base_ = c.remaining / c.workers;
         extra_ = c.remaining % c.workers;
     }
