@@ -2,6 +2,7 @@
 #include "pfarm/master_session.hpp"
 
 #include "pfarm/error.hpp"
+#include "pfarm/registry.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -209,6 +210,33 @@ const std::vector<master_action>& master_session::abort(const std::string& why) 
     take_group(group_.abort(why));
     report_failure();
     return actions_;
+}
+
+std::string default_master_technique(const std::string& technique) {
+    const technique_info& info = find_technique(technique);
+    return info.family == "weighted" ? info.name : std::string("fss");
+}
+
+technique_options master_options(const technique_options& workers, const std::vector<int>& groups,
+                                 const std::string& top, bool defaulted) {
+    technique_options o = workers;
+    o.weights.clear(), o.times.clear(), o.run_queue.clear();
+    std::size_t j = 0;
+    for (int size : groups) {
+        double weight = 0.0, speed = 0.0, available = 0.0;
+        for (int i = 0; i < size; ++i, ++j) {
+            const double v = workers.weights.empty() ? 1.0 : workers.weights.at(j);
+            weight += v;
+            if (!workers.times.empty()) speed += 1.0 / workers.times.at(j);
+            if (!workers.run_queue.empty()) available += v / workers.run_queue.at(j);
+        }
+        o.weights.push_back(weight);
+        o.min_chunk = std::max<task_count>(o.min_chunk, size);
+        if (!workers.times.empty()) o.times.push_back(1.0 / speed);
+        if (!workers.run_queue.empty()) o.run_queue.push_back(weight / available);
+    }
+    if (defaulted && top == "fss" && !o.factor) o.factor = 4.0;
+    return o;
 }
 
 }  // namespace pfarm

@@ -27,31 +27,6 @@
 
 namespace pfarm::sim {
 
-std::string default_master_technique(const std::string& technique) {
-    const technique_info& info = find_technique(technique);
-    return info.family == "weighted" ? info.name : std::string("fss");
-}
-
-technique_options master_options(const technique_options& workers, const std::vector<int>& groups) {
-    technique_options o = workers;
-    o.weights.clear(), o.times.clear(), o.run_queue.clear();
-    std::size_t j = 0;
-    for (int size : groups) {
-        double weight = 0.0, speed = 0.0, available = 0.0;
-        for (int i = 0; i < size; ++i, ++j) {
-            const double v = workers.weights.empty() ? 1.0 : workers.weights.at(j);
-            weight += v;
-            if (!workers.times.empty()) speed += 1.0 / workers.times.at(j);
-            if (!workers.run_queue.empty()) available += v / workers.run_queue.at(j);
-        }
-        o.weights.push_back(weight);
-        o.min_chunk = std::max<task_count>(o.min_chunk, size);
-        if (!workers.times.empty()) o.times.push_back(1.0 / speed);
-        if (!workers.run_queue.empty()) o.run_queue.push_back(weight / available);
-    }
-    return o;
-}
-
 namespace model {
 
 namespace {
@@ -116,7 +91,7 @@ result simulate_hierarchical(const platform& given, const workload& wl, const st
     } catch (const unknown_name& e) {  // the supermaster's technique is its own option
         throw unknown_name("master_technique", e.message());
     }
-    const technique_options top_options = master_options(options, groups);
+    const technique_options top_options = master_options(options, groups, top_name, run.master_technique.empty());
     farmer_session top(wl.tasks, k, make_technique(top_name, top_options, k),
                        {.min_chunk = top_options.min_chunk, .prefetch = true, .reclaim = false, .request_cost = 0.0,
                         .keep_records = false, .pool = false, .clock = {}});

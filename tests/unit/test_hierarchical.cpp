@@ -112,9 +112,9 @@ struct random_farm {
 
     random_farm(task_count n, int k, int p, const std::string& technique, bool prefetch, bool reclaim, std::uint64_t seed)
         : tasks(n), computed(static_cast<std::size_t>(n), 0), delivered_top(static_cast<std::size_t>(n), 0), random(seed) {
-        auto top_options = sim::master_options(runnable_options(), groups(k, p));
+        auto top_options = pfarm::master_options(runnable_options(), groups(k, p));
         top = std::make_unique<pfarm::farmer_session>(
-            n, k, pfarm::make_technique(sim::default_master_technique(technique), top_options, k),
+            n, k, pfarm::make_technique(pfarm::default_master_technique(technique), top_options, k),
             pfarm::farmer_session_options{.min_chunk = top_options.min_chunk, .prefetch = true});
         for (int m = 0; m < k; ++m) {
             pfarm::master_session_options o;
@@ -419,7 +419,7 @@ TEST(HierarchicalSimulator, WeightedHTechniquesShareTheLoopByGroupPower) {
     w.tasks = 6000;
     for (const char* t : {"dgss", "dfss", "dtss"}) {
         SCOPED_TRACE(t);
-        EXPECT_EQ(sim::default_master_technique(t), t);
+        EXPECT_EQ(pfarm::default_master_technique(t), t);
         const auto r = sim::simulate(p, w, t, o, hierarchical(2));
         expect_every_task_once(r, w.tasks);
         if (std::string(t) == "dgss") continue;  // R A_j / A per request: the first askers take most (below)
@@ -429,12 +429,12 @@ TEST(HierarchicalSimulator, WeightedHTechniquesShareTheLoopByGroupPower) {
         EXPECT_LT(r.makespan, 1.15 * r.lower_bound) << "flat: dfss 1.000, dtss 1.046 of the bound";
     }
     // HDGSS: the supermaster's first chunk to master 0 is R x 12 / 15.
-    auto top = pfarm::make_technique("dgss", sim::master_options(o, {3, 3}), 2);
+    auto top = pfarm::make_technique("dgss", pfarm::master_options(o, {3, 3}), 2);
     top->start({6000, 6000, 2, nullptr});
     EXPECT_EQ(top->next(0, 6000), 4800);
     EXPECT_EQ(top->next(1, 1200), 240);
-    EXPECT_EQ(sim::default_master_technique("ss"), "fss");
-    EXPECT_EQ(sim::default_master_technique("wf"), "dfss");
+    EXPECT_EQ(pfarm::default_master_technique("ss"), "fss");
+    EXPECT_EQ(pfarm::default_master_technique("wf"), "dfss");
 }
 
 TEST(HierarchicalSimulator, MasterOptionsSumTheGroups) {
@@ -442,12 +442,16 @@ TEST(HierarchicalSimulator, MasterOptionsSumTheGroups) {
     o.weights = {1, 2, 3, 4, 5};
     o.times = {1, 1, 2, 2, 2};
     o.run_queue = {1, 2, 1, 1, 1};
-    const auto m = sim::master_options(o, {2, 3});
+    const auto m = pfarm::master_options(o, {2, 3});
     EXPECT_EQ(m.weights, (std::vector<double>{3, 12}));
     EXPECT_DOUBLE_EQ(m.times[0], 0.5);
     EXPECT_DOUBLE_EQ(m.times[1], 2.0 / 3.0);
     EXPECT_DOUBLE_EQ(m.run_queue[0], 3.0 / 2.0);  // V = 3, A = 1/1 + 2/2 = 2
     EXPECT_EQ(m.min_chunk, 3) << "at least the largest group";
+    EXPECT_FALSE(m.factor) << "not the default fss: the workers' factor (none)";
+    EXPECT_EQ(pfarm::master_options(o, {2, 3}, "fss", true).factor, 4.0);
+    o.factor = 3.0;
+    EXPECT_EQ(pfarm::master_options(o, {2, 3}, "fss", true).factor, 3.0) << "a factor given is kept";
 }
 
 TEST(HierarchicalSimulator, PlatformLevelsChangeTheRun) {

@@ -123,4 +123,23 @@ private:
     task_count up_messages_ = 0, up_requests_ = 0, merged_ = 0;
 };
 
+/// The supermaster's technique when none is given: the workers' technique when it is one of the weighted schemes
+/// (registry family "weighted": dgss, dfss, dtss, dfiss, dtfss give HDGSS, HDFSS, HDTSS... of seeds 000 and 002),
+/// else fss (factoring), whose chunks over K masters shrink by stages, so that the supermaster answers a few
+/// requests per master and stage whatever the workers' technique (with ss for the workers the masters still
+/// refill their pools in large chunks).
+std::string default_master_technique(const std::string& technique);
+
+/// The options of the supermaster's technique `top` over masters grouping `groups` workers each (contiguously):
+/// the workers' options with weights, times and run queues per master: a master's weight is the sum of its
+/// workers' (their count when no weights are given), its time per task 1 / sum (1 / t_j), its run queue
+/// sum V / sum (V / Q); min_chunk at least the largest group, so that a chunk gives each worker of a group a task
+/// (a master holds at most two chunks, the one whose results it gathers and the one it serves: a smaller chunk
+/// runs its pool dry while the previous chunk's last results come in). When `top` is the default fss
+/// (`defaulted`) and no factor is given, x = 4: a stage hands out a quarter of what is left, because a chunk is
+/// a whole group's work at once and its cost is not known beforehand (x = 2 gave a master of the Mandelbrot
+/// profile's costly middle columns 1.5 times its share: docs/hierarchical.md).
+technique_options master_options(const technique_options& workers, const std::vector<int>& groups,
+                                 const std::string& top = "", bool defaulted = false);
+
 }  // namespace pfarm

@@ -132,25 +132,11 @@ struct run_options {
     /// decentralised: not simulated yet (an invalid_argument naming "farmer").
     farmer_kind farmer = farmer_kind::flat;
     int masters = 0;  ///< hierarchical: K, 1 <= K <= workers (invalid_argument naming "masters" otherwise)
-    /// hierarchical: the supermaster's technique over the masters; empty: the default rule of
-    /// default_master_technique().
+    /// hierarchical: the supermaster's technique over the masters; empty: pfarm::default_master_technique()'s rule
+    /// (pfarm/master_session.hpp), with pfarm::master_options() for its options.
     std::string master_technique;
 };
 
-/// The supermaster's technique when none is given: the workers' technique when it is one of the weighted schemes
-/// (registry family "weighted": dgss, dfss, dtss, dfiss, dtfss give HDGSS, HDFSS, HDTSS... of seeds 000 and 002),
-/// else fss (factoring, x = 2), whose chunks over K masters halve per stage, so that the supermaster answers about
-/// K log2(I / K) requests whatever the workers' technique (with ss for the workers the masters still refill their
-/// pools in large chunks).
-std::string default_master_technique(const std::string& technique);
-
-/// The options of the supermaster's technique for masters grouping `groups` workers each (contiguously): the
-/// workers' options with weights, times and run queues per master: a master's weight is the sum of its workers'
-/// (their count when no weights are given), its time per task 1 / sum (1 / t_j), its run queue sum V / sum (V / Q);
-/// and min_chunk at least the largest group, so that a chunk gives each worker of a group a task: a master holds
-/// at most two chunks (the one whose results it gathers, the one it serves), and a chunk smaller than its group
-/// runs its pool dry while the previous chunk's last results come in (docs/hierarchical.md).
-technique_options master_options(const technique_options& workers, const std::vector<int>& groups);
 
 /// Runs `technique` with `options` over `platform` and `workload`. Ties in simulated time are served in
 /// increasing worker index; when the calibration barrier passes, the waiting workers are served in
