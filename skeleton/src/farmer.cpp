@@ -21,9 +21,9 @@ double balanced_share(double victim_seconds, double thief_seconds) {
 }  // namespace
 
 farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk,
-               int max_outstanding, bool reclaim, const calibration_result* learned)
-    : tasks_(tasks), min_chunk_(min_chunk), policy_(std::move(policy)), max_outstanding_(max_outstanding),
-      reclaim_(reclaim) {
+               int max_outstanding, bool reclaim, bool pool, const calibration_result* learned)
+    : tasks_(pool ? 0 : tasks), min_chunk_(min_chunk), policy_(std::move(policy)), max_outstanding_(max_outstanding),
+      reclaim_(reclaim), pool_(pool), expected_(tasks) {
     if (max_outstanding < 1 || max_outstanding > 2)
         throw invalid_argument("max_outstanding", "is " + std::to_string(max_outstanding) + "; expected 1 or 2");
     if (tasks < 1) throw invalid_argument("tasks", "is " + std::to_string(tasks) + "; expected >= 1");
@@ -33,19 +33,47 @@ farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy,
     if (!policy_) throw invalid_argument("technique", "is null");
     workers_.resize(static_cast<std::size_t>(workers));
     active_ = workers;
-    if (policy_->needs_calibration() != calibration_mode::none && learned &&
+    if (!pool && policy_->needs_calibration() != calibration_mode::none && learned &&
         learned->fitness.size() == static_cast<std::size_t>(workers)) {
         calibration_ = *learned;  // learned by an earlier farm of this loop: no calibration tasks
         policy_->start({tasks_, tasks_, workers, &*calibration_});
     } else if (policy_->needs_calibration() != calibration_mode::none) {
         phase_ = phase::calibrating;
         // More workers than tasks: only the first `tasks` workers calibrate; the rest are stopped at once.
-        calibration_pending_ = static_cast<int>(std::min<task_count>(tasks, workers));
+        calibration_pending_ = pool ? workers : static_cast<int>(std::min<task_count>(tasks, workers));
         calibration_times_.assign(static_cast<std::size_t>(calibration_pending_), 0.0);
         calibration_samples_.assign(static_cast<std::size_t>(calibration_pending_), resource_sample{});
-    } else {
+    } else if (!pool_) {  // pool mode: started by the first request that finds tasks in the pool
         policy_->start({tasks_, tasks_, workers, nullptr});
     }
+}
+
+void farmer::add_tasks(chunk range) {
+    if (!pool_) throw internal_error("farmer: add_tasks without pool mode");
+    if (closed_) throw internal_error("farmer: add_tasks after close_pool");
+    if (range.count < 1 || range.first < 0)
+        throw invalid_argument("range", "is [" + std::to_string(range.first) + ", +" + std::to_string(range.count) +
+                                            "); expected first >= 0 and count >= 1");
+    if (!pool_ranges_.empty() && pool_ranges_.back().first + pool_ranges_.back().count == range.first)
+        pool_ranges_.back().count += range.count;
+    else
+        pool_ranges_.push_back(range);
+    tasks_ += range.count;
+}
+
+void farmer::close_pool() {
+    if (!pool_) throw internal_error("farmer: close_pool without pool mode");
+    closed_ = true;
+}
+
+chunk farmer::take_from_pool(task_count count) {
+    chunk& front = pool_ranges_.front();
+    const chunk c{front.first, std::min(count, front.count)};
+    front.first += c.count;
+    front.count -= c.count;
+    if (front.count == 0) pool_ranges_.pop_front();
+    next_index_ += c.count;
+    return c;
 }
 
 void farmer::bad_worker(int worker) const {
@@ -86,6 +114,14 @@ decision farmer::request(int worker, double now) {
 
     if (phase_ == phase::calibrating) {
         if (w.calibrated) return {decision::kind::wait, {}, false};
+        if (pool_) {
+            if (remaining() > 0) return assign(worker, take_from_pool(1).first, 1, true, now);
+            if (!closed_) return {decision::kind::wait, {}, false};
+            w.calibrated = true;  // nothing left to calibrate on: it stops, and the barrier no longer waits for it
+            const decision d = stop_worker(worker);
+            if (--calibration_pending_ == 0) finish_calibration();
+            return d;
+        }
         if (worker >= static_cast<int>(calibration_times_.size())) return stop_worker(worker);
         const task_count first = next_index_;
         next_index_ += 1;
@@ -93,16 +129,30 @@ decision farmer::request(int worker, double now) {
     }
     const task_count left = remaining();
     if (left == 0) {
+        if (pool_ && !closed_)  // more is coming; one that asks ahead must not keep its results waiting for it
+            return {w.held > 0 ? decision::kind::later : decision::kind::wait, {}, false};
         if (!reclaim_) return stop_worker(worker);
         // Prefetch: a worker still holding a chunk asks again once it is done, when it may take work back.
         return take_back(worker, now);
     }
-    const task_count wanted = policy_->next(worker, left);
+    if (pool_ && !pool_started_) {
+        policy_->start({expected_, left, workers(), calibration()});
+        pool_started_ = true;
+    }
+    task_count wanted = policy_->next(worker, left);
+    if (pool_ && wanted <= 0) {  // its round is handed out: a new round over the pool, and a chunk whatever it says
+        policy_->start({expected_, left, workers(), calibration()});
+        wanted = std::max<task_count>(1, policy_->next(worker, left));
+    }
     if (wanted <= 0) {  // the technique stops this worker; with reclaim, one holding a chunk may be asked for it
         if (reclaim_ && w.held > 0) return {decision::kind::later, {}, false};
         return stop_worker(worker);
     }
     const task_count count = std::min(left, std::max(wanted, min_chunk_));
+    if (pool_) {
+        const chunk c = take_from_pool(count);
+        return assign(worker, c.first, c.count, false, now);
+    }
     const task_count first = next_index_;
     next_index_ += count;
     return assign(worker, first, count, false, now);
@@ -282,9 +332,9 @@ void farmer::run_queue_changed(int worker, double queue) {
 
 void farmer::finish_calibration() {
     phase_ = phase::scheduling;
-    if (remaining() == 0) return;  // the calibration tasks were the whole loop
-    calibration_ = calibrate(policy_->needs_calibration(), calibration_times_, calibration_samples_, tasks_);
-    policy_->start({tasks_, remaining(), workers(), &*calibration_});
+    if (remaining() == 0 && (!pool_ || closed_)) return;  // the calibration tasks were the whole loop
+    calibration_ = calibrate(policy_->needs_calibration(), calibration_times_, calibration_samples_, loop_size());
+    if (!pool_) policy_->start({tasks_, remaining(), workers(), &*calibration_});  // pool: at the next request
 }
 
 }  // namespace pfarm

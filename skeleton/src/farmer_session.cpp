@@ -19,7 +19,7 @@ reply_message reply(reply_message::kind what) {
 farmer_session::farmer_session(task_count tasks, int workers, std::unique_ptr<technique> policy,
                                const farmer_session_options& options)
     : farmer_(tasks, workers, std::move(policy), options.min_chunk, options.prefetch ? 2 : 1, options.reclaim,
-               options.learned),
+               options.pool, options.learned),
       options_(options) {
     needs_ = farmer_.policy().needs();
     if (options.reclaim) farmer_.set_request_cost(options.request_cost);
@@ -135,7 +135,12 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
             calibration_end_ = now();
             reask_parked();
         }
+        const bool calibrating = farmer_.calibrating();
         answer(worker, farmer_.request(worker, options_.reclaim ? now() : 0.0), true);
+        if (calibrating && !farmer_.calibrating()) {  // pool mode: the stop of a worker left to calibrate passed it
+            calibration_end_ = now();
+            reask_parked();
+        }
         return actions_;
     }
     }
@@ -227,8 +232,8 @@ void farmer_session::answer(int worker, const decision& d, bool direct) {
     }
 }
 
-void farmer_session::reask_parked() {
-    if (farmer_.calibrating() || parked_.empty()) return;
+void farmer_session::reask_parked(bool even_calibrating) {
+    if ((farmer_.calibrating() && !even_calibrating) || parked_.empty()) return;
     std::sort(parked_.begin(), parked_.end());
     std::vector<int> ready;
     ready.swap(parked_);
@@ -253,6 +258,33 @@ const std::vector<farmer_action>& farmer_session::abort(const std::string& why) 
         outcome_.text = why;
         abort_all();
     }
+    return actions_;
+}
+
+void farmer_session::reask_pool() {
+    const bool calibrating = farmer_.calibrating();
+    reask_parked(true);
+    if (calibrating && !farmer_.calibrating()) {  // the barrier passed while they were asked: those parked by it go now
+        calibration_end_ = now_;
+        reask_parked();
+    }
+}
+
+const std::vector<farmer_action>& farmer_session::add_tasks(chunk range, double now) {
+    actions_.clear();
+    now_ = arrived_ = now;
+    timed_ = true;
+    farmer_.add_tasks(range);
+    if (!aborting_) reask_pool();  // a calibration task or a chunk for those that found the pool empty
+    return actions_;
+}
+
+const std::vector<farmer_action>& farmer_session::close_pool(double now) {
+    actions_.clear();
+    now_ = arrived_ = now;
+    timed_ = true;
+    farmer_.close_pool();
+    if (!aborting_) reask_pool();  // those still waiting are stopped, or take tasks back
     return actions_;
 }
 

@@ -65,6 +65,7 @@
 #include "pfarm/simulator.hpp"
 
 #include "numbers.hpp"
+#include "simulator_model.hpp"
 
 #include "pfarm/error.hpp"
 #include "pfarm/farmer_session.hpp"
@@ -86,15 +87,11 @@
 
 namespace pfarm::sim {
 
+using namespace model;
+
 namespace {
 
 constexpr const char* shape_names[] = {"uniform", "increasing", "decreasing", "random", "mandelbrot"};
-
-std::string show(double v) {
-    std::ostringstream out;
-    out << v;
-    return out.str();
-}
 
 // --- workload ------------------------------------------------------------------------------------------
 
@@ -134,155 +131,6 @@ void normalise_mean(std::vector<double>& costs) {
     for (double& c : costs) c *= scale;
 }
 
-// --- validation ----------------------------------------------------------------------------------------
-
-void check_time_per_task(double v, std::size_t index, const std::string& argument) {
-    if (!std::isfinite(v) || v <= 0.0)
-        throw invalid_argument(argument, "value " + std::to_string(index + 1) + " is " + show(v) +
-                                             "; expected a finite value > 0");
-}
-
-void check_non_negative(double v, const std::string& argument) {
-    if (!std::isfinite(v) || v < 0.0)
-        throw invalid_argument(argument, "is " + show(v) + "; expected a finite value >= 0");
-}
-
-void validate(const platform& pl) {
-    if (pl.task_times.empty()) throw invalid_argument("task_times", "is empty; expected at least one worker");
-    for (std::size_t i = 0; i < pl.task_times.size(); ++i) check_time_per_task(pl.task_times[i], i, "task_times");
-    check_non_negative(pl.overhead, "platform.overhead");  // technique_options has an overhead too
-    check_non_negative(pl.latency, "latency");
-    for (const auto& c : pl.load_changes) check_load_change(c, static_cast<int>(pl.task_times.size()), "load_changes");
-    if (!pl.monitors.empty() && pl.monitors.size() != pl.task_times.size())
-        throw invalid_argument("monitors", "has " + std::to_string(pl.monitors.size()) + " entries; expected one per worker (" +
-                                               std::to_string(pl.task_times.size()) + ")");
-    for (std::size_t i = 0; i < pl.monitors.size(); ++i) {  // a reading is monitors.<field>, beside pl.latency
-        const auto& m = pl.monitors[i];
-        const auto bad = [i](const char* field, double v, const char* range) {
-            return invalid_argument(std::string("monitors.") + field,
-                                    "of worker " + std::to_string(i) + " is " + show(v) + "; expected " + range);
-        };
-        if (m.availability && !(*m.availability > 0.0 && *m.availability <= 1.0))
-            throw bad("availability", *m.availability, "a value in (0, 1]");
-        if (m.latency && !(std::isfinite(*m.latency) && *m.latency >= 0.0))
-            throw bad("latency", *m.latency, "a finite value >= 0");
-        if (m.benchmark && !(std::isfinite(*m.benchmark) && *m.benchmark > 0.0))
-            throw bad("benchmark", *m.benchmark, "a finite value > 0");
-    }
-}
-
-// --- load changes --------------------------------------------------------------------------------------
-
-/// One worker's load changes, sorted by time (stable: of two changes at the same time the later one given wins).
-struct worker_load {
-    std::vector<std::pair<double, double>> changes;  ///< (time, factor)
-    std::size_t cursor = 0;                          ///< changes[0, cursor) have time <= the last start asked
-};
-
-/// The end of `base` seconds of work started at `start` (start is non-decreasing per worker).
-double compute_end(worker_load& load, double start, double base) {
-    const auto& ch = load.changes;
-    std::size_t i = load.cursor;
-    while (i < ch.size() && ch[i].first <= start) ++i;
-    load.cursor = i;
-    double factor = i == 0 ? 1.0 : ch[i - 1].second;
-    double t = start, left = base;
-    for (;;) {
-        const double next = i < ch.size() ? ch[i].first : std::numeric_limits<double>::infinity();
-        const double capacity = (next - t) / factor;  // base seconds doable before the next change
-        if (left <= capacity) return t + left * factor;
-        left -= capacity;
-        t = next;
-        factor = ch[i].second;
-        ++i;
-    }
-}
-
-/// The fluid bound with load changes: sweep the changes of all workers in time order.
-double fluid_bound(const platform& pl, double work) {
-    double rate = 0.0;  // work per second, all workers together
-    std::vector<double> speed(pl.task_times.size());
-    for (std::size_t j = 0; j < speed.size(); ++j) rate += speed[j] = 1.0 / pl.task_times[j];
-    if (pl.load_changes.empty()) return work / rate;
-    std::vector<load_change> changes = pl.load_changes;
-    std::stable_sort(changes.begin(), changes.end(),
-                     [](const load_change& a, const load_change& b) { return a.time < b.time; });
-    double t = 0.0, done = 0.0;
-    for (const auto& c : changes) {
-        if (done + rate * (c.time - t) >= work) break;
-        done += rate * (c.time - t);
-        t = c.time;
-        const auto j = static_cast<std::size_t>(c.worker);
-        const double s = 1.0 / (pl.task_times[j] * c.factor);
-        rate += s - speed[j];
-        speed[j] = s;
-    }
-    return t + (work - done) / rate;
-}
-
-// --- the event loop --------------------------------------------------------------------------------------
-
-/// An event: a message reaching the farmer (a request or final results, a victim's answer to a reclaim), a
-/// message reaching a worker (the farmer's reply, a reclaim), a worker's chunk ending, or the farmer's turn to
-/// serve a message of its inbox. Ties in time go by worker index (the farmer's turn last), then by the order
-/// the events were made (so two messages between the same pair stay in order).
-struct event {
-    enum class kind : std::uint8_t { to_farmer, reply, reclaim, chunk_end, boundary, farmer_turn };
-    double time = 0.0;
-    int worker = 0;
-    std::uint64_t sequence = 0;
-    kind what = kind::to_farmer;
-    bool answer_first = false;     ///< to_farmer: a victim's answer (served before the requests waiting)
-    std::size_t mail = 0;          ///< to_farmer: the request_message, in the mail pool
-    reply_message reply;           ///< reply, reclaim
-    std::uint64_t generation = 0;  ///< chunk_end, boundary: the chunk it belongs to (a shrunk chunk re-schedules)
-    static event at(double time, int worker, kind what) {
-        event e;
-        e.time = time;
-        e.worker = worker;
-        e.what = what;
-        return e;
-    }
-    bool operator>(const event& o) const {
-        if (time != o.time) return time > o.time;
-        if (worker != o.worker) return worker > o.worker;
-        return sequence > o.sequence;
-    }
-};
-
-/// The load factor of a worker at time t (1 before its first change).
-double factor_at(const worker_load& load, double t) {
-    const auto it = std::upper_bound(load.changes.begin(), load.changes.end(), t,
-                                     [](double v, const auto& c) { return v < c.first; });
-    return it == load.changes.begin() ? 1.0 : std::prev(it)->second;
-}
-
-/// What a worker's monitors would read at time t (the model is at the top of this file).
-resource_sample simulated_sample(const platform& pl, const worker_load& load, std::size_t worker, double t) {
-    const double factor = factor_at(load, t);
-    resource_sample s;
-    s.availability = std::min(1.0, 1.0 / factor);
-    s.run_queue = std::max(1.0, factor);
-    s.latency = 2.0 * pl.latency;
-    s.benchmark = 1.0 / pl.task_times[worker];
-    s.cores = 1;
-    if (!pl.monitors.empty()) {
-        const resource_sample& scripted = pl.monitors[worker];
-        if (scripted.availability) s.availability = *scripted.availability * *s.availability;
-        if (scripted.latency) s.latency = scripted.latency;
-        if (scripted.benchmark) s.benchmark = scripted.benchmark;
-    }
-    return s;
-}
-
-/// A worker as the simulator sees it: its session (the protocol) and the timing of the chunk it computes.
-struct worker_state {
-    explicit worker_state(const worker_session_options& o) : session(o) {}
-    worker_session session;
-    double start = 0.0, end = 0.0;
-    std::uint64_t generation = 0;  ///< bumped when its chunk changes or shrinks: a stale chunk_end is ignored
-};
-
 }  // namespace
 
 workload_shape parse_shape(const std::string& name) {
@@ -313,8 +161,10 @@ platform load_platform(const std::string& path, const std::string& argument) {
     if (!j.is_object()) throw invalid_argument(argument, "'" + path + "': expected a JSON object");
     for (const auto& [key, value] : j.items()) {
         (void)value;
-        if (key != "task_times" && key != "overhead" && key != "latency" && key != "load_changes" && key != "monitors")
-            throw bad(key, "is unknown; expected task_times, overhead, latency, load_changes, monitors");
+        if (key != "task_times" && key != "overhead" && key != "latency" && key != "load_changes" && key != "monitors" &&
+            key != "master_overhead" && key != "supermaster_overhead" && key != "master_latency")
+            throw bad(key, "is unknown; expected task_times, overhead, latency, load_changes, monitors, master_overhead, "
+                           "supermaster_overhead, master_latency");
     }
     const auto number = [&](const nlohmann::json& v, const std::string& field) {
         if (!v.is_number()) throw bad(field, "is " + v.dump() + "; expected a number");
@@ -336,6 +186,14 @@ platform load_platform(const std::string& path, const std::string& argument) {
         const double v = number(j[field], field);
         if (!(v >= 0.0) || !std::isfinite(v)) throw bad(field, "is " + show(v) + "; expected a finite value >= 0");
         (std::string(field) == "overhead" ? pl.overhead : pl.latency) = v;
+    }
+    for (const char* field : {"master_overhead", "supermaster_overhead", "master_latency"}) {  // hierarchical farm
+        if (!j.contains(field)) continue;
+        const double v = number(j[field], field);
+        if (!(v >= 0.0) || !std::isfinite(v)) throw bad(field, "is " + show(v) + "; expected a finite value >= 0");
+        const std::string name = field;
+        (name == "master_overhead" ? pl.master_overhead : name == "supermaster_overhead" ? pl.supermaster_overhead
+                                                                                          : pl.master_latency) = v;
     }
     if (j.contains("load_changes")) {
         const auto& list = j["load_changes"];
@@ -490,8 +348,27 @@ std::vector<double> task_costs(const workload& w) {
     return costs;
 }
 
+farmer_kind parse_farmer(const std::string& name) {
+    if (name == "flat") return farmer_kind::flat;
+    if (name == "hierarchical") return farmer_kind::hierarchical;
+    if (name == "decentralised") return farmer_kind::decentralised;
+    throw unknown_name("farmer", "unknown name '" + name + "'; expected one of: flat, hierarchical, decentralised");
+}
+
+std::string to_string(farmer_kind kind) {
+    switch (kind) {
+    case farmer_kind::flat: return "flat";
+    case farmer_kind::hierarchical: return "hierarchical";
+    case farmer_kind::decentralised: return "decentralised";
+    }
+    throw invalid_argument("farmer", "is " + std::to_string(static_cast<int>(kind)) + "; not a farmer");
+}
+
 result simulate(const platform& given, const workload& wl, const std::string& technique,
                 const technique_options& options, const run_options& run) {
+    if (run.farmer == farmer_kind::hierarchical) return simulate_hierarchical(given, wl, technique, options, run);
+    if (run.farmer == farmer_kind::decentralised)
+        throw invalid_argument("farmer", "decentralised is not simulated yet; expected flat or hierarchical");
     validate(given);
     platform pl = given;  // a scripted availability is the worker's CPU share: it stretches its task time
     for (std::size_t j = 0; j < pl.monitors.size(); ++j)
@@ -619,6 +496,8 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     // Serves message m from time `now`, when the farmer turns to it; each answer (a reply, or a worker parked
     // by its own request) takes `overhead`, one after the other. Returns when the farmer is free again.
     const auto serve = [&](const event& m, double now) {
+        ++out.farmer_messages;
+        if (mail[m.mail].what == request_message::kind::ask) ++out.farmer_requests;
         for (const farmer_action& a : farm.on_message(m.worker, mail[m.mail], now, m.time)) {
             if (a.what == farmer_action::kind::deliver) continue;
             now += pl.overhead;

@@ -72,7 +72,10 @@ void worker_session::begin(const reply_message& r) {
 /// before its last task), halfway with no pace yet.
 task_count worker_session::plan_ask(const reply_message& r) const {
     task_count left = r.work.count / 2;
-    if (seconds_per_task_ > 0.0) left = static_cast<task_count>(std::ceil(options_.prefetch_lead / seconds_per_task_));
+    if (seconds_per_task_ > 0.0) {  // a lead of a whole chunk or more (infinity: a master, ask at once) asks at its start
+        const double lead = std::ceil(options_.prefetch_lead / seconds_per_task_);
+        left = lead >= static_cast<double>(r.work.count) ? r.work.count : static_cast<task_count>(lead);
+    }
     return r.work.first + std::max<task_count>(0, r.work.count - std::max<task_count>(1, left));
 }
 

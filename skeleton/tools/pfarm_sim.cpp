@@ -45,8 +45,16 @@ nlohmann::json to_json(const std::string& technique, const pfarm::sim::workload&
                        {"calibration_end", r.calibration_end},
                        {"reclaims", r.reclaims},
                        {"reclaimed_tasks", r.reclaimed_tasks},
+                       {"farmer_messages", r.farmer_messages},
+                       {"farmer_requests", r.farmer_requests},
                        {"workers", workers}};
     if (wl.shape == pfarm::sim::workload_shape::random) out["seed"] = wl.seed;
+    if (!r.master_requests.empty()) {
+        out["master_messages"] = r.master_messages;
+        out["master_requests"] = r.master_requests;
+        out["master_merged"] = r.master_merged;
+        out["master_chunks"] = r.master_chunks;
+    }
     if (r.k) out["k"] = *r.k;
     if (!r.calibration_note.empty()) out["calibration_note"] = r.calibration_note;
     if (r.calibration) out["calibration"] = pfarm::tools::calibration_json(*r.calibration);
@@ -72,6 +80,13 @@ void print_summary(const std::string& technique, const pfarm::sim::workload& wl,
     std::cout << "calibration end  " << r.calibration_end << "\n";
     if (r.reclaims > 0 || r.reclaimed_tasks > 0)
         std::cout << "reclaims         " << r.reclaims << " (" << r.reclaimed_tasks << " tasks moved)\n";
+    if (!r.master_requests.empty()) {
+        pfarm::task_count up = 0, merged = 0;
+        for (std::size_t m = 0; m < r.master_requests.size(); ++m) up += r.master_requests[m], merged += r.master_merged[m];
+        std::cout << "masters          " << r.master_requests.size() << " (served " << r.master_messages
+                  << " messages; sent " << up << " requests up, " << merged << " with results)\n"
+                  << "supermaster      " << r.farmer_messages << " messages, " << r.farmer_requests << " requests\n";
+    }
     if (r.calibration) std::cout << "calibration      " << pfarm::tools::calibration_line(*r.calibration) << "\n";
     std::cout << "\n"
               << "worker    chunks     tasks      finish\n";
@@ -94,6 +109,12 @@ constexpr pfarm::tools::flag_name sim_flags[] = {
     {"monitors.availability", "--availability"},
     {"monitors.latency", "--latency-readings"},
     {"monitors.benchmark", "--benchmark"},
+    {"farmer", "--farmer"},
+    {"masters", "--masters"},
+    {"master_technique", "--master-technique"},
+    {"master_overhead", "--master-overhead"},
+    {"supermaster_overhead", "--supermaster-overhead"},
+    {"master_latency", "--master-latency"},
 };
 
 }  // namespace
@@ -106,12 +127,16 @@ int main(int argc, char** argv) {
     std::optional<double> overhead, latency;
     std::vector<std::string> load_changes;
     bool json = false, reclaim = false, prefetch = false;
+    std::string farmer = "flat", master_technique;
+    int masters = 0;
+    std::optional<double> master_overhead, supermaster_overhead, master_latency;
     app.add_option("--tasks,-S", wl.tasks, "tasks S >= 1 (required unless --costs gives them)");
     auto* times_option = app.add_option("--task-times", task_times, "per-worker time per unit task t1,...,tP");
     auto* platform_option =
         app.add_option("--platform", platform_file,
                        "JSON platform {\"task_times\": [...], \"overhead\": x, \"latency\": y, \"load_changes\": "
-                       "[{\"worker\": w, \"time\": t, \"factor\": f}]}");
+                       "[{\"worker\": w, \"time\": t, \"factor\": f}], \"master_overhead\": x, "
+                       "\"supermaster_overhead\": x, \"master_latency\": y}");
     times_option->excludes(platform_option);
     app.add_option("--overhead", overhead, "farmer service time per request (default 0; overrides the platform file)");
     app.add_option("--latency", latency, "one-way message latency (default 0; overrides the platform file)");
@@ -131,6 +156,21 @@ int main(int argc, char** argv) {
                  "worker expected to finish last");
     app.add_flag("--prefetch", prefetch,
                  "a worker asks for its next chunk when it starts one, hiding the request's cost (the farm's --prefetch)");
+    app.add_option("--farmer", farmer,
+                   "flat (one farmer), hierarchical (a supermaster, --masters K masters, workers; docs/hierarchical.md), "
+                   "or decentralised (not simulated yet)")
+        ->capture_default_str();
+    app.add_option("--masters", masters, "hierarchical: K masters over contiguous groups of workers, 1 <= K <= workers");
+    app.add_option("--master-technique", master_technique,
+                   "hierarchical: the supermaster's technique over the masters (default: the workers' technique when "
+                   "it is weighted, dgss/dfss/dtss/dfiss/dtfss, else fss)");
+    app.add_option("--master-overhead", master_overhead,
+                   "hierarchical: a master's service time per answer (default --overhead; overrides the platform file)");
+    app.add_option("--supermaster-overhead", supermaster_overhead,
+                   "hierarchical: the supermaster's service time per answer (default --overhead; overrides the platform file)");
+    app.add_option("--master-latency", master_latency,
+                   "hierarchical: one-way latency between a master and the supermaster (default --latency; overrides the "
+                   "platform file)");
     app.add_flag("--json", json, "print a JSON object instead of the summary");
     app.add_option("--trace", trace,
                    "write a trace of every chunk, FILE.csv or FILE.json, in the farm's schema (docs/traces.md)");
@@ -151,6 +191,9 @@ int main(int argc, char** argv) {
             throw pfarm::invalid_argument("--task-times", "is required (or --platform FILE)");
         if (overhead) pl.overhead = *overhead;
         if (latency) pl.latency = *latency;
+        if (master_overhead) pl.master_overhead = *master_overhead;
+        if (supermaster_overhead) pl.supermaster_overhead = *supermaster_overhead;
+        if (master_latency) pl.master_latency = *master_latency;
         for (const auto& text : load_changes) pl.load_changes.push_back(pfarm::parse_load_change(text, "--load-change"));
         if (!availability.empty() || !latency_readings.empty() || !benchmark.empty())
             pl.monitors = pfarm::tools::samples_from(static_cast<int>(pl.task_times.size()), availability,
@@ -164,6 +207,9 @@ int main(int argc, char** argv) {
         run.keep_trace = !trace.empty();
         run.reclaim = reclaim;
         run.prefetch = prefetch;
+        run.farmer = pfarm::sim::parse_farmer(farmer);
+        run.masters = masters;
+        run.master_technique = master_technique;
         const auto r = pfarm::sim::simulate(pl, wl, args.technique, args.options, run);
         if (!trace.empty()) write_trace(trace, args.technique, wl, r);
         if (json)

@@ -30,10 +30,31 @@
 // once when some victim is expected to stay busy longer than it (the decision carries `thief_busy`, and the
 // victim gives back only its share of the difference), and gets `later` otherwise: it asks again, with
 // nothing in hand, once its chunk is done.
+//
+// Pool (a hierarchical master, master_session.hpp): constructed with `pool` set, the farmer hands out tasks from
+// a pool of ranges that grows instead of [0, tasks): add_tasks() appends a range (not necessarily after the
+// last), close_pool() says that nothing more will come. `tasks` is then only the loop size the technique is
+// started with (its I: the master's expected share). Rules that differ from [0, tasks), all of them here:
+//   - a chunk is cut at the end of the pool's first range (a worker computes a contiguous range);
+//   - a request that finds the pool empty while it is open gets `wait` (calibration task or chunk alike): the
+//     farmer session asks the parked workers again when a range arrives or the pool closes. A worker that asks
+//     ahead (holding a chunk) gets `later` instead: parked, it would keep the results of its chunk until the pool
+//     is refilled, and the master's refill may be waiting for those results (it holds at most two chunks);
+//   - calibration asks one task of every worker; a worker that asks once the pool is closed and empty is
+//     stopped without calibrating (it counts as calibrated; the barrier then starts nothing: no task is left);
+//   - the technique is started at the first request that finds tasks in the pool (after the calibration barrier
+//     when it calibrates), with remaining = the pool then;
+//   - a technique that answers 0 (it has handed out its round: static, deal, dealdyn-*, the two-phase schemes)
+//     while the pool holds tasks is started again over the pool (start() begins a new round) and the worker gets
+//     its new answer, at least one task: in a pool that grows, no worker is stopped while tasks are in reach;
+//   - reclaim (take_back) only once the pool is closed and empty, within this farmer's workers;
+//   - done() only once the pool is closed.
+// Without `pool` nothing of this applies and the farmer behaves as it always has.
 #pragma once
 
 #include "pfarm/technique.hpp"
 
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -74,7 +95,18 @@ public:
     /// earlier farm of the same loop (pfarm/schedule.hpp), one fitness per worker: a technique that calibrates
     /// starts from it at once, with no calibration tasks (null, or another worker count: it calibrates).
     farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk = 1,
-           int max_outstanding = 1, bool reclaim = false, const calibration_result* learned = nullptr);
+           int max_outstanding = 1, bool reclaim = false, bool pool = false,
+           const calibration_result* learned = nullptr);
+
+    /// Pool mode: the range `range` (count >= 1) joins the pool (appended; merged with the last range when it
+    /// follows it). Throws internal_error without pool mode or once the pool is closed.
+    void add_tasks(chunk range);
+    /// Pool mode: nothing more will be added.
+    void close_pool();
+    bool pooled() const noexcept { return pool_; }
+    bool pool_closed() const noexcept { return closed_; }
+    /// Pool mode: the ranges not handed out yet, in hand-out order.
+    const std::deque<chunk>& pool() const noexcept { return pool_ranges_; }
 
     /// Worker `worker` asks for work (holding fewer than max_outstanding chunks). `now` is the
     /// driver's clock (seconds, any origin, non-decreasing); only reclaim reads it, to estimate which
@@ -97,8 +129,9 @@ public:
     /// Tells the technique that worker `worker`'s run queue is now `queue` (>= 1).
     void run_queue_changed(int worker, double queue);
 
-    bool done() const noexcept { return completed_ == tasks_; }
+    bool done() const noexcept { return completed_ == tasks_ && (!pool_ || closed_); }
     bool calibrating() const noexcept { return phase_ == phase::calibrating; }
+    /// Tasks of the loop (pool mode: received so far) and those not handed out yet.
     task_count tasks() const noexcept { return tasks_; }
     task_count remaining() const noexcept { return tasks_ - next_index_; }
     task_count completed_tasks() const noexcept { return completed_; }
@@ -142,6 +175,8 @@ private:
     }
     [[noreturn]] void bad_worker(int worker) const;
     decision assign(int worker, task_count first, task_count count, bool calibration_task, double now);
+    chunk take_from_pool(task_count count);  ///< pool mode: the next `count` tasks, cut at the first range's end
+    task_count loop_size() const noexcept { return pool_ ? expected_ : tasks_; }
     decision take_back(int worker, double now);
     decision stop_worker(int worker);
     double seconds_per_task(int worker) const;
@@ -154,7 +189,7 @@ private:
     std::vector<resource_sample> calibration_samples_;
     std::optional<calibration_result> calibration_;
     phase phase_ = phase::scheduling;
-    task_count next_index_ = 0;  ///< first unassigned task
+    task_count next_index_ = 0;  ///< first unassigned task (pool mode: tasks handed out)
     task_count completed_ = 0;   ///< tasks whose chunk has completed
     int calibration_pending_ = 0;
     int active_ = 0;             ///< workers not stopped
@@ -163,6 +198,10 @@ private:
     double request_cost_ = 0.0;
     task_count reclaims_ = 0;
     task_count reclaimed_tasks_ = 0;
+    bool pool_ = false, closed_ = false;  ///< pool mode, and nothing more will be added
+    bool pool_started_ = false;           ///< pool mode: the technique has been started
+    task_count expected_ = 0;             ///< pool mode: the loop size the technique is started with
+    std::deque<chunk> pool_ranges_;       ///< pool mode: the ranges not handed out
 };
 
 }  // namespace pfarm

@@ -22,6 +22,10 @@
 //                      the request that passed it is answered) and after every victim's answer
 // A send or park is one answer: a driver that models the farmer's service time charges it per answer (a
 // parked worker asked again and parked again costs nothing: no message goes in or out).
+//
+// Pool mode (options.pool; a hierarchical master, master_session.hpp): the tasks come as ranges through
+// add_tasks() and stop coming at close_pool() (farmer.hpp "Pool" has the rules); both ask the parked workers
+// again, calibration or not, and return the actions.
 #pragma once
 
 #include "pfarm/farmer.hpp"
@@ -44,6 +48,9 @@ struct farmer_session_options {
     /// A calibration learned by an earlier farm of the same loop (pfarm/schedule.hpp): a technique that
     /// calibrates starts from it, with no calibration tasks (farmer's constructor). Read at construction only.
     const calibration_result* learned = nullptr;
+    /// Hand out from a pool of ranges that grows (add_tasks, close_pool) instead of [0, tasks); `tasks` is then the
+    /// loop size the technique is started with (farmer.hpp "Pool").
+    bool pool = false;
     /// The driver's clock (seconds, non-decreasing), for on_message() without a time: the session reads it only
     /// when it needs the time (reclaim, records, the calibration barrier, the last result), so that a driver
     /// pays no clock read on the common path.
@@ -82,6 +89,10 @@ public:
     const std::vector<farmer_action>& on_message(int worker, const request_message& m);
     /// The farmer itself failed (an exception while handling a message): every worker is stopped with abort.
     const std::vector<farmer_action>& abort(const std::string& why);
+    /// Pool mode: range `range` joins the pool at `now`; the parked workers are asked again.
+    const std::vector<farmer_action>& add_tasks(chunk range, double now);
+    /// Pool mode: nothing more will come; the parked workers are asked again (stop, or reclaim).
+    const std::vector<farmer_action>& close_pool(double now);
 
     bool over() const noexcept { return retired_count_ == workers(); }
     bool aborting() const noexcept { return aborting_; }
@@ -128,7 +139,8 @@ private:
     void answer(int worker, const decision& d, bool direct);
     void accept(int worker, const request_message& m);
     void shrink(int worker, chunk given);
-    void reask_parked();
+    void reask_parked(bool even_calibrating = false);
+    void reask_pool();  ///< pool mode: after a range arrived or the pool closed
     void abort_all();
     void retire(int worker);
     void send(int worker, const reply_message& r) { actions_.push_back({farmer_action::kind::send, worker, r, {}}); }

@@ -1,7 +1,8 @@
 // pfarm simulator: a discrete-event driver of the farmer state machine (DESIGN.md principle 1).
 //
 // The same pfarm::farmer that the MPI farmer drives runs here against simulated time, so what the simulator
-// predicts is what an MPI run does, for every technique, without mpirun.
+// predicts is what an MPI run does, for every technique, without mpirun. Two farms: flat (one farmer, simulator.cpp)
+// and hierarchical (a supermaster, K masters and their workers, simulator_hierarchical.cpp; docs/hierarchical.md).
 #pragma once
 
 #include "pfarm/calibration.hpp"
@@ -37,11 +38,18 @@ struct platform {
     /// worker j gets: it stretches the worker's task time by 1/a_j (on top of load changes), and its monitors
     /// read a_j x min(1, 1/factor). Scripted latency and benchmark replace the simulated readings.
     std::vector<resource_sample> monitors;
+    /// Hierarchical farm (run_options::farmer): a master's service time per answer (default `overhead`), the
+    /// supermaster's (default `overhead`), and the one-way latency between a master and the supermaster (default
+    /// `latency`, which is then the latency between a worker and its master).
+    std::optional<double> master_overhead;
+    std::optional<double> supermaster_overhead;
+    std::optional<double> master_latency;
 };
 
 /// Reads a platform from JSON: {"task_times": [...], "overhead": x, "latency": y,
 /// "load_changes": [{"worker": 0, "time": 10.0, "factor": 2.0}, ...],
-/// "monitors": [{"availability": 0.5, "latency": 1e-4, "benchmark": 300}, ...]} (only task_times is required).
+/// "monitors": [{"availability": 0.5, "latency": 1e-4, "benchmark": 300}, ...],
+/// "master_overhead": x, "supermaster_overhead": x, "master_latency": y} (only task_times is required).
 /// Throws pfarm::invalid_argument naming `argument` (pfarm-sim passes its flag) with the file and the field in the
 /// message on malformed input.
 platform load_platform(const std::string& path, const std::string& argument = "platform");
@@ -90,7 +98,22 @@ struct result {
     std::vector<chunk_trace> trace;
     task_count reclaims = 0;         ///< reclaims that moved tasks (run_options::reclaim)
     task_count reclaimed_tasks = 0;  ///< tasks they moved
+    /// Messages served by the farmer (flat) or the supermaster (hierarchical), and of them requests (asks).
+    task_count farmer_messages = 0;
+    task_count farmer_requests = 0;
+    /// Hierarchical: messages the masters served (from their workers and from the supermaster), and per master the
+    /// requests it sent up, of which carried a chunk's results too (merged), and the chunks it received.
+    task_count master_messages = 0;
+    std::vector<task_count> master_requests;
+    std::vector<task_count> master_merged;
+    std::vector<task_count> master_chunks;
 };
+
+/// Which farm the simulator runs.
+enum class farmer_kind { flat, hierarchical, decentralised };
+/// Parses "flat", "hierarchical", "decentralised" (pfarm::unknown_name naming "farmer" otherwise).
+farmer_kind parse_farmer(const std::string& name);
+std::string to_string(farmer_kind kind);
 
 struct run_options {
     bool keep_trace = false;
@@ -103,7 +126,17 @@ struct run_options {
     /// chunk has ended and the reply has reached it. With reclaim, a `later` answer (pool empty) makes it ask
     /// again with nothing in hand, and it prefetches no more.
     bool prefetch = false;
+    /// flat: one farmer serves every worker. hierarchical: a supermaster serves `masters` masters, each serving a
+    /// contiguous group of workers (K groups as equal as possible, the first p mod K one larger) from its pool
+    /// (pfarm/master_session.hpp); `technique` and `options` are the workers', `master_technique` the supermaster's.
+    /// decentralised: not simulated yet (an invalid_argument naming "farmer").
+    farmer_kind farmer = farmer_kind::flat;
+    int masters = 0;  ///< hierarchical: K, 1 <= K <= workers (invalid_argument naming "masters" otherwise)
+    /// hierarchical: the supermaster's technique over the masters; empty: pfarm::default_master_technique()'s rule
+    /// (pfarm/master_session.hpp), with pfarm::master_options() for its options.
+    std::string master_technique;
 };
+
 
 /// Runs `technique` with `options` over `platform` and `workload`. Ties in simulated time are served in
 /// increasing worker index; when the calibration barrier passes, the waiting workers are served in

@@ -83,7 +83,9 @@ enum class claim_form {
 };
 
 /// The interface every technique implements. Hooks are called by the farmer only:
-///   needs_calibration() once, start() once, then next()/completed() in any interleaving.
+///   needs_calibration() once, start() once, then next()/completed() in any interleaving. A farmer over a growing
+///   pool (a hierarchical master, farmer.hpp "Pool") calls start() again when next() answers 0 with tasks in the
+///   pool: start() begins a new round over `remaining` (a single-round technique forgets who got its share).
 class technique {
 public:
     virtual ~technique() = default;

@@ -43,7 +43,8 @@ struct worker_session_options {
     /// Prefetch: how long before the end of its chunk a worker asks for the next one (seconds; the driver's
     /// estimate of a request's round trip, with a margin). It asks before the task from which about this much
     /// of the chunk is left (estimated from its previous chunk's seconds per task; halfway through its first),
-    /// so that the farmer commits the next chunk as late as it can without the worker waiting for it.
+    /// so that the farmer commits the next chunk as late as it can without the worker waiting for it. Infinity:
+    /// ask at the start of every chunk but the first (a hierarchical master keeps one chunk ahead, master_session.hpp).
     double prefetch_lead = 0.0;
     bool readings_each = false;         ///< every request carries readings (technique_needs::with_every_request)
     bool readings_calibration = false;  ///< a calibration result carries readings (technique_needs::with_calibration)

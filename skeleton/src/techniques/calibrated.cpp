@@ -21,6 +21,7 @@ public:
     calibration_mode needs_calibration() const override { return mode_; }
     void start(const schedule_context& c) override {
         if (c.calibration == nullptr) throw internal_error(name_ + ": started without a calibration");
+        given_.assign(given_.size(), false);  // a new round (a hierarchical master's pool: farmer.hpp)
         shares_ = apportion(c.remaining, c.calibration->fitness);
     }
     task_count next(int w, task_count) override {

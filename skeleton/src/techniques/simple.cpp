@@ -16,7 +16,8 @@ public:
     static_block(int p, std::string name) : name_(std::move(name)), given_(static_cast<std::size_t>(p), false) {}
     std::string name() const override { return name_; }
     claim_form decentralised() const override { return claim_form::by_step; }  // block s for step s
-    void start(const schedule_context& c) override {
+    void start(const schedule_context& c) override {  // a new round (a hierarchical master's pool: farmer.hpp)
+        given_.assign(given_.size(), false);
         base_ = c.remaining / c.workers;
         extra_ = c.remaining % c.workers;
     }

@@ -46,6 +46,7 @@ public:
         return calibration_mode::none;
     }
     void start(const schedule_context& c) override {
+        first_done_.assign(first_done_.size(), false);  // a new round (a hierarchical master's pool: farmer.hpp)
         technique_options o = options_;
         if (source_ == weight_source::measured_times) o.weights.clear();  // PF_j from the measured times
         const std::vector<double> w = weights_or_calibration(o, c, name_.c_str());

@@ -1,0 +1,145 @@
+// pfarm scheduling core: the master session, the protocol of a hierarchical master (seed 000 section IV, seed 002
+// section 4.2): "a worker session facing up and a farmer session facing down" (DESIGN.md principle 1).
+//
+// Roles: a supermaster (a plain farmer_session whose workers are the masters), K masters (one master_session each)
+// and the workers (plain worker_sessions, each talking to its master as to a flat farmer). A master computes
+// nothing: it keeps a task pool of the chunks the supermaster gave it, serves its workers from the pool with the
+// workers' technique (its farmer session in pool mode, farmer.hpp "Pool"), gathers their results, and sends each
+// chunk's results up when every task of it is in. Nothing of the protocol is written again here: the down side is
+// farmer_session (barrier, parking, prefetch, reclaim within the group, records), the up side worker_session
+// (ask, prefetch, results, final, failure); this class only connects them:
+//
+//   - a chunk the supermaster assigns joins the pool when its reply arrives (even while the up session still
+//     computes the previous chunk: the reply it holds "ahead");
+//   - the up session "computes" a chunk while its tasks are out in the group: the chunk's boundary is the pool's
+//     hand-out position in it, and the chunk ends when its last result is in (its time: from its arrival to then);
+//   - refill rule: the up session asks ahead (prefetch) with an infinite lead, so a master asks for its next
+//     chunk when half of its first chunk is handed out, and afterwards whenever it starts serving a chunk: while
+//     the request is out its pool still holds the rest of the chunk being served. Every up message after the first
+//     ask is then one message carrying a chunk's results and the next request (seed 002, Remark 3); a `stop` from
+//     the supermaster closes the pool (the workers are stopped, or take tasks back, once it is empty);
+//   - results go up in the order the chunks came (the up session completes its oldest chunk first): a chunk
+//     finished early waits at the master for the one before it;
+//   - readings: when the supermaster's technique needs them, a master's request carries its group's: run queue
+//     sum V_j / sum (V_j / Q_j) over its workers' latest readings (so that the weighted schemes' A = V / Q of the
+//     master is the sum of its workers' A_j), availability their mean, benchmark their sum, latency their maximum,
+//     cores the group size;
+//   - failures: a worker's failure aborts the group (farmer_session) and is reported up as the master's failure;
+//     an abort from the supermaster aborts the group.
+// Calibration happens in the group (the workers' technique, at the master, over its workers); the supermaster
+// weights masters by the powers it is given (the sum of the workers' weights, or the group sizes), not by
+// measured ones. Reclaim works within a group; there is none between masters (docs/hierarchical.md says why).
+//
+// A driver moves messages and keeps time as for a flat farm (docs/architecture.md "Adding a driver"):
+//   master_session m(workers, make_technique(...), {...});
+//   perform(m.start(now));                                      // its first request up
+//   a worker's message:      perform(m.on_message(w, msg, now, arrived));
+//   the supermaster's reply: perform(m.on_reply(reply, now));
+//   the master is done when  m.over()
+// Actions, in order: up m (send request m to the supermaster, with the results of chunk m.done when it carries
+// any), send w r (reply r to worker w of the group), park w, deliver w c (store the results of chunk c, which the
+// message being handled carries). Each up, send and park is one answer for a driver that charges service time.
+#pragma once
+
+#include "pfarm/farmer_session.hpp"
+#include "pfarm/worker_session.hpp"
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pfarm {
+
+struct master_session_options {
+    /// Facing down: the group's farm (min_chunk, prefetch, reclaim, request_cost, keep_records); `pool` is set by
+    /// the session.
+    farmer_session_options group;
+    /// The loop size the workers' technique is started with: the master's expected share of the loop (>= 1).
+    task_count expected = 1;
+    /// Facing up: what the supermaster's technique needs (technique_needs of its technique).
+    bool readings_each = false;
+    bool readings_calibration = false;
+    /// V_j of its workers, for the readings it sends up (empty: 1 each).
+    std::vector<double> powers;
+};
+
+struct master_action {
+    enum class kind { up, send, park, deliver };
+    kind what = kind::up;
+    int worker = -1;          ///< send, park, deliver: the worker, by its index in the group
+    request_message message;  ///< up
+    reply_message reply;      ///< send
+    chunk results;            ///< deliver
+};
+
+class master_session {
+public:
+    /// `workers` >= 1 in its group; `policy` is the workers' technique for `workers` workers.
+    master_session(int workers, std::unique_ptr<technique> policy, const master_session_options& options);
+
+    /// The actions of one event, valid until the next call.
+    const std::vector<master_action>& start(double now);
+    const std::vector<master_action>& on_reply(const reply_message& r, double now);
+    const std::vector<master_action>& on_message(int worker, const request_message& m, double now, double arrived = -1.0);
+    /// The master itself failed: its group is aborted and the failure goes up.
+    const std::vector<master_action>& abort(const std::string& why);
+
+    bool over() const noexcept { return up_.ended() && group_.over(); }
+    const farmer_session& group() const noexcept { return group_; }
+    const worker_session& up() const noexcept { return up_; }
+    /// Tasks in its pool not handed out yet.
+    task_count pool_left() const noexcept { return group_.decisions().remaining(); }
+    /// Messages it sent up; of them requests (ask), and requests that carried a chunk's results (merged).
+    task_count up_messages() const noexcept { return up_messages_; }
+    task_count up_requests() const noexcept { return up_requests_; }
+    task_count merged_requests() const noexcept { return merged_; }
+    /// The chunks it got from the supermaster, in order (their sizes).
+    const std::vector<task_count>& chunks_received() const noexcept { return received_; }
+
+private:
+    struct held_chunk {
+        chunk work;
+        task_count done = 0;  ///< tasks whose results are in
+        double arrived = 0.0;
+    };
+    void take_group(const std::vector<farmer_action>& actions);
+    void take_up(worker_session::actions actions);
+    void settle(double now);
+    void credit(chunk results);
+    void read(int worker, const request_message& m);
+    resource_sample readings() const;
+    task_count next_unhanded(const chunk& c) const;
+    void report_failure();
+
+    farmer_session group_;
+    worker_session up_;
+    std::vector<double> powers_;
+    std::vector<resource_sample> latest_;  ///< each worker's latest readings
+    std::deque<held_chunk> held_;          ///< the supermaster's chunks it holds, oldest first
+    std::vector<master_action> actions_;
+    std::vector<task_count> received_;
+    bool failure_sent_ = false;
+    task_count up_messages_ = 0, up_requests_ = 0, merged_ = 0;
+};
+
+/// The supermaster's technique when none is given: the workers' technique when it is one of the weighted schemes
+/// (registry family "weighted": dgss, dfss, dtss, dfiss, dtfss give HDGSS, HDFSS, HDTSS... of seeds 000 and 002),
+/// else fss (factoring), whose chunks over K masters shrink by stages, so that the supermaster answers a few
+/// requests per master and stage whatever the workers' technique (with ss for the workers the masters still
+/// refill their pools in large chunks).
+std::string default_master_technique(const std::string& technique);
+
+/// The options of the supermaster's technique `top` over masters grouping `groups` workers each (contiguously):
+/// the workers' options with weights, times and run queues per master: a master's weight is the sum of its
+/// workers' (their count when no weights are given), its time per task 1 / sum (1 / t_j), its run queue
+/// sum V / sum (V / Q); min_chunk at least the largest group, so that a chunk gives each worker of a group a task
+/// (a master holds at most two chunks, the one whose results it gathers and the one it serves: a smaller chunk
+/// runs its pool dry while the previous chunk's last results come in). When `top` is the default fss
+/// (`defaulted`) and no factor is given, x = 4: a stage hands out a quarter of what is left, because a chunk is
+/// a whole group's work at once and its cost is not known beforehand (x = 2 gave a master of the Mandelbrot
+/// profile's costly middle columns 1.5 times its share: docs/hierarchical.md).
+technique_options master_options(const technique_options& workers, const std::vector<int>& groups,
+                                 const std::string& top = "", bool defaulted = false);
+
+}  // namespace pfarm

@@ -1,0 +1,375 @@
+// pfarm simulator: the hierarchical farm's event loop, a driver of the core's sessions (a farmer_session as the
+// supermaster, one master_session per master, one worker_session per worker) in simulated time. It adds servers
+// and a second latency to the flat model of simulator.cpp and changes nothing else of it:
+//
+//   - Workers are grouped contiguously: K groups as equal as possible, the first p mod K one larger. A worker talks
+//     to its master exactly as to the flat farmer (its session, its compute model, reclaim, prefetch; `latency`
+//     one way).
+//   - Every master and the supermaster is one server, like the flat farmer: it serves the messages that reached it
+//     one at a time in arrival order (ties by sender: workers by index, then masters by index; a victim's answer to
+//     a reclaim first). A master's inbox holds its workers' messages and the supermaster's replies; serving one is
+//     master_session::on_message() or on_reply(), and each answer among its actions (a reply to a worker, a worker
+//     parked, a message up) takes `master_overhead` (default `overhead`), one after the other. The supermaster
+//     serves the masters' messages with farmer_session::on_message(), each answer taking `supermaster_overhead`
+//     (default `overhead`). Messages between a master and the supermaster take `master_latency` (default `latency`).
+//   - At t = 0 every worker asks its master and every master asks the supermaster (at no cost).
+//   - Metrics: the makespan is when the supermaster holds the last result; finish times, chunks and imbalance are
+//     the workers', from their masters' sessions (calibration_end: the last group's barrier; k: group 0's
+//     technique); the fluid bound is over the workers (masters and supermaster compute nothing).
+#include "pfarm/master_session.hpp"
+#include "pfarm/metrics.hpp"
+#include "pfarm/registry.hpp"
+
+#include "simulator_model.hpp"
+
+#include <memory>
+#include <queue>
+
+namespace pfarm::sim {
+
+namespace model {
+
+namespace {
+
+/// An event of the hierarchical loop: a message reaching a server (a master or the supermaster), a reply or a
+/// reclaim reaching a worker, a worker's chunk ending or reaching its ask-ahead boundary, or a server's turn.
+/// Ordered by time, then `who` (the sender or the worker; turns last), then creation order.
+struct hevent {
+    enum class kind : std::uint8_t { to_server, to_worker, reclaim, chunk_end, boundary, turn };
+    double time = 0.0;
+    int who = 0;
+    std::uint64_t sequence = 0;
+    kind what = kind::to_server;
+    int server = 0;             ///< to_server, turn: masters 0..K-1, the supermaster K
+    int from = -1;              ///< to_server: the sender (a worker of the group, or a master); -1: the supermaster
+    bool answer_first = false;  ///< to_server: a victim's answer to a reclaim
+    std::size_t mail = 0;       ///< to_server from a worker or a master: the request, in the mail pool
+    reply_message reply;        ///< to_worker, reclaim; to_server from the supermaster
+    std::uint64_t generation = 0;
+    bool operator>(const hevent& o) const {
+        if (time != o.time) return time > o.time;
+        if (who != o.who) return who > o.who;
+        return sequence > o.sequence;
+    }
+};
+
+using queue = std::priority_queue<hevent, std::vector<hevent>, std::greater<>>;
+
+}  // namespace
+
+result simulate_hierarchical(const platform& given, const workload& wl, const std::string& technique,
+                             const technique_options& options, const run_options& run) {
+    validate(given);
+    platform pl = given;
+    for (std::size_t j = 0; j < pl.monitors.size(); ++j)
+        if (pl.monitors[j].availability) pl.task_times[j] /= *pl.monitors[j].availability;
+    const std::vector<double> costs = task_costs(wl);
+    const int p = static_cast<int>(pl.task_times.size());
+    const auto up = static_cast<std::size_t>(p);
+    const int k = run.masters;
+    if (k < 1 || k > p)
+        throw invalid_argument("masters", "is " + std::to_string(k) + "; expected 1.." + std::to_string(p) +
+                                              " (at most one master per worker) for the hierarchical farmer");
+    validate_common_options(options, p);
+    const double master_cost = pl.master_overhead.value_or(pl.overhead);
+    const double top_cost = pl.supermaster_overhead.value_or(pl.overhead);
+    const double up_latency = pl.master_latency.value_or(pl.latency);
+
+    // Groups: contiguous, as equal as possible.
+    std::vector<int> groups(static_cast<std::size_t>(k), p / k), first_of(static_cast<std::size_t>(k), 0);
+    for (int m = 0; m < p % k; ++m) ++groups[static_cast<std::size_t>(m)];
+    for (int m = 1; m < k; ++m) first_of[static_cast<std::size_t>(m)] = first_of[static_cast<std::size_t>(m - 1)] + groups[static_cast<std::size_t>(m - 1)];
+    std::vector<int> master_of(up), local_of(up);
+    for (int m = 0; m < k; ++m)
+        for (int i = 0; i < groups[static_cast<std::size_t>(m)]; ++i)
+            master_of[static_cast<std::size_t>(first_of[static_cast<std::size_t>(m)] + i)] = m,
+            local_of[static_cast<std::size_t>(first_of[static_cast<std::size_t>(m)] + i)] = i;
+
+    const std::string top_name = run.master_technique.empty() ? default_master_technique(technique) : run.master_technique;
+    try {
+        find_technique(top_name);
+    } catch (const unknown_name& e) {  // the supermaster's technique is its own option
+        throw unknown_name("master_technique", e.message());
+    }
+    const technique_options top_options = master_options(options, groups, top_name, run.master_technique.empty());
+    farmer_session top(wl.tasks, k, make_technique(top_name, top_options, k),
+                       {.min_chunk = top_options.min_chunk, .prefetch = true, .reclaim = false, .request_cost = 0.0,
+                        .keep_records = false, .pool = false, .clock = {}});
+    const technique_needs& top_needs = top.needs();
+
+    double total_power = 0.0;
+    for (double w : top_options.weights) total_power += w;
+    std::vector<std::unique_ptr<master_session>> masters;
+    for (int m = 0; m < k; ++m) {
+        const auto lo = static_cast<std::size_t>(first_of[static_cast<std::size_t>(m)]);
+        const auto g = static_cast<std::size_t>(groups[static_cast<std::size_t>(m)]);
+        const auto slice = [&](const std::vector<double>& v) {
+            return v.empty() ? v : std::vector<double>(v.begin() + static_cast<long>(lo), v.begin() + static_cast<long>(lo + g));
+        };
+        technique_options o = options;
+        o.weights = slice(options.weights), o.times = slice(options.times), o.run_queue = slice(options.run_queue);
+        const double share = top_options.weights[static_cast<std::size_t>(m)] / total_power;
+        master_session_options mo;
+        mo.group = {.min_chunk = options.min_chunk, .prefetch = run.prefetch, .reclaim = run.reclaim,
+                    .request_cost = master_cost + 2.0 * pl.latency, .keep_records = run.keep_trace, .pool = true, .clock = {}};
+        mo.expected = std::max<task_count>(1, std::llround(static_cast<double>(wl.tasks) * share));
+        mo.readings_each = !top_needs.with_every_request.empty();
+        mo.readings_calibration = !top_needs.with_calibration.empty();
+        mo.powers = o.weights;
+        masters.push_back(std::make_unique<master_session>(static_cast<int>(g), make_technique(technique, o, static_cast<int>(g)), mo));
+    }
+    const technique_needs& needs = masters[0]->group().needs();
+
+    std::vector<double> prefix(costs.size() + 1, 0.0);
+    for (std::size_t i = 0; i < costs.size(); ++i) prefix[i + 1] = prefix[i] + costs[i];
+    std::vector<worker_load> loads(up);
+    for (const auto& c : pl.load_changes) loads[static_cast<std::size_t>(c.worker)].changes.emplace_back(c.time, c.factor);
+    for (auto& l : loads)
+        std::stable_sort(l.changes.begin(), l.changes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+
+    result out;
+    out.total_work = prefix.back();
+    out.lower_bound = fluid_bound(pl, out.total_work);
+    out.workers.resize(up);
+    std::vector<worker_state> state;
+    state.reserve(up);
+    for (std::size_t j = 0; j < up; ++j)
+        state.emplace_back(worker_session_options{.prefetch = run.prefetch,
+                                                  .prefetch_lead = 2.0 * (2.0 * pl.latency + master_cost),
+                                                  .readings_each = !needs.with_every_request.empty(),
+                                                  .readings_calibration = !needs.with_calibration.empty()});
+
+    queue events;
+    std::uint64_t sequence = 0;
+    const auto push = [&](hevent e) {
+        e.sequence = sequence++;
+        events.push(e);
+    };
+    std::vector<request_message> mail;
+    std::vector<std::size_t> free_mail;
+    const auto post = [&](const request_message& m) {
+        std::size_t slot = mail.size();
+        if (free_mail.empty()) mail.push_back(m);
+        else slot = free_mail.back(), free_mail.pop_back(), mail[slot] = m;
+        return slot;
+    };
+    const int top_server = k;
+    const auto at = [](double time, int who, hevent::kind what) {
+        hevent e;
+        e.time = time, e.who = who, e.what = what;
+        return e;
+    };
+
+    const auto task_end = [&](std::size_t j, task_count i) {
+        const auto& s = state[j];
+        const auto first = static_cast<std::size_t>(s.session.current().first);
+        const double base = (prefix[first + static_cast<std::size_t>(i) + 1] - prefix[first]) * pl.task_times[j];
+        return loads[j].changes.empty() ? s.start + base : compute_end(loads[j], s.start, base);
+    };
+    const auto set_end = [&](std::size_t j, double end) {
+        auto& s = state[j];
+        s.end = end;
+        auto e = at(end, static_cast<int>(j), hevent::kind::chunk_end);
+        e.generation = ++s.generation;
+        push(e);
+    };
+    const auto plan_boundary = [&](std::size_t j) {
+        const auto& s = state[j];
+        const task_count ask = s.session.ask_at();
+        if (ask < 0) return;
+        auto e = at(task_end(j, ask - s.session.current().first - 1), static_cast<int>(j), hevent::kind::boundary);
+        e.generation = s.generation;
+        push(e);
+    };
+    const auto perform = [&](std::size_t j, worker_session::actions actions, double t) {
+        for (const worker_action& a : actions) {
+            if (a.what == worker_action::kind::compute) {
+                state[j].start = t;
+                set_end(j, task_end(j, a.work.count - 1));
+                plan_boundary(j);
+                continue;
+            }
+            const std::size_t slot = post(a.message);
+            if (a.readings) {
+                mail[slot].has_sample = true;
+                mail[slot].sample = simulated_sample(pl, loads[j], j, t);
+            }
+            auto e = at(t + pl.latency, static_cast<int>(j), hevent::kind::to_server);
+            e.server = master_of[j];
+            e.from = local_of[j];
+            e.mail = slot;
+            e.answer_first = a.message.what == request_message::kind::released;
+            push(e);
+        }
+    };
+    const auto victim_answers = [&](std::size_t j, double t, const reply_message& asked) {  // as in simulator.cpp
+        auto& s = state[j];
+        if (!s.session.computing()) {
+            perform(j, s.session.on_reclaim(asked, 0, 0.0), t);
+            return;
+        }
+        const chunk c = s.session.current();
+        task_count lo = 0, hi = c.count - 1;
+        while (lo < hi) {
+            const task_count mid = lo + (hi - lo) / 2;
+            if (task_end(j, mid) >= t) hi = mid;
+            else lo = mid + 1;
+        }
+        if (lo == c.count - 1) {
+            auto again = at(s.end, static_cast<int>(j), hevent::kind::reclaim);
+            again.reply = asked;
+            push(again);
+            return;
+        }
+        const double boundary = task_end(j, lo);
+        perform(j, s.session.on_reclaim(asked, c.first + lo + 1, (boundary - s.start) / static_cast<double>(lo + 1)), boundary);
+        if (s.session.current().count != c.count) {
+            set_end(j, task_end(j, s.session.current().count - 1));
+            plan_boundary(j);
+        }
+    };
+    // A master's actions: its replies go down to workers, its messages go up; each answer costs master_cost.
+    const auto master_acts = [&](int m, const std::vector<master_action>& actions, double now, bool charged) {
+        for (const master_action& a : actions) {
+            if (a.what == master_action::kind::deliver) continue;
+            if (charged) now += master_cost;
+            if (a.what == master_action::kind::park) continue;
+            if (a.what == master_action::kind::up) {
+                auto e = at(now + up_latency, p + m, hevent::kind::to_server);
+                e.server = top_server;
+                e.from = m;
+                e.mail = post(a.message);
+                push(e);
+                continue;
+            }
+            const int j = first_of[static_cast<std::size_t>(m)] + a.worker;
+            auto e = at(now + pl.latency, j, a.reply.what == reply_message::kind::reclaim ? hevent::kind::reclaim
+                                                                                          : hevent::kind::to_worker);
+            e.reply = a.reply;
+            push(e);
+        }
+        return now;
+    };
+    const auto serve = [&](int s, const hevent& m, double now) {
+        if (s == top_server) {
+            ++out.farmer_messages;
+            if (mail[m.mail].what == request_message::kind::ask) ++out.farmer_requests;
+            for (const farmer_action& a : top.on_message(m.from, mail[m.mail], now, m.time)) {
+                if (a.what == farmer_action::kind::deliver) continue;
+                now += top_cost;
+                if (a.what == farmer_action::kind::park) continue;
+                auto e = at(now + up_latency, p + k, hevent::kind::to_server);
+                e.server = a.worker;
+                e.from = -1;
+                e.reply = a.reply;
+                push(e);
+            }
+            free_mail.push_back(m.mail);
+            return now;
+        }
+        ++out.master_messages;
+        auto& master = *masters[static_cast<std::size_t>(s)];
+        if (m.from < 0) return master_acts(s, master.on_reply(m.reply, now), now, true);
+        const double end = master_acts(s, master.on_message(m.from, mail[m.mail], now, m.time), now, true);
+        free_mail.push_back(m.mail);
+        return end;
+    };
+
+    const auto servers = static_cast<std::size_t>(k + 1);
+    std::vector<queue> inbox(servers), answers(servers);
+    std::vector<bool> turn_pending(servers, false);
+    std::vector<double> free_at(servers, 0.0);
+    const auto turn = [&](int s, double t) {
+        auto e = at(t, std::numeric_limits<int>::max() - (k + 1) + s, hevent::kind::turn);
+        e.server = s;
+        push(e);
+        turn_pending[static_cast<std::size_t>(s)] = true;
+    };
+    for (std::size_t j = 0; j < up; ++j) perform(j, state[j].session.start(), 0.0);
+    for (int m = 0; m < k; ++m) master_acts(m, masters[static_cast<std::size_t>(m)]->start(0.0), 0.0, false);
+
+    while (!events.empty()) {
+        const hevent e = events.top();
+        events.pop();
+        const auto j = static_cast<std::size_t>(e.who);
+        switch (e.what) {
+        case hevent::kind::turn: {
+            const auto s = static_cast<std::size_t>(e.server);
+            turn_pending[s] = false;
+            auto& from = answers[s].empty() ? inbox[s] : answers[s];
+            const hevent m = from.top();
+            from.pop();
+            free_at[s] = serve(e.server, m, e.time);
+            if (!inbox[s].empty() || !answers[s].empty()) turn(e.server, free_at[s]);
+            break;
+        }
+        case hevent::kind::to_server: {
+            const auto s = static_cast<std::size_t>(e.server);
+            (e.answer_first ? answers[s] : inbox[s]).push(e);
+            if (!turn_pending[s]) turn(e.server, std::max(e.time, free_at[s]));
+            break;
+        }
+        case hevent::kind::to_worker:
+            perform(j, state[j].session.on_reply(e.reply), e.time);
+            break;
+        case hevent::kind::chunk_end: {
+            auto& s = state[j];
+            if (e.generation != s.generation) break;
+            perform(j, s.session.on_chunk_done(s.end - s.start, s.start, s.end), e.time);
+            break;
+        }
+        case hevent::kind::reclaim:
+            victim_answers(j, e.time, e.reply);
+            break;
+        case hevent::kind::boundary: {
+            auto& s = state[j];
+            if (e.generation != s.generation || s.session.ask_at() < 0) break;
+            perform(j, s.session.on_boundary(s.session.ask_at()), e.time);
+            break;
+        }
+        }
+    }
+    bool all_over = top.over() && top.decisions().done();
+    for (const auto& m : masters) all_over = all_over && m->over();
+    if (!all_over)
+        throw internal_error("simulator: the hierarchical farm stopped with " +
+                             std::to_string(top.decisions().tasks() - top.decisions().completed_tasks()) +
+                             " tasks not completed at the supermaster (technique '" + technique + "', masters' '" +
+                             top_name + "')");
+
+    const bool calibrated = needs.calibration != calibration_mode::none;
+    std::vector<double> finish(up);
+    for (int m = 0; m < k; ++m) {
+        const farmer_session& g = masters[static_cast<std::size_t>(m)]->group();
+        for (int i = 0; i < groups[static_cast<std::size_t>(m)]; ++i) {
+            const auto jj = static_cast<std::size_t>(first_of[static_cast<std::size_t>(m)] + i);
+            auto& r = out.workers[jj];
+            const auto& sizes = g.chunks_of(i);
+            r.chunks.assign(sizes.begin() + (calibrated && !sizes.empty() ? 1 : 0), sizes.end());
+            r.tasks = g.tasks_of(i);
+            r.finish = finish[jj] = g.finish_of(i);
+            out.chunks += static_cast<task_count>(sizes.size());
+        }
+        for (chunk_trace c : g.records()) {
+            c.rank += first_of[static_cast<std::size_t>(m)];
+            out.trace.push_back(c);
+        }
+        out.reclaims += g.decisions().reclaims();
+        out.reclaimed_tasks += g.decisions().reclaimed_tasks();
+        out.calibration_end = std::max(out.calibration_end, g.calibration_end());
+        const auto& master = *masters[static_cast<std::size_t>(m)];
+        out.master_requests.push_back(master.up_requests());
+        out.master_merged.push_back(master.merged_requests());
+        out.master_chunks.push_back(static_cast<task_count>(master.chunks_received().size()));
+    }
+    std::stable_sort(out.trace.begin(), out.trace.end(), [](const chunk_trace& a, const chunk_trace& b) { return a.sent < b.sent; });
+    out.makespan = top.last_result();
+    out.percent_imbalance = pfarm::percent_imbalance(finish);
+    out.cov = pfarm::coefficient_of_variation(finish);
+    out.k = masters[0]->group().decisions().policy().installment_factor();
+    return out;
+}
+
+}  // namespace model
+
+}  // namespace pfarm::sim
