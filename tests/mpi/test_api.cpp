@@ -1,7 +1,7 @@
 // The farm's shapes beyond an input array (issue 13) under mpiexec (through pfarm_mpi_test). One scenario per
 // run, named by argv[1]:
-//   range      farm over an index range: every technique, each in one of {plain, farmer computes, prefetch,
-//              reclaim, prefetch + reclaim} (and the five for a few), each task exactly once, out[i] from index
+//   range      farm over an index range: every technique with prefetch + reclaim and in one more of {plain,
+//              farmer computes, prefetch, reclaim} (all five for a few), each task exactly once, out[i] from index
 //              first + i, a range starting beyond 2^31; the input-array farm passes the index too; an empty or
 //              reversed range is invalid_argument "range" on every rank
 //   variable   results of any size (0 bytes to 1 MiB per task) collected in task order and streamed to a callback
@@ -57,10 +57,12 @@ pfarm::farm_options options_for(const std::string& technique, int mode) {
     return o;
 }
 
-/// The modes a technique runs in: all five for a few, one (by its position) for the others.
+/// The modes a technique runs in: all five for a few; for the others prefetch + reclaim and one more (by its
+/// position).
 std::vector<int> modes_of(const std::string& name, std::size_t position) {
     if (name == "ss" || name == "gss" || name == "multi" || name == "awf-b") return {0, 1, 2, 3, 4};
-    return {static_cast<int>(position % 5)};
+    if (position % 5 == 4) return {4};
+    return {static_cast<int>(position % 5), 4};
 }
 
 /// Collective: every task ran exactly once over all ranks (runs counted where they ran).
