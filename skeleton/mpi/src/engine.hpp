@@ -1,7 +1,9 @@
 // pfarm MPI engine, internal: what the engine's files share. farm.cpp is the entry (run_farm), setup.cpp the
 // agreement before the farm and the outcome after it, farmer_side.cpp and worker_side.cpp the two transports of
-// the core's sessions (farmer_session.hpp, worker_session.hpp), progress.cpp the progress line, wire.hpp the
-// bytes on the wire, messages.hpp the tags and how a rank waits.
+// the core's sessions (farmer_session.hpp, worker_session.hpp), results.hpp a chunk's results (fixed or any
+// size) in their message buffer, journaled.cpp a farm with a journal (only the tasks it lacks), decentralised.cpp
+// the farm without a farmer, progress.cpp the progress line, wire.hpp the bytes on the wire, messages.hpp the
+// tags and how a rank waits.
 #pragma once
 
 #include "pfarm/emulation.hpp"
