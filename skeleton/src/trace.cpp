@@ -442,6 +442,20 @@ void write_trace(const std::string& path, const trace_summary& summary, const st
     if (out.fail()) throw refuse(std::string("closing failed (") + std::strerror(errno) + "); the file is incomplete");
 }
 
+void check_trace_path(const std::string& path, const std::string& argument) {
+    if (path.empty()) throw invalid_argument(argument, "is empty; expected a file name (FILE.csv or FILE.json)");
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw invalid_argument(argument, "'" + path + "' is a directory; expected a file name (FILE.csv or FILE.json)");
+    const bool existed = std::filesystem::exists(path, ec);
+    errno = 0;
+    std::ofstream probe(path, std::ios::binary | std::ios::app);  // never truncates
+    if (!probe)
+        throw invalid_argument(argument, "cannot write the trace '" + path + "': cannot open it (" + std::strerror(errno) + ")");
+    probe.close();
+    if (!existed) std::filesystem::remove(path, ec);
+}
+
 trace_file read_trace(const std::string& path, const std::string& argument) {
     const failure fail{argument};
     std::error_code ec;

@@ -71,6 +71,11 @@ void write_trace(const std::string& path, const trace_summary& summary, const st
 /// Reads a trace written by write_trace (or an older farm trace, or a legacy pfarm-sim CSV), telling JSON from
 /// CSV by the content (JSON starts with '{'). Throws pfarm::invalid_argument naming `argument` ("--trace",
 /// "--costs") when the file cannot be read or is not a complete, well-formed trace; the message names the file
+/// Checks before a run that a trace can be written to `path` (its folder exists, it is not a folder, it can be
+/// opened for writing), so that a typo costs nothing; an existing file is left as it is. invalid_argument naming
+/// `argument` otherwise.
+void check_trace_path(const std::string& path, const std::string& argument = "trace");
+
 /// and the line (CSV) or the element (JSON).
 trace_file read_trace(const std::string& path, const std::string& argument = "trace");
 

@@ -132,6 +132,7 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
                 check_decentralised(options, *policy, workers);
             }
             s.config.farmer = static_cast<std::int32_t>(options.farmer);
+            if (!options.trace.empty()) check_trace_path(options.trace);  // before any task runs, not after the sweep
             choose_monitors(policy->needs(), options, s);
             s.emulated = emulation_from(options, ranks);
             s.config.tasks = tasks;
