@@ -15,6 +15,7 @@
 //              reclaim resume from a complete journal computing nothing; another workload's journal is refused
 //   journal-die / journal-resume  (tests/mpi/dead_rank.sh) rank 2 kills itself with SIGKILL mid-run: the job
 //              ends non-zero; the rerun resumes from the journal and checks every output
+#include "mpi_check.hpp"
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
 #include "pfarm/registry.hpp"
@@ -30,18 +31,6 @@
 #include <vector>
 
 namespace {
-
-int rank_ = 0, size_ = 1, failures_ = 0;
-
-#define CHECK(cond, ...)                                                                                    \
-    do {                                                                                                    \
-        if (!(cond)) {                                                                                      \
-            ++failures_;                                                                                    \
-            std::fprintf(stderr, "[rank %d] %s:%d: CHECK(%s) failed: ", rank_, __FILE__, __LINE__, #cond); \
-            std::fprintf(stderr, __VA_ARGS__);                                                              \
-            std::fprintf(stderr, "\n");                                                                     \
-        }                                                                                                   \
-    } while (0)
 
 const char* mode_names[] = {"plain", "farmer-computes", "prefetch", "reclaim", "prefetch+reclaim"};
 
@@ -383,8 +372,7 @@ void journal_dies(bool die) {
 
 int main(int argc, char** argv) {
     pfarm::mpi::environment env(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    find_rank();
     const std::string scenario = argc > 1 ? argv[1] : "";
     if (scenario == "range") range();
     else if (scenario == "variable") variable();
@@ -397,8 +385,5 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
         return 2;
     }
-    int total = 0;
-    MPI_Allreduce(&failures_, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank_ == 0) std::printf("%s: %s\n", scenario.c_str(), total == 0 ? "ok" : "FAILED");
-    return total == 0 ? 0 : 1;
+    return verdict(scenario);
 }

@@ -13,6 +13,7 @@
 //               computing, with prefetch), nobody hangs, and the next farm on the same communicator runs
 //   outputs     three outputs per task of a 64-byte aligned type, with a slowdown on one rank: aligned, in order;
 //               64 KiB of results per task, in chunks that travel alone (static) and in batches (ss)
+#include "mpi_check.hpp"
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
 #include "pfarm/registry.hpp"
@@ -29,18 +30,6 @@
 #include <vector>
 
 namespace {
-
-int rank_ = 0, size_ = 1, failures_ = 0;
-
-#define CHECK(cond, ...)                                                                                           \
-    do {                                                                                                           \
-        if (!(cond)) {                                                                                             \
-            ++failures_;                                                                                           \
-            std::fprintf(stderr, "[rank %d] %s:%d: CHECK(%s) failed: ", rank_, __FILE__, __LINE__, #cond);         \
-            std::fprintf(stderr, __VA_ARGS__);                                                                     \
-            std::fprintf(stderr, "\n");                                                                            \
-        }                                                                                                          \
-    } while (0)
 
 double f(double x) { return std::sin(x) * 3.0 + x; }
 
@@ -334,8 +323,7 @@ void outputs() {
 
 int main(int argc, char** argv) {
     pfarm::mpi::environment env(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    find_rank();
     const std::string scenario = argc > 1 ? argv[1] : "";
     if (scenario == "techniques") techniques();
     else if (scenario == "errors") errors();
@@ -345,8 +333,5 @@ int main(int argc, char** argv) {
         if (rank_ == 0) std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
         return 2;
     }
-    int any = 0;
-    MPI_Allreduce(&failures_, &any, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank_ == 0) std::printf("%s: %s (%d failed checks)\n", scenario.c_str(), any ? "FAILED" : "ok", any);
-    return any ? 1 : 0;
+    return verdict(scenario);
 }

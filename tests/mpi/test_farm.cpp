@@ -17,6 +17,7 @@
 //               simulator (pfarm::sim): dtss's chunks with the run queue that an emulated load change gives (one
 //               worker, so the request order is fixed), dgss without weights calibrating in both (the source of
 //               its weights), and multi's calibration (F, CV, k) on workers emulated 1 and 3 times slower
+#include "mpi_check.hpp"
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
 #include "pfarm/registry.hpp"
@@ -32,18 +33,6 @@
 #include <vector>
 
 namespace {
-
-int rank_ = 0, size_ = 1, failures_ = 0;
-
-#define CHECK(cond, ...)                                                                    \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
-            ++failures_;                                                                    \
-            std::fprintf(stderr, "[rank %d] %s:%d: CHECK(%s) failed: ", rank_, __FILE__, __LINE__, #cond); \
-            std::fprintf(stderr, __VA_ARGS__);                                              \
-            std::fprintf(stderr, "\n");                                                     \
-        }                                                                                   \
-    } while (0)
 
 double f(double x) { return std::sin(x) * 3.0 + x; }
 
@@ -457,8 +446,7 @@ void drivers() {
 
 int main(int argc, char** argv) {
     pfarm::mpi::environment env(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    find_rank();
     const std::string scenario = argc > 1 ? argv[1] : "";
     if (scenario == "techniques") techniques();
     else if (scenario == "failure") failure();
@@ -472,8 +460,5 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
         return 2;
     }
-    int total = 0;
-    MPI_Allreduce(&failures_, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank_ == 0) std::printf("%s: %s\n", scenario.c_str(), total == 0 ? "ok" : "FAILED");
-    return total == 0 ? 0 : 1;
+    return verdict(scenario);
 }

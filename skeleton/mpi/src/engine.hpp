@@ -65,6 +65,9 @@ struct shared_setup {
     std::vector<std::string> extra_monitors;  ///< registry monitors the user asked for, read once at the start
 };
 
+/// Rank 0's `text` on every rank (collective).
+void broadcast_string(MPI_Comm comm, std::string& text);
+
 /// The run's description, agreed by every rank (rank 0's view wins), or an invalid_argument on every rank.
 /// `policy` is made on rank 0.
 shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const task_kernel& kernel,

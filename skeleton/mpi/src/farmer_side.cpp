@@ -27,8 +27,9 @@ public:
         : comm_(comm), in_(in), out_(out), kernel_(kernel), options_(options), setup_(setup), monitors_(monitors),
           offsets_(std::move(offsets)), offset_(setup.config.farmer_computes ? 0 : 1), t0_(t0),
           report_(empty_report(options, ranks, setup.config.tasks)), progress_(options.progress, setup.config.tasks),
-          mode_(policy->needs_calibration()),
-          learned_(options.schedule ? options.schedule->start(mode_, ranks - offset_, setup.config.tasks) : std::nullopt),
+          learned_(options.schedule
+                       ? options.schedule->start(policy->needs_calibration(), ranks - offset_, setup.config.tasks)
+                       : std::nullopt),
           session_(setup.config.tasks, ranks - offset_, std::move(policy),
                    {.min_chunk = options.parameters.min_chunk,
                     .prefetch = setup.config.prefetch != 0,
@@ -287,13 +288,10 @@ private:
         report_.reclaimed_tasks = f.reclaimed_tasks();
         if (f.calibration()) report_.calibration = *f.calibration();
         report_.learned = learned_.has_value();
-        if (options_.schedule) {
-            std::vector<task_count> tasks(static_cast<std::size_t>(session_.workers()));
-            std::vector<double> busy(tasks.size());
-            for (int w = 0; w < session_.workers(); ++w)
-                tasks[static_cast<std::size_t>(w)] = session_.tasks_of(w), busy[static_cast<std::size_t>(w)] = session_.busy_of(w);
-            options_.schedule->learn(mode_, !learned_, tasks, busy);
-        }
+        if (options_.schedule)  // per worker: the report's per-rank entries from worker 0's rank on
+            options_.schedule->learn(f.policy().needs_calibration(), !learned_,
+                                     {report_.tasks_per_rank.begin() + offset_, report_.tasks_per_rank.end()},
+                                     {report_.busy_per_rank.begin() + offset_, report_.busy_per_rank.end()});
         report_.trace = session_.records();
         for (auto& c : report_.trace) c.rank += offset_;
         if (!options_.trace.empty()) write_trace(options_.trace, report_);
@@ -312,7 +310,6 @@ private:
     double t0_;
     farm_report report_;
     progress_reporter progress_;
-    calibration_mode mode_;                          ///< the technique's calibration (none: learns nothing)
     std::optional<calibration_result> learned_;      ///< from farm_options::schedule: no calibration tasks
     farmer_session session_;
     worker_session own_;

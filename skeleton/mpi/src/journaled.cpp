@@ -4,6 +4,7 @@
 // (or handed to the caller's sink) under their own index. The journaled tasks' outputs are restored first.
 // docs/reliability.md "Resume after a crash".
 #include "engine.hpp"
+#include "results.hpp"
 
 #include "pfarm/journal.hpp"
 #include "pfarm/mpi.hpp"
@@ -29,7 +30,7 @@ std::uint64_t fingerprint(const std::byte* in, task_count tasks, const task_kern
 void deliver_one(const task_kernel& kernel, task_count index, const std::byte* bytes, std::size_t size,
                  std::vector<std::byte>& scratch) {
     if (!kernel.variable()) {
-        kernel.deliver({index, 1, bytes, kernel.out_bytes, false, 1, 0});
+        kernel.deliver(view_of(kernel, index, 1, bytes, 0));
         return;
     }
     // Index (one count padded to 64 bytes) then the bytes, in a buffer aligned for any T up to 64.
@@ -39,14 +40,7 @@ void deliver_one(const task_kernel& kernel, task_count index, const std::byte* b
     const auto count = static_cast<std::uint64_t>(size);
     std::memcpy(base, &count, sizeof count);
     if (size > 0) std::memcpy(base + index_bytes, bytes, size);
-    kernel.deliver({index, 1, base, 0, true, kernel.out_align, index_bytes});
-}
-
-void broadcast_text(MPI_Comm comm, std::string& text) {
-    auto n = static_cast<long long>(text.size());
-    mpi::check(MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, comm), "MPI_Bcast");
-    text.resize(static_cast<std::size_t>(n));
-    if (n > 0) mpi::check(MPI_Bcast(text.data(), static_cast<int>(n), MPI_CHAR, 0, comm), "MPI_Bcast");
+    kernel.deliver(view_of(kernel, index, 1, base, index_bytes));
 }
 
 }  // namespace
@@ -161,7 +155,7 @@ farm_report run_journaled(MPI_Comm comm, const std::byte* in, std::byte* out, ta
             failed = e.what();
         }
     }
-    broadcast_text(comm, failed);
+    broadcast_string(comm, failed);
     if (!failed.empty()) throw error(failed);
     report.journaled = restored;
     return report;

@@ -94,15 +94,16 @@ void choose_monitors(const technique_needs& needs, const farm_options& options, 
     s.config.readings_calibration = any ? 1 : 0;
 }
 
+
+
+}  // namespace
+
 void broadcast_string(MPI_Comm comm, std::string& text) {
     int length = static_cast<int>(text.size());
     mpi::check(MPI_Bcast(&length, 1, MPI_INT, 0, comm), "MPI_Bcast");
     text.resize(static_cast<std::size_t>(length));
     if (length > 0) mpi::check(MPI_Bcast(text.data(), length, MPI_CHAR, 0, comm), "MPI_Bcast");
 }
-
-
-}  // namespace
 
 /// The run's description, agreed by every rank (rank 0's view wins), or an invalid_argument on every rank.
 shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const task_kernel& kernel,

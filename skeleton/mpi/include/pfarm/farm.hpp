@@ -292,12 +292,25 @@ std::function<void(const results_view&)> result_sink(task_count first, Sink& on_
     };
 }
 
-/// Checks `range` (the engine makes every rank throw rank 0's verdict) and names it in the kernel's identity.
-inline void check_range(const index_range& range, task_kernel& kernel) {
+/// Checks `range` on rank 0 (the engine makes every rank throw rank 0's verdict) and names it in the kernel's
+/// identity (a journal's fingerprint).
+inline void check_range(int rank, const index_range& range, task_kernel& kernel) {
     kernel.identity = "index range from " + std::to_string(range.first);
-    if (range.last <= range.first)
+    if (rank == 0 && range.last <= range.first)
         kernel.bad_argument = "range", kernel.bad_message = "is [" + std::to_string(range.first) + ", " +
                                                            std::to_string(range.last) + "): no tasks; expected first < last";
+}
+
+/// Outputs per task: rank 0's out.size() / tasks, broadcast (a worker's own `out` may be empty). On rank 0, a size
+/// that is not a whole multiple becomes the kernel's bad argument "out" (unless one is already set).
+inline std::size_t outputs_per_task(MPI_Comm comm, int rank, task_count tasks, std::size_t out_size, task_kernel& kernel) {
+    unsigned long long outputs = tasks <= 0 ? 1 : out_size / static_cast<std::size_t>(tasks);
+    MPI_Bcast(&outputs, 1, MPI_UNSIGNED_LONG_LONG, 0, comm);
+    if (rank == 0 && kernel.bad_argument.empty() && tasks > 0 &&
+        (out_size % static_cast<std::size_t>(tasks) != 0 || outputs == 0))
+        kernel.bad_argument = "out", kernel.bad_message = "has " + std::to_string(out_size) + " elements for " +
+                                                          std::to_string(tasks) + " tasks; expected a whole multiple";
+    return static_cast<std::size_t>(outputs);
 }
 
 }  // namespace detail
@@ -312,17 +325,8 @@ template <class In, class Out, class F>
 farm_report farm(MPI_Comm comm, std::span<const In> in, std::span<Out> out, F&& fn, const farm_options& options = {}) {
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
-    // Outputs per task come from rank 0's buffers, the only ones that count: a worker's own `out` may be empty.
-    unsigned long long outputs = in.empty() ? 1 : out.size() / in.size();
-    MPI_Bcast(&outputs, 1, MPI_UNSIGNED_LONG_LONG, 0, comm);
-    const auto ratio = static_cast<std::size_t>(outputs);
     detail::task_kernel kernel;
-    // Only rank 0's sizes count; the engine broadcasts the verdict so every rank throws together.
-    if (rank == 0 && !in.empty() && (out.size() % in.size() != 0 || ratio == 0)) {
-        kernel.bad_argument = "out";
-        kernel.bad_message = "has " + std::to_string(out.size()) + " elements for " + std::to_string(in.size()) +
-                             " tasks; expected a whole multiple";
-    }
+    const std::size_t ratio = detail::outputs_per_task(comm, rank, static_cast<task_count>(in.size()), out.size(), kernel);
     kernel.in_bytes = sizeof(In);
     kernel.out_bytes = sizeof(Out) * ratio;
     kernel.run = [&fn, ratio](task_count i, const std::byte* x, std::byte* y) {
@@ -355,17 +359,9 @@ farm_report farm(MPI_Comm comm, index_range range, std::span<Out> out, F&& fn, c
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
     const task_count tasks = std::max<task_count>(range.size(), 0);
-    unsigned long long outputs = tasks == 0 ? 1 : out.size() / static_cast<std::size_t>(tasks);
-    MPI_Bcast(&outputs, 1, MPI_UNSIGNED_LONG_LONG, 0, comm);
-    const auto ratio = static_cast<std::size_t>(outputs);
     detail::task_kernel kernel;
-    detail::check_range(range, kernel);
-    if (rank != 0) kernel.bad_argument.clear();  // only rank 0's verdict counts
-    if (rank == 0) {
-        if (kernel.bad_argument.empty() && tasks > 0 && (out.size() % static_cast<std::size_t>(tasks) != 0 || ratio == 0))
-            kernel.bad_argument = "out", kernel.bad_message = "has " + std::to_string(out.size()) + " elements for " +
-                                                              std::to_string(tasks) + " tasks; expected a whole multiple";
-    }
+    detail::check_range(rank, range, kernel);
+    const std::size_t ratio = detail::outputs_per_task(comm, rank, tasks, out.size(), kernel);
     kernel.out_bytes = sizeof(Out) * ratio;
     const task_count first = range.first;
     kernel.run = [&fn, ratio, first](task_count i, const std::byte*, std::byte* y) {
@@ -415,8 +411,7 @@ farm_report farm_stream(MPI_Comm comm, index_range range, F&& fn, OnResult&& on_
         detail::returning_kernel<R>(0, [&fn, first](task_count i, const std::byte*) { return fn(first + i); });
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
-    detail::check_range(range, kernel);
-    if (rank != 0) kernel.bad_argument.clear();  // only rank 0's verdict counts
+    detail::check_range(rank, range, kernel);
     kernel.deliver = detail::result_sink<R>(first, on_result);
     return detail::run_farm(comm, nullptr, nullptr, std::max<task_count>(range.size(), 0), kernel, options);
 }
