@@ -52,8 +52,8 @@ def platform_file(folder, workers):
     return path
 
 
-def run_one(sim, folder, workload, workers, masters, tasks):
-    cmd = [sim, "--platform", platform_file(folder, workers), "--tasks", str(tasks), "--shape", workload, "--json",
+def run_one(sim, platform, workload, workers, masters, tasks):
+    cmd = [sim, "--platform", platform, "--tasks", str(tasks), "--shape", workload, "--json",
            "--technique"] + TECHNIQUE
     if masters:
         cmd += ["--farmer", "hierarchical", "--masters", str(masters)]
@@ -157,9 +157,12 @@ def main(argv=None):
     sim = args.sim or find_sim()
     os.makedirs(os.path.join(out, "img"), exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
+        # One platform file per worker count, written before any simulation reads it (the jobs run in parallel:
+        # a file rewritten by one job while another reads it was read empty).
+        platforms = {p: platform_file(tmp, p) for p in size["workers"]}
         jobs = [(w, p, m) for w in WORKLOADS for p in size["workers"] for m in size["masters"]]
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            rows = list(pool.map(lambda j: run_one(sim, tmp, j[0], j[1], j[2], size["tasks"]), jobs))
+            rows = list(pool.map(lambda j: run_one(sim, platforms[j[1]], j[0], j[1], j[2], size["tasks"]), jobs))
         check(rows, size)
         with open(os.path.join(out, "scaling.csv"), "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=HEADER, lineterminator="\n")
