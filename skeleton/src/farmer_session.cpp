@@ -72,8 +72,13 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
     check(worker);
     actions_.clear();
     auto& w = workers_[static_cast<std::size_t>(worker)];
-    if (w.retired)
+    if (w.retired) {
+        // Aborting, a worker is retired by the abort that answers whatever it asked last; what it sent before
+        // reading that abort may still come (a failure after asking ahead, an answer to a reclaim that crossed
+        // its failure: docs/reliability.md findings F2, F3). Nothing of it matters any more.
+        if (aborting_) return actions_;
         throw internal_error("farmer session: a message from worker " + std::to_string(worker) + ", which has ended");
+    }
     if (aborting_) {  // the farm is over: nobody's results are kept, everybody is stopped
         if (m.what == request_message::kind::final) {
             retire(worker);
@@ -96,19 +101,34 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
         w.awaiting = true;  // it waits for the abort
         abort_all();
         return actions_;
-    case request_message::kind::released: {
-        if (m.done.count > 0) shrink(worker, m.done);
-        const release_outcome o = farmer_.released(worker, m.done, now());
-        answer(o.thief, o.answer, true);
-        reask_parked();  // thieves that waited for this answer ask again
-        if (w.stop_sent && farmer_.held(worker) == 0) retire(worker);  // stopped while its answer was due
+    case request_message::kind::released:
+        if (w.release_inferred) {
+            w.release_inferred = false;  // handled already, from the request that overtook it
+        } else {
+            release(worker, m.done, true);
+        }
+        if (w.stop_sent && farmer_.held(worker) == 0 && !farmer_.asked(worker)) retire(worker);  // stopped while its answer was due
         return actions_;
-    }
     case request_message::kind::ask:
     case request_message::kind::results:
     case request_message::kind::final: {
         const bool was_calibrating = farmer_.calibrating();
-        if (m.done.count > 0) accept(worker, m);
+        if (m.done.count > 0) {
+            // A victim's answer to a reclaim travels apart from its requests (the MPI engine's own tag), so the
+            // results of the chunk it shrank may come first (finding F1): they say what it gave back, the end
+            // of its oldest chunk past them. That answer is handled now, and the `released` itself ignored.
+            if (farmer_.asked(worker) && farmer_.held(worker) > 0) {
+                const chunk c = farmer_.in_flight(worker, 0);
+                if (m.done.first == c.first && m.done.count < c.count) {
+                    release(worker, {c.first + m.done.count, c.count - m.done.count}, false);
+                    w.release_inferred = true;
+                }
+            }
+            accept(worker, m);
+            // Thieves that waited ask again once the chunk is in: asked before, they could pick the worker again
+            // as a victim, for the chunk that has just ended.
+            if (w.release_inferred) reask_parked();
+        }
         // The run queue travels with every request that must carry readings (technique_needs), results or not.
         if (m.has_sample && m.sample.run_queue && *m.sample.run_queue >= 1.0 && *m.sample.run_queue != w.last_queue) {
             w.last_queue = *m.sample.run_queue;
@@ -125,7 +145,7 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
             if (!w.stop_sent || farmer_.held(worker) > 0)
                 throw internal_error("farmer session: final results from worker " + std::to_string(worker) +
                                      ", which still holds work or was not stopped");
-            if (!farmer_.asked(worker)) retire(worker);  // else once its answer to a reclaim is in
+            if (!farmer_.asked(worker) && !w.release_inferred) retire(worker);  // else once its answer to a reclaim is in
             return actions_;
         }
         if (w.awaiting)
@@ -176,6 +196,13 @@ void farmer_session::accept(int worker, const request_message& m) {
     if (farmer_.done()) last_result_ = arrival();  // the last result: the makespan
 }
 
+void farmer_session::release(int worker, chunk given, bool reask) {
+    if (given.count > 0) shrink(worker, given);
+    const release_outcome o = farmer_.released(worker, given, now());
+    answer(o.thief, o.answer, true);
+    if (reask) reask_parked();  // thieves that waited for this answer ask again
+}
+
 void farmer_session::shrink(int worker, chunk given) {
     auto& w = workers_[static_cast<std::size_t>(worker)];
     for (int i = 0; i < farmer_.held(worker); ++i) {
@@ -212,7 +239,7 @@ void farmer_session::answer(int worker, const decision& d, bool direct) {
         w.stop_sent = true;
         send(worker, reply(reply_message::kind::stop));
         // Else its final results follow, or its answer to a reclaim sent before this stop.
-        if (farmer_.held(worker) == 0 && !farmer_.asked(worker)) retire(worker);
+        if (farmer_.held(worker) == 0 && !farmer_.asked(worker) && !w.release_inferred) retire(worker);
         return;
     case decision::kind::assign: {
         w.awaiting = false;

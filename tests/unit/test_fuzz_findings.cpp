@@ -1,11 +1,14 @@
-// Regression tests of what the fuzz targets (tests/fuzz) found in pfarm's parsers, one test per finding
-// (docs/reliability.md, "Fuzzing"): each input was accepted, wrapped around, overflowed or exhausted memory
-// before its fix, and must now be refused with a pfarm::invalid_argument naming the argument and the file.
+// Regression tests of what the fuzz targets (tests/fuzz) found, one test per finding (docs/reliability.md,
+// "Fuzzing"): in pfarm's parsers, each input was accepted, wrapped around, overflowed or exhausted memory before
+// its fix, and must now be refused with a pfarm::invalid_argument naming the argument and the file; in the farmer
+// session (F1-F3), each message order made it throw internal_error, and must now end the farm as it should.
 #include "test_support.hpp"
 
 #include "mandelbrot_kernel.hpp"
 #include "options.hpp"
 
+#include "pfarm/farmer_session.hpp"
+#include "pfarm/registry.hpp"
 #include "pfarm/simulator.hpp"
 #include "pfarm/trace.hpp"
 
@@ -113,6 +116,112 @@ TEST(FuzzFindings, MandelbrotWindowKeepsToTheOneNumberGrammar) {
     mb::parse_window(" -2, 2 ,-1.5,1.5", p);  // blanks around the items, as in every list of pfarm
     EXPECT_EQ(p.xmin, -2.0);
     EXPECT_EQ(p.ymax, 1.5);
+}
+
+// --- the farmer session -----------------------------------------------------------------------------------
+
+using pfarm::farmer_action;
+using pfarm::reply_message;
+using pfarm::request_message;
+
+/// A farmer session of `tasks` tasks split statically over two workers, with reclaim and/or prefetch.
+pfarm::farmer_session two_workers(pfarm::task_count tasks, bool reclaim, bool prefetch) {
+    return pfarm::farmer_session(tasks, 2, pfarm::make_technique("static", {}, 2),
+                                 {.prefetch = prefetch, .reclaim = reclaim, .keep_records = true});
+}
+
+request_message ask(pfarm::chunk done = {}, double seconds = 0.0) {
+    request_message m;
+    m.done = done;
+    m.seconds = seconds;
+    return m;
+}
+
+request_message message(request_message::kind what, pfarm::chunk done = {}) {
+    request_message m;
+    m.what = what;
+    m.done = done;
+    return m;
+}
+
+/// The one reply of `actions` to `worker` (fails the test when there is none).
+reply_message reply_to(const std::vector<farmer_action>& actions, int worker) {
+    for (const auto& a : actions)
+        if (a.what == farmer_action::kind::send && a.worker == worker) return a.reply;
+    ADD_FAILURE() << "no reply to worker " << worker;
+    return {};
+}
+
+// F1: a victim's `released` (its own MPI tag) was overtaken by the results of the chunk it shrank, and the session
+// threw "returned results for [0, +3), not its chunk [0, +5)". The results now say what it gave back.
+TEST(FuzzFindings, VictimResultsThatOvertakeItsReleaseAreTheRelease) {
+    auto s = two_workers(10, true, false);
+    ASSERT_EQ(reply_to(s.on_message(0, ask(), 0.0), 0).work.count, 5);
+    ASSERT_EQ(reply_to(s.on_message(1, ask(), 0.0), 1).work.first, 5);
+    // Worker 1 ends its chunk early and becomes a thief: worker 0 is asked for tasks back.
+    const reply_message reclaim = reply_to(s.on_message(1, ask({5, 5}, 0.1), 0.1), 0);
+    ASSERT_EQ(reclaim.what, reply_message::kind::reclaim);
+    // Worker 0 gives back [3, 5), computes [0, 3), and its results reach the farmer before its `released`.
+    std::vector<farmer_action> actions;
+    ASSERT_NO_THROW(actions = s.on_message(0, ask({0, 3}, 0.3), 0.3));
+    bool delivered = false;
+    for (const auto& a : actions)
+        if (a.what == farmer_action::kind::deliver) delivered = a.worker == 0 && a.results.first == 0 && a.results.count == 3;
+    EXPECT_TRUE(delivered);
+    const reply_message thief = reply_to(actions, 1);
+    EXPECT_EQ(thief.what, reply_message::kind::assign);
+    EXPECT_EQ(thief.work.first, 3);
+    EXPECT_EQ(thief.work.count, 2);
+    EXPECT_EQ(reply_to(actions, 0).what, reply_message::kind::stop);
+    EXPECT_FALSE(s.over());  // worker 0's `released` is still to come
+    ASSERT_NO_THROW(s.on_message(0, message(request_message::kind::released, {3, 2}), 0.31));
+    EXPECT_EQ(reply_to(s.on_message(1, ask({3, 2}, 0.05), 0.35), 1).what, reply_message::kind::stop);
+    EXPECT_TRUE(s.over());
+    EXPECT_EQ(s.outcome().what, pfarm::farm_outcome::kind::ok);
+    EXPECT_EQ(s.decisions().completed_tasks(), 10);
+    EXPECT_EQ(s.tasks_of(0), 3);
+    EXPECT_EQ(s.tasks_of(1), 7);
+}
+
+// F2: with prefetch, worker 0's request ahead reached a farmer aborting for worker 1's failure: answered abort,
+// worker 0 was retired; its own failure, sent before it read that abort, made the session throw "a message from
+// worker 0, which has ended". It is now ignored.
+TEST(FuzzFindings, FailureOfAWorkerAbortedAlreadyIsIgnored) {
+    auto s = two_workers(10, false, true);
+    s.on_message(0, ask(), 0.0);
+    s.on_message(1, ask(), 0.0);
+    request_message failure = message(request_message::kind::failure);
+    failure.failed_task = 7;
+    failure.text = "worker 1's task threw";
+    s.on_message(1, failure, 0.1);
+    EXPECT_TRUE(s.aborting());
+    EXPECT_EQ(reply_to(s.on_message(0, ask(), 0.2), 0).what, reply_message::kind::abort);  // its request ahead
+    EXPECT_TRUE(s.over());
+    failure.failed_task = 2;
+    failure.text = "worker 0's task threw";
+    std::vector<farmer_action> actions;
+    ASSERT_NO_THROW(actions = s.on_message(0, failure, 0.3));
+    EXPECT_TRUE(actions.empty());
+    EXPECT_EQ(s.outcome().worker, 1);  // the first failure is the one reported
+    EXPECT_EQ(s.outcome().task, 7);
+}
+
+// F3: a victim failed while a reclaim was on its way to it; aborted and retired on its failure, it then answered
+// the reclaim (nothing given), and the session threw "a message from worker 0, which has ended".
+TEST(FuzzFindings, AnswerToAReclaimAfterTheVictimsFailureIsIgnored) {
+    auto s = two_workers(10, true, false);
+    s.on_message(0, ask(), 0.0);
+    s.on_message(1, ask(), 0.0);
+    ASSERT_EQ(reply_to(s.on_message(1, ask({5, 5}, 0.1), 0.1), 0).what, reply_message::kind::reclaim);
+    request_message failure = message(request_message::kind::failure);
+    failure.failed_task = 1;
+    failure.text = "worker 0's task threw";
+    const auto& actions = s.on_message(0, failure, 0.2);
+    EXPECT_EQ(reply_to(actions, 0).what, reply_message::kind::abort);
+    EXPECT_EQ(reply_to(actions, 1).what, reply_message::kind::abort);  // the thief, waiting
+    EXPECT_TRUE(s.over());
+    ASSERT_NO_THROW(s.on_message(0, message(request_message::kind::released, {5, 0}), 0.3));
+    EXPECT_EQ(s.outcome().what, pfarm::farm_outcome::kind::task_failed);
 }
 
 }  // namespace

@@ -122,6 +122,7 @@ private:
         bool awaiting = false;   ///< has a request with no reply yet (parked, or a thief)
         bool stop_sent = false;
         bool retired = false;
+        bool release_inferred = false;  ///< its answer to a reclaim was inferred from its results; the `released` is to come
         double last_queue = 0.0;
         task_count tasks = 0;
         std::vector<task_count> chunks;
@@ -138,6 +139,7 @@ private:
     [[noreturn]] void bad_worker(int worker) const;
     void answer(int worker, const decision& d, bool direct);
     void accept(int worker, const request_message& m);
+    void release(int worker, chunk given, bool reask);  ///< a victim gave back `given` (count 0: nothing)
     void shrink(int worker, chunk given);
     void reask_parked(bool even_calibrating = false);
     void reask_pool();  ///< pool mode: after a range arrived or the pool closed
