@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 namespace pfarm {
@@ -131,7 +132,9 @@ decision farmer::request(int worker, double now) {
     if (left == 0) {
         if (pool_ && !closed_)  // more is coming; one that asks ahead must not keep its results waiting for it
             return {w.held > 0 ? decision::kind::later : decision::kind::wait, {}, false};
-        if (!reclaim_) return stop_worker(worker);
+        if (!reclaim_ && !stragglers()) return stop_worker(worker);
+        // Stragglers: one that asks ahead asks again with nothing in hand, when it may take a piece of an overdue chunk.
+        if (!reclaim_) return w.held == 0 ? rerun_or_stop(worker, now) : decision{decision::kind::later, {}, false};
         // Prefetch: a worker still holding a chunk asks again once it is done, when it may take work back.
         return take_back(worker, now);
     }
@@ -218,7 +221,7 @@ decision farmer::take_back(int thief, double now) {
         // (the driver re-asks waiting workers after every released()) rather than stop for good.
         for (const auto& w : workers_)
             if (w.thief >= 0 && w.held > 0 && w.reclaimable) return {decision::kind::wait, {}, false};
-        return stop_worker(thief);
+        return stragglers() ? rerun_or_stop(thief, now) : stop_worker(thief);
     }
     auto& victim = workers_[static_cast<std::size_t>(best)];
     victim.thief = thief;
@@ -296,20 +299,62 @@ std::vector<int> farmer::thieves() const {
     return out;
 }
 
-void farmer::complete(int worker, double seconds, const resource_sample* sample) {
+const completion& farmer::complete(int worker, double seconds, const resource_sample* sample, double finished) {
     check_worker(worker);
     if (!(seconds >= 0.0) || !std::isfinite(seconds))
         throw invalid_argument("seconds", "is " + std::to_string(seconds) + "; expected a finite value >= 0");
     auto& w = workers_[static_cast<std::size_t>(worker)];
     if (w.held == 0)
         throw internal_error("farmer: worker " + std::to_string(worker) + " completed a chunk it does not hold");
-    const task_count count = w.in_flight[0].count;
+    if (w.cancelled)
+        throw internal_error("farmer: worker " + std::to_string(worker) + " completed a chunk that was cancelled");
+    const chunk c = w.in_flight[0];
+    const task_count count = c.count;
     w.in_flight[0] = w.in_flight[1];
     w.in_flight[1] = {};
     w.assigned_at[0] = w.assigned_at[1];
     ++w.version;
     --w.held;
-    completed_ += count;
+    completion_.deliver.clear();
+    completion_.cancel.clear();
+    task_count counted = count;  // tasks completed for the first time
+    if (w.piece_of >= 0) {       // a piece of a chunk re-executed: the first results of its tasks
+        rerun& r = rerun_by_id(w.piece_of);
+        w.piece_of = -1;
+        std::erase_if(r.out, [&](const auto& p) { return p.first == worker; });
+        r.finished.push_back(c);
+        r.done += count;
+        completion_.deliver.push_back(c);
+        if (r.done == r.work.count) {  // the pieces cover the chunk: its worker drops it
+            auto& v = workers_[static_cast<std::size_t>(r.victim)];
+            v.rerun_of = -1;
+            v.cancelled = true;
+            completion_.cancel.emplace_back(r.victim, r.work);
+            end_rerun(r.id);
+        }
+    } else if (w.rerun_of >= 0) {  // a chunk re-executed, its own results first: the tasks no piece delivered
+        rerun& r = rerun_by_id(w.rerun_of);
+        w.rerun_of = -1;
+        std::sort(r.finished.begin(), r.finished.end(), [](chunk a, chunk b) { return a.first < b.first; });
+        task_count at = c.first;
+        for (const chunk& f : r.finished) {
+            if (f.first > at) completion_.deliver.push_back({at, f.first - at});
+            at = f.first + f.count;
+        }
+        if (at < c.first + c.count) completion_.deliver.push_back({at, c.first + c.count - at});
+        counted = count - r.done;
+        for (const auto& [holder, piece] : r.out) {  // the pieces still out are dropped
+            auto& h = workers_[static_cast<std::size_t>(holder)];
+            h.piece_of = -1;
+            h.cancelled = true;
+            completion_.cancel.emplace_back(holder, piece);
+        }
+        end_rerun(r.id);
+    } else {
+        completion_.deliver.push_back(c);
+    }
+    w.free_at = finished;
+    completed_ += counted;
     w.busy_seconds += seconds;
     w.done_tasks += count;
     if (phase_ == phase::calibrating && !w.calibrated) {
@@ -318,9 +363,107 @@ void farmer::complete(int worker, double seconds, const resource_sample* sample)
         calibration_times_[static_cast<std::size_t>(worker)] = seconds;
         if (sample) calibration_samples_[static_cast<std::size_t>(worker)] = *sample;
         if (--calibration_pending_ == 0) finish_calibration();
-        return;
+        return completion_;
     }
     policy_->completed(worker, count, std::max(seconds, min_seconds));
+    return completion_;
+}
+
+void farmer::set_stragglers(const straggler_rule& rule) {
+    if (rule.factor != 0.0 && (!(rule.factor > 1.0) || !std::isfinite(rule.factor)))
+        throw invalid_argument("stragglers", "factor is " + std::to_string(rule.factor) +
+                                                 "; expected 0 (off) or a finite value > 1");
+    if (!(rule.slack >= 0.0) || !std::isfinite(rule.slack))
+        throw invalid_argument("stragglers", "slack is " + std::to_string(rule.slack) + "; expected a finite value >= 0");
+    if (rule.factor > 0.0 && pool_)
+        throw invalid_argument("stragglers", "are not handled by a hierarchical master (pool mode)");
+    straggle_ = rule;
+}
+
+double farmer::overdue_at(int v) const {
+    const auto& x = workers_[static_cast<std::size_t>(v)];
+    constexpr double never = std::numeric_limits<double>::infinity();
+    if (x.held == 0 || x.cancelled || x.rerun_of >= 0 || x.piece_of >= 0 || x.thief >= 0) return never;
+    const double t = seconds_per_task(v);
+    if (t <= 0.0) return never;
+    const double start = std::max(x.assigned_at[0], x.free_at);
+    return start + straggle_.factor * static_cast<double>(x.in_flight[0].count) * t + straggle_.slack;
+}
+
+double farmer::straggler_deadline(double after) const {
+    double at = std::numeric_limits<double>::infinity();
+    if (!stragglers() || remaining() > 0) return at;
+    for (int v = 0; v < workers(); ++v) {
+        const double t = overdue_at(v);
+        if (t > after) at = std::min(at, t);
+    }
+    return at;
+}
+
+farmer::rerun& farmer::rerun_by_id(int id) {
+    for (auto& r : reruns_)
+        if (r.id == id) return r;
+    throw internal_error("farmer: no re-execution " + std::to_string(id));
+}
+
+void farmer::end_rerun(int id) {
+    std::erase_if(reruns_, [id](const rerun& r) { return r.id == id; });
+}
+
+decision farmer::hand_piece(int worker, rerun& r, double now) {
+    const task_count end = r.work.first + r.work.count;
+    const chunk c{r.next, std::min(r.piece, end - r.next)};
+    r.next += c.count;
+    r.out.emplace_back(worker, c);
+    rerun_tasks_ += c.count;
+    const decision d = assign(worker, c.first, c.count, false, now);
+    auto& w = workers_[static_cast<std::size_t>(worker)];
+    w.reclaimable = false;
+    w.piece_of = r.id;
+    return d;
+}
+
+decision farmer::rerun_or_stop(int worker, double now) {
+    for (auto& r : reruns_)  // pieces of a chunk being re-executed are left
+        if (r.next < r.work.first + r.work.count) return hand_piece(worker, r, now);
+    int late = -1;
+    double most = 0.0, first = std::numeric_limits<double>::infinity();
+    for (int v = 0; v < workers(); ++v) {
+        if (v == worker) continue;
+        const double at = overdue_at(v);
+        first = std::min(first, at);
+        if (at <= now && (late < 0 || now - at > most)) late = v, most = now - at;
+    }
+    if (late >= 0) {
+        auto& v = workers_[static_cast<std::size_t>(late)];
+        rerun r;
+        r.id = next_rerun_id_++;
+        r.victim = late;
+        r.work = v.in_flight[0];
+        r.next = r.work.first;
+        const auto helpers = static_cast<task_count>(std::max(1, active_ - 1));
+        r.piece = std::max(min_chunk_, (r.work.count + helpers - 1) / helpers);
+        v.rerun_of = r.id;
+        v.reclaimable = false;
+        ++reruns_started_;
+        reruns_.push_back(std::move(r));
+        return hand_piece(worker, reruns_.back(), now);
+    }
+    if (first < std::numeric_limits<double>::infinity()) return {decision::kind::wait, {}, false};  // asked again later
+    return stop_worker(worker);
+}
+
+void farmer::drop(int worker) {
+    check_worker(worker);
+    auto& w = workers_[static_cast<std::size_t>(worker)];
+    if (!w.cancelled || w.held == 0)
+        throw internal_error("farmer: worker " + std::to_string(worker) + " dropped a chunk that was not cancelled");
+    w.cancelled = false;
+    w.in_flight[0] = w.in_flight[1];
+    w.in_flight[1] = {};
+    w.assigned_at[0] = w.assigned_at[1];
+    ++w.version;
+    --w.held;
 }
 
 void farmer::run_queue_changed(int worker, double queue) {

@@ -23,6 +23,7 @@ farmer_session::farmer_session(task_count tasks, int workers, std::unique_ptr<te
       options_(options) {
     needs_ = farmer_.policy().needs();
     if (options.reclaim) farmer_.set_request_cost(options.request_cost);
+    farmer_.set_stragglers(options.stragglers);
     workers_.resize(static_cast<std::size_t>(workers));
     parked_.reserve(static_cast<std::size_t>(workers));
 }
@@ -84,6 +85,8 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
             retire(worker);
         } else if (m.what == request_message::kind::released) {  // a victim's answer: its thief was aborted
             if (w.stop_sent) retire(worker);                     // a stopped worker's last message
+        } else if (m.what == request_message::kind::dropped) {  // it let a cancelled chunk go
+            if (w.stop_sent) retire(worker);                        // and, stopped already, ends
         } else if (m.what == request_message::kind::results) {
             // it computes a chunk: its next request is answered abort
         } else {
@@ -109,6 +112,17 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
         }
         if (w.stop_sent && farmer_.held(worker) == 0 && !farmer_.asked(worker)) retire(worker);  // stopped while its answer was due
         return actions_;
+    case request_message::kind::dropped: {
+        const bool held = farmer_.held(worker) > 0 && farmer_.cancelled(worker);
+        const chunk c = held ? farmer_.in_flight(worker, 0) : chunk{};
+        if (!held || c.first != m.done.first || c.count != m.done.count)
+            throw internal_error("farmer session: worker " + std::to_string(worker) + " dropped [" +
+                                 std::to_string(m.done.first) + ", +" + std::to_string(m.done.count) +
+                                 "), which was not cancelled");
+        discard(worker);
+        if (w.stop_sent && farmer_.held(worker) == 0 && !farmer_.asked(worker) && !w.release_inferred) retire(worker);
+        return actions_;
+    }
     case request_message::kind::ask:
     case request_message::kind::results:
     case request_message::kind::final: {
@@ -126,8 +140,9 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
             }
             accept(worker, m);
             // Thieves that waited ask again once the chunk is in: asked before, they could pick the worker again
-            // as a victim, for the chunk that has just ended.
-            if (w.release_inferred) reask_parked();
+            // as a victim, for the chunk that has just ended. With stragglers, a chunk in may end a re-execution,
+            // or the loop: those waiting for an overdue chunk ask again.
+            if (w.release_inferred || farmer_.stragglers()) reask_parked();
         }
         // The run queue travels with every request that must carry readings (technique_needs), results or not.
         if (m.has_sample && m.sample.run_queue && *m.sample.run_queue >= 1.0 && *m.sample.run_queue != w.last_queue) {
@@ -156,7 +171,9 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
             reask_parked();
         }
         const bool calibrating = farmer_.calibrating();
-        answer(worker, farmer_.request(worker, options_.reclaim ? now() : 0.0), true);
+        const task_count reruns = farmer_.reruns();
+        answer(worker, farmer_.request(worker, request_time()), true);
+        if (farmer_.reruns() != reruns) reask_parked();  // a chunk re-executed: those waiting take its other pieces
         if (calibrating && !farmer_.calibrating()) {  // pool mode: the stop of a worker left to calibrate passed it
             calibration_end_ = now();
             reask_parked();
@@ -171,6 +188,15 @@ void farmer_session::accept(int worker, const request_message& m) {
     auto& w = workers_[static_cast<std::size_t>(worker)];
     if (farmer_.held(worker) == 0)
         throw internal_error("farmer session: results from worker " + std::to_string(worker) + ", which holds no chunk");
+    if (farmer_.cancelled(worker)) {  // computed elsewhere; these results left before the cancel reached it
+        const chunk c = farmer_.in_flight(worker, 0);
+        if (c.first != m.done.first || c.count != m.done.count)
+            throw internal_error("farmer session: worker " + std::to_string(worker) + " returned results for [" +
+                                 std::to_string(m.done.first) + ", +" + std::to_string(m.done.count) +
+                                 "), not its cancelled chunk [" + std::to_string(c.first) + ", +" + std::to_string(c.count) + ")");
+        discard(worker);
+        return;
+    }
     const held_chunk h = w.held[0];  // the oldest chunk in flight; farmer_.complete() below drops it there too
     const task_count size = w.chunks[h.size_index];
     w.held[0] = w.held[1];
@@ -188,12 +214,51 @@ void farmer_session::accept(int worker, const request_message& m) {
         throw internal_error("farmer session: worker " + std::to_string(worker) + " returned " +
                              std::to_string(m.done.count) + " results for a chunk of " + std::to_string(size));
     }
-    actions_.push_back({farmer_action::kind::deliver, worker, {}, m.done});
-    farmer_.complete(worker, m.seconds, m.has_sample ? &m.sample : nullptr);
+    const completion& done = farmer_.complete(worker, m.seconds, m.has_sample ? &m.sample : nullptr, m.finished);
+    for (const chunk& d : done.deliver) actions_.push_back({farmer_action::kind::deliver, worker, {}, d});
+    for (const auto& [holder, c] : done.cancel) {
+        reply_message r = reply(reply_message::kind::cancel);
+        r.work = c;
+        send(holder, r);
+    }
     w.tasks += m.done.count;
     w.busy += m.seconds;
     w.finish = m.finished;
     if (farmer_.done()) last_result_ = arrival();  // the last result: the makespan
+}
+
+void farmer_session::discard(int worker) {
+    auto& w = workers_[static_cast<std::size_t>(worker)];
+    const held_chunk h = w.held[0];
+    w.held[0] = w.held[1];
+    farmer_.drop(worker);
+    // It counts nowhere: not in the worker's chunks, not in the records (the chunk's results came from elsewhere).
+    w.chunks.erase(w.chunks.begin() + static_cast<std::ptrdiff_t>(h.size_index));
+    for (int i = 0; i < farmer_.held(worker); ++i)
+        if (w.held[i].size_index > h.size_index) --w.held[i].size_index;
+    if (!options_.keep_records) return;
+    records_.erase(records_.begin() + static_cast<std::ptrdiff_t>(h.record_index));
+    for (int x = 0; x < workers(); ++x)
+        for (int i = 0; i < farmer_.held(x); ++i) {
+            auto& held = workers_[static_cast<std::size_t>(x)].held[i];
+            if (held.record_index > h.record_index) --held.record_index;
+        }
+}
+
+double farmer_session::deadline() const {
+    if (!farmer_.stragglers() || parked_.empty() || aborting_) return std::numeric_limits<double>::infinity();
+    // A chunk overdue at the last timer and not re-executed then waits for an event (a completion, an answer to a
+    // reclaim), after which the parked workers are asked again anyway: only later deadlines call for a timer.
+    return farmer_.straggler_deadline(timer_at_);
+}
+
+const std::vector<farmer_action>& farmer_session::on_timer(double now) {
+    actions_.clear();
+    now_ = arrived_ = now;
+    timed_ = true;
+    timer_at_ = now;
+    if (!aborting_ && farmer_.stragglers()) reask_parked();
+    return actions_;
 }
 
 void farmer_session::release(int worker, chunk given, bool reask) {
@@ -265,7 +330,7 @@ void farmer_session::reask_parked(bool even_calibrating) {
     std::vector<int> ready;
     ready.swap(parked_);
     parked_.reserve(ready.capacity());
-    for (int w : ready) answer(w, farmer_.request(w, options_.reclaim ? now() : 0.0), false);
+    for (int w : ready) answer(w, farmer_.request(w, request_time()), false);
 }
 
 void farmer_session::abort_all() {

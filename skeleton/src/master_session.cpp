@@ -187,6 +187,8 @@ const std::vector<master_action>& master_session::on_reply(const reply_message& 
     case reply_message::kind::stop:
         take_group(group_.close_pool(now));
         break;
+    case reply_message::kind::cancel:  // a hierarchical farm handles no stragglers (the MPI engine refuses them)
+        throw internal_error("master session: a cancel from the supermaster");
     case reply_message::kind::later:
         break;
     }

@@ -94,7 +94,7 @@ result simulate_hierarchical(const platform& given, const workload& wl, const st
     const technique_options top_options = master_options(options, groups, top_name, run.master_technique.empty());
     farmer_session top(wl.tasks, k, make_technique(top_name, top_options, k),
                        {.min_chunk = top_options.min_chunk, .prefetch = true, .reclaim = false, .request_cost = 0.0,
-                        .keep_records = false, .pool = false, .clock = {}});
+                        .keep_records = false, .pool = false, .stragglers = {}, .clock = {}});
     const technique_needs& top_needs = top.needs();
 
     double total_power = 0.0;
@@ -111,7 +111,7 @@ result simulate_hierarchical(const platform& given, const workload& wl, const st
         const double share = top_options.weights[static_cast<std::size_t>(m)] / total_power;
         master_session_options mo;
         mo.group = {.min_chunk = options.min_chunk, .prefetch = run.prefetch, .reclaim = run.reclaim,
-                    .request_cost = master_cost + 2.0 * pl.latency, .keep_records = run.keep_trace, .pool = true, .clock = {}};
+                    .request_cost = master_cost + 2.0 * pl.latency, .keep_records = run.keep_trace, .pool = true, .stragglers = {}, .clock = {}};
         mo.expected = std::max<task_count>(1, std::llround(static_cast<double>(wl.tasks) * share));
         mo.readings_each = !top_needs.with_every_request.empty();
         mo.readings_calibration = !top_needs.with_calibration.empty();

@@ -109,6 +109,10 @@ void worker_session::advance(const reply_message& r) {
 
 worker_session::actions worker_session::on_reply(const reply_message& r) {
     used_ = 0;
+    if (r.what == reply_message::kind::cancel) {
+        cancel(r.work);
+        return {slots_.data(), used_};
+    }
     if (ended_) throw internal_error("worker session: a reply after the end");
     if (r.what == reply_message::kind::reclaim) throw internal_error("worker session: a reclaim goes to on_reclaim");
     if (r.what == reply_message::kind::abort) {  // at once, whatever it was doing
@@ -126,9 +130,14 @@ worker_session::actions worker_session::on_reply(const reply_message& r) {
         advance(r);
         return {slots_.data(), used_};
     }
+    asked_ahead_ = false;  // (a chunk cancelled while its request ahead was out: this is its answer)
     switch (r.what) {
     case reply_message::kind::assign: begin(r); break;
     case reply_message::kind::stop: ended_ = true; break;
+    case reply_message::kind::later:  // asked ahead, then its chunk was cancelled: ask again, never ahead
+        ask(request_message::kind::ask, false);
+        prefetching_ = false;
+        break;
     default:
         throw internal_error("worker session: reply kind " + std::to_string(static_cast<int>(r.what)) +
                              " with nothing in hand");
@@ -183,6 +192,36 @@ worker_session::actions worker_session::on_reclaim(const reply_message& r, task_
         ask_at_ = -1;
     }
     return {slots_.data(), used_};
+}
+
+/// Chunk `c` was computed elsewhere: if it is the one being computed, or its results are still held, it goes
+/// without its results (`dropped`), and the worker goes on as after a chunk, with nothing to send. Otherwise its
+/// results have gone already and the cancel is stale: nothing happens.
+void worker_session::cancel(chunk c) {
+    const bool holds = (computing_ || holds_results_) && current_.first == c.first && current_.count == c.count;
+    if (!holds || ended_ || failed_) return;
+    computing_ = holds_results_ = false;
+    ask_at_ = -1;
+    worker_action& a = add(worker_action::kind::send);
+    a.message.what = request_message::kind::dropped;
+    a.message.done = c;
+    if (!asked_ahead_) {
+        ask(request_message::kind::ask, false);
+        return;
+    }
+    if (!ahead_) return;  // its answer comes as to a worker with nothing in hand
+    const reply_message r = *ahead_;
+    ahead_.reset();
+    asked_ahead_ = false;
+    switch (r.what) {
+    case reply_message::kind::assign: begin(r); return;
+    case reply_message::kind::stop: ended_ = true; return;  // the farmer retires it on `dropped`
+    case reply_message::kind::later:
+        ask(request_message::kind::ask, false);
+        prefetching_ = false;
+        return;
+    default: throw internal_error("worker session: reply kind " + std::to_string(static_cast<int>(r.what)) + " asked ahead");
+    }
 }
 
 worker_session::actions worker_session::on_boundary(task_count next_task) {

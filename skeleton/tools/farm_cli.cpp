@@ -22,6 +22,16 @@ void add_farm_options(CLI::App& app, farm_options& o) {
     app.add_flag("--reclaim", o.reclaim,
                  "work take-back: once every task is handed out, an idle worker takes unstarted tasks back from the "
                  "worker expected to finish last (with --prefetch too)");
+    app.add_option_function<std::string>(
+        "--stragglers",
+        [&o](const std::string& s) {
+            const auto v = parse_numbers(s, "--stragglers");
+            if (v.size() != 1 || (v[0] != 0.0 && !(v[0] > 1.0)))
+                throw invalid_argument("--stragglers", "is '" + s + "'; expected 0 (off) or one factor > 1");
+            o.stragglers = v[0];
+        },
+        "re-execute overdue chunks on idle workers once every task is handed out: FACTOR > 1, how many times its "
+        "predicted time a chunk may take (0: off, the default; docs/reliability.md \"Stragglers\")");
     app.add_flag("--replicated-input", o.replicated_input, "every rank holds the input: only indices travel");
     app.add_option_function<std::string>(
         "--farmer",
@@ -70,6 +80,7 @@ void print_report(std::ostream& out, const farm_report& r) {
         << " %, cov " << std::setprecision(4) << r.cov;
     if (r.k) out << ", k " << *r.k;
     if (r.reclaims > 0) out << ", " << r.reclaims << " reclaims moved " << r.reclaimed_tasks << " tasks";
+    if (r.reruns > 0) out << ", " << r.reruns << " overdue chunks re-executed (" << r.rerun_tasks << " tasks)";
     out << "\n";
     if (r.calibration) {
         const int last = r.first_worker_rank + static_cast<int>(r.calibration->times.size()) - 1;
@@ -94,6 +105,7 @@ nlohmann::json report_json(const farm_report& r) {
                      {"busy_per_rank", r.busy_per_rank},         {"finish_per_rank", r.finish_per_rank},
                      {"farmer_cpu_seconds", r.farmer_cpu_seconds},
                      {"reclaims", r.reclaims},         {"reclaimed_tasks", r.reclaimed_tasks},
+                     {"reruns", r.reruns},             {"rerun_tasks", r.rerun_tasks},
                      {"journaled", r.journaled},       {"learned", r.learned}};
     if (r.k) j["k"] = *r.k;
     if (r.calibration) {

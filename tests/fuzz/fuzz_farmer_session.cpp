@@ -5,11 +5,15 @@
 // the MPI engine's: per worker, requests arrive in the order sent, a victim's `released` travels apart (its own
 // tag), so what the worker sends after it may overtake it (finding F1), replies arrive in the order sent; anything
 // else interleaves freely. A worker computes its chunk task by task (a reclaim is read between two tasks); up to
-// twice per run, a task fails or the farmer itself fails (abort), with or without reclaim (findings F2, F3). When
-// the input runs out, the farm runs on in a fixed order until nothing can happen.
+// twice per run, a task fails or the farmer itself fails (abort), with or without reclaim (findings F2, F3). With
+// stragglers on, the driver's timer fires whenever the session has a deadline (the clock jumps to it), so that
+// chunks become overdue, are re-executed in pieces and cancelled. When the input runs out, the farm runs on in a
+// fixed order until nothing can happen.
 // Invariants, after every event: every chunk handed out is within the tasks and made only of tasks nobody holds
-// (so each task is assigned to one worker at a time, a reclaimed range only once given back unstarted);
-// results are delivered only by the worker holding them, for tasks it computed, each task once; the farmer's
+// (so each task is assigned to one worker at a time, a reclaimed range only once given back unstarted), but for
+// a piece of a chunk re-executed (stragglers: tasks held by one other worker, none delivered); a task is computed
+// once (twice at most with stragglers); results are delivered only by a worker holding them, for tasks it
+// computed, each task once; the farmer's
 // completed count is the delivered count; nothing is sent to a worker after its abort, nor after its stop but
 // the abort answering its own failure; the session
 // never throws (an internal_error is a bug). At the end: the session is over exactly when every worker has
@@ -23,9 +27,11 @@
 
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -35,7 +41,7 @@ using pfarm::fuzz::check;
 using pfarm::fuzz::fail;
 using pfarm::task_count;
 
-constexpr int free_task = -1, delivered_task = -2;
+unsigned bit(int w) { return 1u << w; }
 
 struct worker {
     explicit worker(const pfarm::worker_session_options& o) : session(o) {}
@@ -60,6 +66,7 @@ public:
         const auto all = pfarm::techniques();
         technique_ = all[in_.ConsumeIntegralInRange<std::size_t>(0, all.size() - 1)].name;
         const bool prefetch = in_.ConsumeBool(), reclaim = in_.ConsumeBool();
+        stragglers_ = in_.ConsumeBool();
         // Up to two failures (a task, or the farmer itself): a worker whose request ahead reaches an aborting
         // farmer before its own failure message (finding F2), a victim that fails while a reclaim is on its way
         // to it (finding F3).
@@ -76,13 +83,17 @@ public:
         } catch (const pfarm::invalid_argument&) {
             return;  // a technique that needs an option not drawn here
         }
-        what_ = technique_ + (prefetch ? " +prefetch" : "") + (reclaim ? " +reclaim" : "") + ", " + std::to_string(p) +
+        what_ = technique_ + (prefetch ? " +prefetch" : "") + (reclaim ? " +reclaim" : "") +
+                (stragglers_ ? " +stragglers" : "") + ", " + std::to_string(p) +
                 " workers, " + std::to_string(tasks_) + " tasks";
         session_ = std::make_unique<pfarm::farmer_session>(
             tasks_, p, std::move(policy),
             pfarm::farmer_session_options{.min_chunk = o.min_chunk, .prefetch = prefetch, .reclaim = reclaim,
-                                          .request_cost = 1e-4, .keep_records = true, .clock = {}});
-        owner_.assign(static_cast<std::size_t>(tasks_), free_task);
+                                          .request_cost = 1e-4, .keep_records = true,
+                                          .stragglers = {stragglers_ ? 2.0 : 0.0, 1e-3}, .clock = {}});
+        holders_.assign(static_cast<std::size_t>(tasks_), 0u);
+        computed_by_.assign(static_cast<std::size_t>(tasks_), 0u);
+        delivered_by_.assign(static_cast<std::size_t>(tasks_), -1);
         computed_.assign(static_cast<std::size_t>(tasks_), 0);
         const auto& needs = session_->needs();
         for (int w = 0; w < p; ++w)
@@ -100,10 +111,10 @@ public:
     }
 
 private:
-    enum kind { farmer_request, farmer_released, reply, compute, task_fails, farmer_fails, kinds };
+    enum kind { farmer_request, farmer_released, reply, compute, task_fails, farmer_fails, timer, kinds };
 
     worker& at(int w) { return workers_[static_cast<std::size_t>(w)]; }
-    int& owner(task_count t) { return owner_[static_cast<std::size_t>(t)]; }
+    unsigned& holders(task_count t) { return holders_[static_cast<std::size_t>(t)]; }
     int p() const { return static_cast<int>(workers_.size()); }
 
     bool possible(kind k, int w) {
@@ -116,6 +127,7 @@ private:
         case compute: return x.session.computing();
         case task_fails: return failures_ > 0 && x.session.computing() && !x.failed;  // the farm may be aborting already
         case farmer_fails: return w == 0 && failures_ > 0 && !session_->aborting() && !session_->over();
+        case timer: return w == 0 && session_->deadline() < std::numeric_limits<double>::infinity();
         default: return false;
         }
     }
@@ -141,7 +153,7 @@ private:
         worker& x = at(w);
         if (verbose_) {
             static const char* names[] = {"farmer<-request", "farmer<-released", "reply->", "compute", "task fails",
-                                          "farmer fails"};
+                                          "farmer fails", "timer"};
             std::fprintf(stderr, "t=%.4f %s worker %d", now_, names[k], w);
             if (k == farmer_request || k == farmer_released) {
                 const auto& m = k == farmer_request ? x.requests.front() : x.released.front();
@@ -192,9 +204,11 @@ private:
                 if (x.session.ask_at() >= 0 && x.next >= x.session.ask_at()) perform(w, x.session.on_boundary(x.next));
                 const task_count t = x.next++;
                 check(t >= 0 && t < tasks_, what_ + ": worker " + std::to_string(w) + " computes task " + std::to_string(t));
-                check(owner(t) == w, what_ + ": worker " + std::to_string(w) + " computes task " + std::to_string(t) +
-                                         ", which the farmer gave to " + std::to_string(owner(t)));
-                check(++computed_[static_cast<std::size_t>(t)] == 1, what_ + ": task " + std::to_string(t) + " computed twice");
+                check((holders(t) & bit(w)) != 0, what_ + ": worker " + std::to_string(w) + " computes task " +
+                                                      std::to_string(t) + ", which the farmer did not give it");
+                check(++computed_[static_cast<std::size_t>(t)] <= (stragglers_ ? 2 : 1),
+                      what_ + ": task " + std::to_string(t) + " computed " + std::to_string(computed_[static_cast<std::size_t>(t)]) + " times");
+                computed_by_[static_cast<std::size_t>(t)] |= bit(w);
                 ++x.done_in_chunk;
             } else {
                 const double seconds = static_cast<double>(x.done_in_chunk) * seconds_per_task_[static_cast<std::size_t>(w)];
@@ -211,6 +225,10 @@ private:
             --failures_;
             failed_ = true;
             farmer_acts(session_->abort("fuzz: the farmer failed"));
+            return;
+        case timer:  // the driver's clock reaches the session's deadline
+            now_ = std::max(now_, session_->deadline());
+            farmer_acts(session_->on_timer(now_));
             return;
         default: return;
         }
@@ -240,10 +258,10 @@ private:
             // the farmer may hand out again once it knows (from this message, or from the results it sends next).
             if (m.what == pfarm::request_message::kind::released)
                 for (task_count t = m.done.first; t < m.done.first + m.done.count; ++t) {
-                    check(t >= 0 && t < tasks_ && owner(t) == w && computed_[static_cast<std::size_t>(t)] == 0,
+                    check(t >= 0 && t < tasks_ && holders(t) == bit(w) && computed_[static_cast<std::size_t>(t)] == 0,
                           what_ + ": worker " + std::to_string(w) + " gives back task " + std::to_string(t) +
-                              " that it does not hold unstarted");
-                    owner(t) = free_task;
+                              " that it does not hold unstarted, alone");
+                    holders(t) = 0;
                 }
             (m.what == pfarm::request_message::kind::released ? x.released : x.requests).push_back(m);
         }
@@ -269,11 +287,12 @@ private:
                 check(!failed_ || !session_->aborting(), who + ": results delivered after the abort");
                 for (task_count t = a.results.first; t < a.results.first + a.results.count; ++t) {
                     check(t >= 0 && t < tasks_, who + ": results of task " + std::to_string(t));
-                    check(owner(t) == a.worker, who + ": delivers task " + std::to_string(t) + " held by " +
-                                                    std::to_string(owner(t)));
-                    check(computed_[static_cast<std::size_t>(t)] == 1, who + ": delivers task " + std::to_string(t) +
-                                                                           " not computed");
-                    owner(t) = delivered_task;
+                    const auto i = static_cast<std::size_t>(t);
+                    check((computed_by_[i] & bit(a.worker)) != 0, who + ": delivers task " + std::to_string(t) +
+                                                                       ", which it did not compute");
+                    check(delivered_by_[i] < 0, who + ": delivers task " + std::to_string(t) + ", delivered already by " +
+                                                    std::to_string(delivered_by_[i]));
+                    delivered_by_[i] = a.worker;
                     ++delivered_;
                 }
                 break;
@@ -281,17 +300,21 @@ private:
                 check(!x.stopped && !x.aborted, who + ": parked after its stop or abort");
                 break;
             case pfarm::farmer_action::kind::send:
-                // After a stop, only the abort that answers its own failure (a failed worker waits for it).
-                check(!x.aborted && (!x.stopped || (x.failed && a.reply.what == reply_message::kind::abort)),
+                // After a stop, only the abort that answers its own failure (a failed worker waits for it), or a cancel
+                // of the chunk it computes (stragglers).
+                check(!x.aborted && (!x.stopped || (x.failed && a.reply.what == reply_message::kind::abort) ||
+                                     a.reply.what == reply_message::kind::cancel),
                       who + ": sent reply kind " + std::to_string(static_cast<int>(a.reply.what)) + " after its stop or abort");
                 if (a.reply.what == reply_message::kind::assign) {
                     const pfarm::chunk c = a.reply.work;
                     check(c.count >= 1 && c.first >= 0 && c.first + c.count <= tasks_,
                           who + ": chunk [" + std::to_string(c.first) + ", +" + std::to_string(c.count) + ") out of the tasks");
                     for (task_count t = c.first; t < c.first + c.count; ++t) {
-                        check(owner(t) == free_task, who + ": gets task " + std::to_string(t) + ", held by " +
-                                                         std::to_string(owner(t)) + " (-2: delivered)");
-                        owner(t) = a.worker;
+                        const bool piece = stragglers_ && holders(t) != 0 && (holders(t) & bit(a.worker)) == 0;
+                        check(delivered_by_[static_cast<std::size_t>(t)] < 0 && (holders(t) == 0 || piece),
+                              who + ": gets task " + std::to_string(t) + ", held by mask " + std::to_string(holders(t)) +
+                                  ", delivered by " + std::to_string(delivered_by_[static_cast<std::size_t>(t)]));
+                        holders(t) |= bit(a.worker);
                     }
                 }
                 if (a.reply.what == reply_message::kind::stop) x.stopped = true;
@@ -328,7 +351,7 @@ private:
         check(session_->outcome().what == pfarm::farm_outcome::kind::ok, what_ + ": no failure, and the outcome is not ok");
         check(delivered_ == tasks_, what_ + ": " + std::to_string(delivered_) + " tasks delivered");
         for (task_count t = 0; t < tasks_; ++t)
-            check(computed_[static_cast<std::size_t>(t)] == 1 && owner(t) == delivered_task,
+            check(computed_[static_cast<std::size_t>(t)] >= 1 && delivered_by_[static_cast<std::size_t>(t)] >= 0,
                   what_ + ": task " + std::to_string(t) + " computed " + std::to_string(computed_[static_cast<std::size_t>(t)]) +
                       " times");
     }
@@ -343,7 +366,10 @@ private:
     std::vector<double> seconds_per_task_;
     std::unique_ptr<pfarm::farmer_session> session_;
     std::vector<worker> workers_;
-    std::vector<int> owner_;  // per task: the worker holding it, free_task or delivered_task
+    bool stragglers_ = false;
+    std::vector<unsigned> holders_;      // per task: the workers it was handed to (a bit each), but given back
+    std::vector<unsigned> computed_by_;  // per task: the workers that computed it
+    std::vector<int> delivered_by_;      // per task: the worker whose results were delivered (-1: none yet)
     std::vector<int> computed_;
     task_count delivered_ = 0;
 };

@@ -50,12 +50,27 @@
 //   - reclaim (take_back) only once the pool is closed and empty, within this farmer's workers;
 //   - done() only once the pool is closed.
 // Without `pool` nothing of this applies and the farmer behaves as it always has.
+//
+// Stragglers (optional, set_stragglers(); docs/reliability.md "Stragglers"): once every task is handed out, a
+// worker that asks with nothing in hand is not stopped while another worker's oldest chunk may still be overdue.
+// A chunk is overdue when it has taken `factor` times what its worker's seconds per task predict (the farm's
+// mean for a worker with none yet), plus `slack`, since it started (handed out, or its worker's previous chunk
+// ended, whichever is later). An overdue chunk is re-executed: its tasks are handed out again, in pieces of
+// ceil(size / (workers not stopped - 1)) (at least min_chunk), to the workers that ask with nothing in hand, and
+// the first results win, task by task: when the pieces cover the chunk, its worker is told to drop it (`cancel`
+// in complete()'s answer); when its worker's results come first, only the tasks no piece delivered are
+// delivered, and the pieces still out are cancelled. A worker that asks while nothing is overdue yet gets `wait`
+// (the driver asks it again after straggler_deadline() or after any completion); with nothing left that could
+// become overdue it is stopped. A cancelled chunk stays with its worker until the driver knows it has gone
+// (drop()): its results, if they come, are discarded. A chunk re-executed, its pieces and their workers are never
+// reclaim victims; a piece is never re-executed itself. Without stragglers nothing of this applies.
 #pragma once
 
 #include "pfarm/technique.hpp"
 
 #include <deque>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace pfarm {
@@ -81,6 +96,18 @@ struct decision {
 /// first task of it not started, `prefetched` (count 0: none) a chunk it holds and has not started, of which
 /// it keeps at least one task (no chunk in flight is left empty). Count 0: nothing to give.
 chunk victim_gives(const decision& d, double victim_seconds, chunk current, task_count next_task, chunk prefetched = {});
+
+/// Straggler handling (see "Stragglers" above): off while factor is 0.
+struct straggler_rule {
+    double factor = 0.0;  ///< overdue past factor x its predicted time (> 1 when on)
+    double slack = 0.0;   ///< plus this many seconds (>= 0)
+};
+
+/// What complete() decided besides counting the chunk done.
+struct completion {
+    std::vector<chunk> deliver;               ///< the ranges of the chunk whose results to keep (all of it, but for a re-executed one)
+    std::vector<std::pair<int, chunk>> cancel;  ///< workers to tell to drop a chunk they hold, computed elsewhere
+};
 
 /// What released() returns: the thief and its answer.
 struct release_outcome {
@@ -122,9 +149,23 @@ public:
     /// twice this.
     void set_request_cost(double seconds);
 
-    /// Worker `worker`'s outstanding chunk finished after `seconds` (>= 0, finite) of compute time. For a
-    /// calibration task, `sample` carries the worker's monitor readings (statistical calibration needs them).
-    void complete(int worker, double seconds, const resource_sample* sample = nullptr);
+    /// Worker `worker`'s outstanding chunk finished after `seconds` (>= 0, finite) of compute time, at `finished`
+    /// (the driver's clock; read by the straggler rule only). For a calibration task, `sample` carries the worker's
+    /// monitor readings (statistical calibration needs them). The answer stays valid until the next call.
+    const completion& complete(int worker, double seconds, const resource_sample* sample = nullptr, double finished = 0.0);
+
+    /// Straggler handling: the rule (factor 0: off; else factor > 1, slack >= 0, finite; invalid_argument "stragglers").
+    void set_stragglers(const straggler_rule& rule);
+    bool stragglers() const noexcept { return straggle_.factor > 0.0; }
+    /// When the next chunk in flight that could be re-executed becomes overdue after `after` (infinity: none).
+    double straggler_deadline(double after) const;
+    /// Whether worker `worker`'s oldest chunk was cancelled (re-executed elsewhere) and not dropped yet.
+    bool cancelled(int worker) const { return workers_.at(static_cast<std::size_t>(worker)).cancelled; }
+    /// Worker `worker` no longer holds its oldest chunk, cancelled: it dropped it, or its results were discarded.
+    void drop(int worker);
+    /// Chunks re-executed so far, and tasks handed out again for them.
+    task_count reruns() const noexcept { return reruns_started_; }
+    task_count rerun_tasks() const noexcept { return rerun_tasks_; }
 
     /// Tells the technique that worker `worker`'s run queue is now `queue` (>= 1).
     void run_queue_changed(int worker, double queue);
@@ -167,6 +208,22 @@ private:
         bool waiting_for_victim = false;     ///< this worker is a thief waiting for an answer
         double busy_seconds = 0.0;           ///< compute time of its completed chunks
         task_count done_tasks = 0;           ///< tasks of its completed chunks
+        // Stragglers: what its oldest chunk is to a re-execution.
+        double free_at = 0.0;                ///< when its last chunk ended (a chunk ahead starts then)
+        bool cancelled = false;              ///< its oldest chunk was cancelled; drop() is to come
+        int rerun_of = -1;                   ///< its oldest chunk is being re-executed: the rerun's index
+        int piece_of = -1;                   ///< its oldest chunk is a piece of that rerun
+    };
+    /// A chunk being re-executed.
+    struct rerun {
+        int id = 0;                          ///< what workers' rerun_of and piece_of hold
+        int victim = -1;
+        chunk work;                          ///< the victim's chunk
+        task_count next = 0;                 ///< its first task not handed out again
+        task_count piece = 1;                ///< the size of a piece
+        task_count done = 0;                 ///< tasks of its pieces completed
+        std::vector<std::pair<int, chunk>> out;  ///< the pieces in flight: holder, piece
+        std::vector<chunk> finished;         ///< the pieces completed
     };
 
     void finish_calibration();
@@ -180,6 +237,13 @@ private:
     decision take_back(int worker, double now);
     decision stop_worker(int worker);
     double seconds_per_task(int worker) const;
+    /// Stragglers: when worker v's oldest chunk becomes overdue (infinity: it may not be re-executed, or there
+    /// is no time to judge by).
+    double overdue_at(int v) const;
+    decision rerun_or_stop(int worker, double now);  ///< a worker with nothing in hand, nothing left to hand out
+    decision hand_piece(int worker, rerun& r, double now);
+    rerun& rerun_by_id(int id);
+    void end_rerun(int id);
 
     task_count tasks_;
     task_count min_chunk_;
@@ -202,6 +266,11 @@ private:
     bool pool_started_ = false;           ///< pool mode: the technique has been started
     task_count expected_ = 0;             ///< pool mode: the loop size the technique is started with
     std::deque<chunk> pool_ranges_;       ///< pool mode: the ranges not handed out
+    straggler_rule straggle_;
+    std::vector<rerun> reruns_;           ///< the chunks being re-executed
+    task_count reruns_started_ = 0, rerun_tasks_ = 0;
+    int next_rerun_id_ = 0;
+    completion completion_;               ///< complete()'s answer, reused
 };
 
 }  // namespace pfarm

@@ -22,6 +22,11 @@
 //                      the request that passed it is answered) and after every victim's answer
 // A send or park is one answer: a driver that models the farmer's service time charges it per answer (a
 // parked worker asked again and parked again costs nothing: no message goes in or out).
+// With stragglers (options.stragglers), a deliver may cover only part of the message's chunk (a chunk
+// re-executed elsewhere: the tasks whose results came first from there are not delivered again), a send may be
+// a `cancel` to a worker that is not asking (its chunk was computed elsewhere), and a driver must call
+// on_timer() at deadline() when no message has come by then. Results of a cancelled chunk that still come are
+// discarded; its worker's `dropped` says that it has let it go.
 //
 // Pool mode (options.pool; a hierarchical master, master_session.hpp): the tasks come as ranges through
 // add_tasks() and stop coming at close_pool() (farmer.hpp "Pool" has the rules); both ask the parked workers
@@ -33,6 +38,7 @@
 #include "pfarm/trace.hpp"
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +57,8 @@ struct farmer_session_options {
     /// Hand out from a pool of ranges that grows (add_tasks, close_pool) instead of [0, tasks); `tasks` is then the
     /// loop size the technique is started with (farmer.hpp "Pool").
     bool pool = false;
+    /// Stragglers: re-execute overdue chunks on idle workers (farmer.hpp "Stragglers"; factor 0: off).
+    straggler_rule stragglers;
     /// The driver's clock (seconds, non-decreasing), for on_message() without a time: the session reads it only
     /// when it needs the time (reclaim, records, the calibration barrier, the last result), so that a driver
     /// pays no clock read on the common path.
@@ -89,6 +97,10 @@ public:
     const std::vector<farmer_action>& on_message(int worker, const request_message& m);
     /// The farmer itself failed (an exception while handling a message): every worker is stopped with abort.
     const std::vector<farmer_action>& abort(const std::string& why);
+    /// Stragglers: when the driver must call on_timer() if no message comes before (infinity: no need). Workers
+    /// parked while a chunk elsewhere may become overdue are asked again then.
+    double deadline() const;
+    const std::vector<farmer_action>& on_timer(double now);
     /// Pool mode: range `range` joins the pool at `now`; the parked workers are asked again.
     const std::vector<farmer_action>& add_tasks(chunk range, double now);
     /// Pool mode: nothing more will come; the parked workers are asked again (stop, or reclaim).
@@ -140,6 +152,8 @@ private:
     void answer(int worker, const decision& d, bool direct);
     void accept(int worker, const request_message& m);
     void release(int worker, chunk given, bool reask);  ///< a victim gave back `given` (count 0: nothing)
+    void discard(int worker);  ///< its oldest chunk, cancelled, is gone: from its records and the farmer's
+    double request_time() { return options_.reclaim || farmer_.stragglers() ? now() : 0.0; }
     void shrink(int worker, chunk given);
     void reask_parked(bool even_calibrating = false);
     void reask_pool();  ///< pool mode: after a range arrived or the pool closed
@@ -160,6 +174,7 @@ private:
     double last_result_ = 0.0, calibration_end_ = 0.0;
     double now_ = 0.0, arrived_ = 0.0;  ///< the message being handled: its times, once known
     bool timed_ = false;                ///< now_ and arrived_ are known
+    double timer_at_ = -std::numeric_limits<double>::infinity();  ///< the last on_timer()
 };
 
 }  // namespace pfarm

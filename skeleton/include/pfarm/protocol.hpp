@@ -21,6 +21,7 @@ struct request_message {
         failure = 3,   ///< "task failed_task threw `text`" (failed_task -1: the worker itself failed)
         released = 4,  ///< "I gave back `done`, the end of a chunk I hold" (count 0: nothing) after a reclaim
         results = 5,   ///< "here are my results; I ask for nothing now" (prefetch: its next chunk came already)
+        dropped = 6,   ///< "I dropped `done`, as told (cancel), without its results"
     };
     kind what = kind::ask;
     chunk done;                 ///< ask/final: the chunk whose results travel with it (count 0: none)
@@ -41,10 +42,11 @@ struct reply_message {
         abort = 3,    ///< the farm failed: end at once
         reclaim = 4,  ///< give back part of your unstarted tasks (victim_gives); answer with `released`
         later = 5,    ///< nothing now: ask again with nothing in hand, and ask ahead no more (prefetch)
+        cancel = 6,   ///< drop chunk `work` (computed elsewhere: stragglers) and answer `dropped`, if you still hold it
     };
     kind what = kind::assign;
     bool calibration = false;    ///< assign: the chunk is this worker's calibration task
-    chunk work;                  ///< assign
+    chunk work;                  ///< assign, cancel
     double share = 0.0;          ///< reclaim: the farmer's share of the unstarted tasks
     double thief_seconds = 0.0;  ///< reclaim: the thief's seconds per task (0: unknown)
     double thief_busy = 0.0;     ///< reclaim: seconds of work the thief still holds

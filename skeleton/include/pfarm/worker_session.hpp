@@ -14,6 +14,8 @@
 //                                  perform(s.on_reclaim(r, next_task, seconds_per_task));
 //                                  // current() may have shrunk: compute only up to its end
 //   about to start task ask_at() of the chunk computed (prefetch):  perform(s.on_boundary(ask_at()));
+//   a cancel (stragglers), between two tasks or when computing nothing: perform(s.on_reply(r)), then compute
+//                                  current() from its start if it changed, nothing if !computing()
 //   a task threw (or a monitor failed: task -1):  perform(s.on_failure(task, what));
 //   the worker is done when        s.ended()
 //
@@ -89,6 +91,7 @@ public:
 
 private:
     void ask(request_message::kind kind, bool with_results);
+    void cancel(chunk c);
     void begin(const reply_message& r);
     void advance(const reply_message& r);
     task_count plan_ask(const reply_message& r) const;

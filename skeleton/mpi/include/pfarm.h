@@ -101,6 +101,8 @@ typedef struct pfarm_options {
     const char *farmer;         /**< who schedules: "flat" (NULL), "hierarchical" (not under MPI yet), "decentralised"
                                      (docs/skeleton.md "Decentralised farm") */
     int masters;                /**< hierarchical: masters (0: one per node) */
+    double stragglers;          /**< 0: off; a factor > 1: re-execute chunks overdue by that factor on idle workers
+                                     (docs/reliability.md "Stragglers"; tasks may then run twice) */
 } pfarm_options;
 
 /** Sets every field to its default and `size` to sizeof(pfarm_options) as the calling program sees it: the macro

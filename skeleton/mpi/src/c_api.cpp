@@ -110,6 +110,7 @@ pfarm::farm_options settings(const c_call& c, void*& user_data) {
     options.farmer_computes = o->farmer_computes != 0;
     options.prefetch = o->prefetch != 0;
     options.reclaim = o->reclaim != 0;
+    options.stragglers = o->stragglers;
     options.replicated_input = o->replicated_input != 0;
     options.progress = o->progress == 1 ? pfarm::progress_mode::plain
                      : o->progress == 2 ? pfarm::progress_mode::automatic

@@ -57,6 +57,8 @@ struct config_header {
     std::int32_t readings_each = 0;    ///< every request carries readings
     std::int32_t readings_calibration = 0;  ///< a calibration result carries readings
     std::int32_t farmer = 0;                ///< farmer_mode
+    std::int32_t stragglers = 0;            ///< chunks may be cancelled: workers check for it between tasks
+    double straggler_factor = 0.0;
 };
 
 struct shared_setup {

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <deque>
+#include <limits>
 #include <thread>
 
 namespace pfarm::detail {
@@ -37,6 +38,8 @@ public:
                     .request_cost = round_trip,
                     .keep_records = !options.trace.empty() || options.record_trace,
                     .learned = learned_ ? &*learned_ : nullptr,
+                    // A chunk is overdue past its predicted time x factor plus a few round trips (at least 1 ms).
+                    .stragglers = {setup.config.straggler_factor, std::max(4.0 * round_trip, 1e-3)},
                     .clock = [t0] { return now() - t0; }}),
           // Rank 0's own worker asks nothing ahead: in process, a request costs nothing to wait for.
           own_({.prefetch = false,
@@ -53,9 +56,19 @@ public:
                 if (own_.computing()) {
                     compute_own_task();
                     drain_messages();
+                    if (session_.deadline() <= clock()) on_timer();
                     continue;
                 }
-                handle(*inbox_.next(true));
+                const double due = session_.deadline();  // stragglers: workers wait for a chunk to become overdue
+                if (due == std::numeric_limits<double>::infinity()) {
+                    handle(*inbox_.next(true));
+                } else if (const received_message* m = inbox_.next(false)) {
+                    handle(*m);
+                } else if (clock() >= due) {
+                    on_timer();
+                } else {
+                    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(due - clock(), 1e-4)));
+                }
             }
             finish_transport();
         } catch (const std::exception& e) {
@@ -80,6 +93,11 @@ public:
 private:
     double clock() const { return now() - t0_; }
 
+    void on_timer() {
+        perform(session_.on_timer(clock()));
+        serve_own();
+    }
+
     void drain_messages() {
         while (const received_message* m = inbox_.next(false)) handle(*m);
     }
@@ -92,6 +110,7 @@ private:
             std::memcpy(&h, m.data, sizeof h);
             const int rank = m.source;
             decode(h, offsets_[static_cast<std::size_t>(rank)], message_);
+            delivering_ = message_.done;
             if (message_.what == request_message::kind::failure) {
                 const auto* text = reinterpret_cast<const char*>(m.data + request_payload_offset);
                 message_.text.assign(text, m.bytes - request_payload_offset);
@@ -101,7 +120,9 @@ private:
             if (h.results_follow) {  // too large to travel in the request: they follow
                 const auto bytes = static_cast<std::size_t>(h.results_bytes);
                 std::byte* into;
-                if (kernel_.streamed()) {  // into a buffer, for the sink
+                // Into a buffer for the sink, or when part of them may be delivered already (stragglers: a chunk
+                // re-executed), else in place.
+                if (kernel_.streamed() || setup_.config.stragglers) {
                     large_.reserve(bytes);
                     into = large_.data();
                     results_ = into;
@@ -137,11 +158,13 @@ private:
         for (const farmer_action& a : actions) {
             if (a.what != farmer_action::kind::deliver) continue;
             const bool own = a.worker + offset_ == 0;
+            // a.results may be part of the message's chunk (stragglers): its results start at delivering_.first.
             if (kernel_.streamed())  // to the sink; rank 0's own results are in its own buffer
                 kernel_.deliver(view_of(kernel_, a.results.first, a.results.count, own ? own_results_.payload() : results_,
-                                        own ? own_results_.index_bytes() : index_bytes_));
+                                        own ? own_results_.index_bytes() : index_bytes_, delivering_.first));
             else if (!own && results_)  // rank 0 computes into out_ directly; a large payload is there already
-                std::memcpy(out_ + static_cast<std::size_t>(a.results.first) * kernel_.out_bytes, results_,
+                std::memcpy(out_ + static_cast<std::size_t>(a.results.first) * kernel_.out_bytes,
+                            results_ + static_cast<std::size_t>(a.results.first - delivering_.first) * kernel_.out_bytes,
                             static_cast<std::size_t>(a.results.count) * kernel_.out_bytes);
             progress_.update(session_.decisions().completed_tasks());
         }
@@ -229,6 +252,7 @@ private:
         while (!local_.empty()) {
             const request_message m = std::move(local_.front());
             local_.pop_front();
+            delivering_ = m.done;
             perform(session_.on_message(0, m));
         }
     }
@@ -263,6 +287,7 @@ private:
             const double slice = std::min(extra, 2e-4), s0 = now();
             std::this_thread::sleep_for(std::chrono::duration<double>(slice));
             drain_messages();
+            if (!own_.computing() || own_.current().first != c.first) return;  // cancelled meanwhile (stragglers)
             extra -= now() - s0;
         }
         perform_own(own_.on_chunk_done(seconds, own_started_, clock()));
@@ -286,6 +311,8 @@ private:
         report_.k = f.policy().installment_factor();
         report_.reclaims = f.reclaims();
         report_.reclaimed_tasks = f.reclaimed_tasks();
+        report_.reruns = f.reruns();
+        report_.rerun_tasks = f.rerun_tasks();
         if (f.calibration()) report_.calibration = *f.calibration();
         report_.learned = learned_.has_value();
         if (options_.schedule)  // per worker: the report's per-rank entries from worker 0's rank on
@@ -318,6 +345,7 @@ private:
     double own_compute_ = 0.0, own_started_ = 0.0;
     farmer_inbox inbox_;
     request_message message_;
+    chunk delivering_;                    ///< the chunk whose results the message being handled carries
     const std::byte* results_ = nullptr;  ///< the results in the message being handled (null: in place already)
     std::size_t index_bytes_ = 0;         ///< their index, with results of any size
     wire_buffer large_;                   ///< streamed results too large for their request, received here

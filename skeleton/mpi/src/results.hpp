@@ -65,12 +65,14 @@ private:
     task_count slot_ = 0;
 };
 
-/// The view a sink receives of `count` results starting at task `first`, at `data`.
+/// The view a sink receives of `count` results starting at task `first`, at `data` (where the results of chunk
+/// `of`, holding them, start; default: they start at `first`).
 inline results_view view_of(const task_kernel& kernel, task_count first, task_count count, const std::byte* data,
-                            std::size_t index_bytes) {
+                            std::size_t index_bytes, task_count of = -1) {
     results_view v;
     v.first = first;
     v.count = count;
+    v.skip = of < 0 ? 0 : first - of;
     v.data = data;
     v.out_bytes = kernel.out_bytes;
     v.variable = kernel.variable();

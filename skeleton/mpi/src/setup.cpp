@@ -132,6 +132,15 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
                                                      "has nothing to keep; use flat");
                 check_decentralised(options, *policy, workers);
             }
+            if (options.stragglers != 0.0) {
+                if (!(options.stragglers > 1.0) || !std::isfinite(options.stragglers))
+                    throw invalid_argument("stragglers", "is " + std::to_string(options.stragglers) +
+                                                             "; expected 0 (off) or a finite factor > 1");
+                if (options.farmer != farmer_mode::flat)
+                    throw invalid_argument("stragglers", "are handled by the flat farmer only; use --farmer flat");
+            }
+            s.config.stragglers = options.stragglers != 0.0 ? 1 : 0;
+            s.config.straggler_factor = options.stragglers;
             s.config.farmer = static_cast<std::int32_t>(options.farmer);
             if (!options.trace.empty()) check_trace_path(options.trace);  // before any task runs, not after the sweep
             choose_monitors(policy->needs(), options, s);

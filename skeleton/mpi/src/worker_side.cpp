@@ -156,7 +156,8 @@ private:
         results.begin(kernel_, c.count);
         const std::byte* inputs = inputs_of(c);
         started_ = clock();
-        const bool reclaim = setup_.config.reclaim != 0, emulated = setup_.emulated.active();
+        // Between two tasks: a reclaim, or a cancel (stragglers), may come.
+        const bool listen = setup_.config.reclaim != 0 || setup_.config.stragglers != 0, emulated = setup_.emulated.active();
         double owed = 0.0;  // emulated slowdown: sleep owed, paid in slices of >= 1 ms
         for (task_count task = c.first; task < session_.current().first + session_.current().count; ++task) {
             const auto i = static_cast<std::size_t>(task - c.first);
@@ -175,9 +176,10 @@ private:
                 if (owed >= 1e-3) sleep_for(owed), owed = 0.0;
             }
             if (task + 1 == session_.ask_at()) perform(session_.on_boundary(task + 1));  // prefetch: ask ahead now
-            if (reclaim && task + 1 < session_.current().first + session_.current().count) {
+            if (listen && task + 1 < session_.current().first + session_.current().count) {
                 answer_messages(task + 1);  // one MPI_Iprobe per task
-                if (!session_.computing()) return;  // aborted
+                // Aborted, or cancelled: computing nothing, or the chunk asked ahead from its start.
+                if (!session_.computing() || session_.current().first != c.first) return;
             }
         }
         if (owed > 0.0) sleep_for(owed);

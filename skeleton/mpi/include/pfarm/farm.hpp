@@ -83,6 +83,12 @@ struct farm_options {
     /// unstarted tasks back from the worker expected to finish last. Workers check for a reclaim between two
     /// tasks (one MPI_Iprobe per task). With prefetch too (a worker that asks ahead may take tasks back at once).
     bool reclaim = false;
+    /// Stragglers (docs/reliability.md "Stragglers"): 0 (off), or a factor > 1: once every task is handed out, a
+    /// chunk that has taken this many times what its worker's measured speed predicts is re-executed by idle
+    /// workers, in pieces; the first results of each task win, the other copy is dropped. Workers check for a
+    /// cancel between two tasks (one MPI_Iprobe per task). A task may then run twice: its function must give the
+    /// same results each time and have no side effect that a second run would harm. Flat farmer only.
+    double stragglers = 0.0;
     bool replicated_input = false;         ///< every rank holds the input: only task indices travel
     std::string trace;                     ///< write a trace: "run.csv" or "run.json" (rank 0; docs/traces.md)
     bool record_trace = false;             ///< keep the per-chunk trace in the report (implied by `trace`)
@@ -139,6 +145,8 @@ struct farm_report {
     double farmer_cpu_seconds = 0.0; ///< CPU time the farmer process used (shows whether it spun idle)
     task_count reclaims = 0;         ///< reclaims that moved tasks (farm_options::reclaim)
     task_count reclaimed_tasks = 0;  ///< tasks they moved
+    task_count reruns = 0;           ///< overdue chunks re-executed (farm_options::stragglers)
+    task_count rerun_tasks = 0;      ///< tasks handed out again for them (tasks_per_rank counts what each computed)
     std::vector<chunk_trace> trace;  ///< every chunk, on rank 0, when `trace` or `record_trace` was asked for
 };
 
@@ -166,20 +174,21 @@ struct results_view {
     bool variable = false;
     std::size_t align = 1;            ///< variable: alignment of each task's bytes
     std::size_t index_bytes = 0;      ///< variable: bytes of the index (from the message: a reclaim may have cut the chunk)
+    task_count skip = 0;              ///< `data` holds `skip` tasks before `first`, not delivered (computed elsewhere first)
 
     /// Calls f(task, bytes, size) for every task of the chunk, in order.
     template <class F>
     void for_each(F&& f) const {
         if (!variable) {
             for (task_count i = 0; i < count; ++i)
-                f(first + i, data + static_cast<std::size_t>(i) * out_bytes, out_bytes);
+                f(first + i, data + static_cast<std::size_t>(skip + i) * out_bytes, out_bytes);
             return;
         }
         std::size_t at = index_bytes;
-        for (task_count i = 0; i < count; ++i) {
+        for (task_count i = 0; i < skip + count; ++i) {
             std::uint64_t size = 0;
             std::memcpy(&size, data + static_cast<std::size_t>(i) * sizeof size, sizeof size);
-            f(first + i, data + at, static_cast<std::size_t>(size));
+            if (i >= skip) f(first + i - skip, data + at, static_cast<std::size_t>(size));
             at = round_up(at + static_cast<std::size_t>(size), align);
         }
     }
