@@ -26,9 +26,15 @@ void add_farm_options(CLI::App& app, farm_options& o) {
     app.add_option_function<std::string>(
         "--farmer",
         [&o](const std::string& s) { o.farmer = parse_farmer_mode(s); },
-        "who schedules: flat (one farmer, the default), hierarchical (not under MPI yet), decentralised (every rank "
+        "who schedules: flat (one farmer, the default), hierarchical (rank 0 a supermaster over --masters K masters, "
+        "each serving a group of workers; docs/hierarchical.md), decentralised (every rank "
         "claims its own chunks from one-sided counters; static, ss, css, gss, fss, tss, fiss, tfss, fsc, mfsc, dgss with --weights)");
-    app.add_option("--masters", o.masters, "hierarchical farmer: masters (0 = one per node)");
+    app.add_option("--masters", o.masters,
+                   "hierarchical farmer: masters (0 = one per node; K: ranks 1..N-1 in K contiguous groups, the first "
+                   "rank of each its master, 1 <= K <= (N-1)/2)");
+    app.add_option("--master-technique", o.master_technique,
+                   "hierarchical farmer: the supermaster's technique over the masters (default: the workers' technique "
+                   "when it is a weighted scheme, dgss/dfss/dtss..., else fss with x = 4)");
     app.add_option("--trace", o.trace, "write a trace of every chunk: FILE.csv or FILE.json");
     app.add_option("--journal", o.journal,
                    "resumable run: record each finished task in FILE; a rerun with the same FILE computes only the "
@@ -71,6 +77,12 @@ void print_report(std::ostream& out, const farm_report& r) {
     if (r.k) out << ", k " << *r.k;
     if (r.reclaims > 0) out << ", " << r.reclaims << " reclaims moved " << r.reclaimed_tasks << " tasks";
     out << "\n";
+    if (!r.master_ranks.empty()) {  // hierarchical: the supermaster's load, and each master's
+        out << "supermaster answered " << r.farmer_requests << " requests; masters (rank: requests answered)";
+        for (std::size_t g = 0; g < r.master_ranks.size(); ++g)
+            out << " " << r.master_ranks[g] << ": " << (g < r.master_requests.size() ? r.master_requests[g] : 0);
+        out << "\n";
+    }
     if (r.calibration) {
         const int last = r.first_worker_rank + static_cast<int>(r.calibration->times.size()) - 1;
         out << "calibration, ranks " << r.first_worker_rank;
@@ -94,7 +106,9 @@ nlohmann::json report_json(const farm_report& r) {
                      {"busy_per_rank", r.busy_per_rank},         {"finish_per_rank", r.finish_per_rank},
                      {"farmer_cpu_seconds", r.farmer_cpu_seconds},
                      {"reclaims", r.reclaims},         {"reclaimed_tasks", r.reclaimed_tasks},
-                     {"journaled", r.journaled},       {"learned", r.learned}};
+                     {"journaled", r.journaled},       {"learned", r.learned},
+                     {"farmer_requests", r.farmer_requests}};
+    if (!r.master_ranks.empty()) j["masters"] = {{"ranks", r.master_ranks}, {"requests", r.master_requests}};
     if (r.k) j["k"] = *r.k;
     if (r.calibration) {
         nlohmann::json c = calibration_json(*r.calibration);
