@@ -6,6 +6,7 @@
 #include "pfarm/emulation.hpp"
 #include "pfarm/error.hpp"
 
+#include <algorithm>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
@@ -77,12 +78,9 @@ void print_report(std::ostream& out, const farm_report& r) {
     if (r.k) out << ", k " << *r.k;
     if (r.reclaims > 0) out << ", " << r.reclaims << " reclaims moved " << r.reclaimed_tasks << " tasks";
     out << "\n";
-    if (!r.master_ranks.empty()) {  // hierarchical: the supermaster's load, and each master's
-        out << "supermaster answered " << r.farmer_requests << " requests; masters (rank: requests answered)";
-        for (std::size_t g = 0; g < r.master_ranks.size(); ++g)
-            out << " " << r.master_ranks[g] << ": " << (g < r.master_requests.size() ? r.master_requests[g] : 0);
-        out << "\n";
-    }
+    if (!r.master_ranks.empty())  // hierarchical: the supermaster's load (each master's is on its line)
+        out << "hierarchical: rank 0 the supermaster answered " << r.farmer_requests << " requests from "
+            << r.master_ranks.size() << " masters\n";
     if (r.calibration) {
         const int last = r.first_worker_rank + static_cast<int>(r.calibration->times.size()) - 1;
         out << "calibration, ranks " << r.first_worker_rank;
@@ -92,6 +90,13 @@ void print_report(std::ostream& out, const farm_report& r) {
     for (int q = 0; q < r.ranks; ++q) {
         const auto i = static_cast<std::size_t>(q);
         if (r.tasks_per_rank[i] == 0 && q == 0 && !r.sequential) continue;
+        const auto master = std::find(r.master_ranks.begin(), r.master_ranks.end(), q);
+        if (master != r.master_ranks.end()) {
+            const auto g = static_cast<std::size_t>(master - r.master_ranks.begin());
+            out << "  rank " << q << ": master, answered " << (g < r.master_requests.size() ? r.master_requests[g] : 0)
+                << " requests\n";
+            continue;
+        }
         out << "  rank " << q << ": " << r.tasks_per_rank[i] << " tasks in " << r.chunks_per_rank[i].size()
             << " chunks, busy " << std::setprecision(3) << r.busy_per_rank[i] << " s\n";
     }

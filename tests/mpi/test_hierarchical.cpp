@@ -7,10 +7,14 @@
 //   shapes      index ranges, replicated input, several outputs per task, results of any size (collected and
 //               streamed), inputs and results too large for one message at both levels (they follow on their own
 //               tags), an emulated slowdown, a journal that resumes computing nothing
+//   reclaim     reclaim inside the groups (1 ms tasks, a worker 4 times slower in each group; static at both levels
+//               and gss, with
+//               and without prefetch; fixed results and results of any size): reclaims move tasks, each task once
 //   requests    the supermaster's requests (farm_report::farmer_requests) against the flat farmer's on the same run
 //               (ss, one task per request): a small fraction; each master's answered requests add up
 //   failure     a task that throws on a worker ends the farm with worker_error naming the task and the rank that ran
-//               it, on every rank (plain, prefetch, reclaim), as in the flat farm; a streamed result's callback that
+//               it, on every rank (plain, prefetch, reclaim), as in the flat farm; tasks failing at once in two
+//               groups, and during multi's calibration; a streamed result's callback that
 //               throws on rank 0 ends it too; the next farm on the same communicator runs
 //   errors      what the mode refuses, the same invalid_argument on every rank: too many masters, farmer_computes,
 //               a learned schedule, an unknown supermaster technique, fewer than 3 ranks
@@ -25,6 +29,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <numeric>
 #include <span>
 #include <string>
@@ -230,6 +235,63 @@ void shapes() {
     if (rank_ == 0) std::remove(path.c_str());
 }
 
+/// Reclaim inside the groups: 1 ms tasks, one slow worker in each group, static (at the supermaster too: one chunk
+/// per master, one per worker) and gss: idle workers take tasks back from their group's slow one; each task once,
+/// outputs (fixed and of any size) right.
+void reclaim() {
+    const pfarm::task_count tasks = 120;
+    const auto sleep_ms = [] { std::this_thread::sleep_for(std::chrono::milliseconds(1)); };
+    long long reclaims = 0, moved = 0;
+    for (const char* technique : {"static", "gss"}) {
+        for (int prefetch = 0; prefetch < 2; ++prefetch) {
+            const std::string label = std::string(technique) + (prefetch ? "/prefetch" : "");
+            auto o = hierarchical(technique);
+            o.reclaim = true;
+            o.prefetch = prefetch == 1;
+            o.slowdown = {1.0, 1.0, 4.0, 1.0, 1.0, 4.0};  // ranks 2 and 5: a worker of each group (1: 2, 3; 4: 5, 6)
+            // static at the supermaster too: each master gets its half of the loop at once, each worker its half of
+            // that, and the pool is closed once they have it: the fast worker takes tasks back from the slow one.
+            if (std::string(technique) == "static") o.master_technique = "static";
+            std::vector<double> out(static_cast<std::size_t>(tasks), -1.0);
+            std::vector<int> runs(static_cast<std::size_t>(tasks), 0);
+            const auto r = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out, [&](pfarm::task_count i, double& y) {
+                ++runs[static_cast<std::size_t>(i)];
+                sleep_ms();
+                y = f(static_cast<double>(i));
+            }, o);
+            CHECK(count_not_once(runs) == 0, "%s: tasks not run exactly once", label.c_str());
+            std::vector<std::vector<std::uint32_t>> collected;
+            std::fill(runs.begin(), runs.end(), 0);
+            const auto v = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, collected, [&](pfarm::task_count i) {
+                ++runs[static_cast<std::size_t>(i)];
+                sleep_ms();
+                return result_of(i);
+            }, o);
+            CHECK(count_not_once(runs) == 0, "%s variable: tasks not run exactly once", label.c_str());
+            if (rank_ != 0) continue;
+            int wrong = 0;
+            for (pfarm::task_count i = 0; i < tasks; ++i) wrong += out[static_cast<std::size_t>(i)] != f(static_cast<double>(i));
+            for (std::size_t i = 0; i < collected.size(); ++i) wrong += !same(static_cast<pfarm::task_count>(i), collected[i]);
+            CHECK(wrong == 0 && collected.size() == static_cast<std::size_t>(tasks), "%s: %d outputs wrong", label.c_str(), wrong);
+            if (std::getenv("PFARM_TEST_VERBOSE")) {
+                std::printf("%s: makespan %.3f, reclaims %lld/%lld;", label.c_str(), r.makespan, static_cast<long long>(r.reclaims),
+                            static_cast<long long>(v.reclaims));
+                for (int q = 0; q < size_; ++q) {
+                    std::printf(" [%d:", q);
+                    for (auto c : r.chunks_per_rank[static_cast<std::size_t>(q)]) std::printf(" %lld", static_cast<long long>(c));
+                    std::printf("]");
+                }
+                std::printf("\n");
+            }
+            reclaims += r.reclaims + v.reclaims;
+            moved += r.reclaimed_tasks + v.reclaimed_tasks;
+        }
+    }
+    if (rank_ != 0) return;
+    std::printf("reclaim: %lld reclaims moved %lld tasks inside the groups\n", reclaims, moved);
+    CHECK(reclaims > 0 && moved > 0, "no reclaim moved a task");
+}
+
 void requests() {
     const pfarm::task_count tasks = 3000;
     std::vector<double> out(static_cast<std::size_t>(tasks));
@@ -290,6 +352,24 @@ void failure() {
             MPI_Allreduce(&none, &who, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         }
         if (rank_ == 0 && mode == 0) std::printf("failure: %s\n", what.c_str());
+    }
+    // Two tasks in two groups fail at once, and a task fails during multi's calibration: one failure is the farm's,
+    // on every rank, nobody hangs.
+    for (const char* technique : {"ss", "multi"}) {
+        std::string what;
+        try {
+            std::vector<double> out(static_cast<std::size_t>(tasks));
+            pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out, [&](pfarm::task_count i, double& y) {
+                if (std::string(technique) == "multi" ? i == 1 : i == 10 || i == 11 || i == 70)
+                    throw std::runtime_error("bad parameter " + std::to_string(i));
+                y = 1.0;
+            }, hierarchical(technique));
+        } catch (const pfarm::worker_error& e) {
+            what = e.message();
+        } catch (const std::exception& e) {
+            CHECK(false, "%s, several failures: not a worker_error: %s", technique, e.what());
+        }
+        CHECK(what.rfind("bad parameter ", 0) == 0, "%s, several failures: '%s'", technique, what.c_str());
     }
     // A streamed result's callback that throws on rank 0 stops the farm everywhere.
     bool stopped = false;
@@ -379,6 +459,7 @@ int main(int argc, char** argv) {
     const std::string scenario = argc > 1 ? argv[1] : "";
     if (scenario == "techniques") techniques();
     else if (scenario == "shapes") shapes();
+    else if (scenario == "reclaim") reclaim();
     else if (scenario == "requests") requests();
     else if (scenario == "failure") failure();
     else if (scenario == "errors") errors();

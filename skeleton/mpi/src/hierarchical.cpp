@@ -498,7 +498,10 @@ private:
                             payload_ + static_cast<std::size_t>(lo - c.first) * out, static_cast<std::size_t>(hi - lo) * out);
                 stored += hi - lo;
             }
-            if (stored != c.count) holding(c.first + c.count - 1);  // throws: some task is in no chunk it holds
+            if (stored != c.count)
+                throw internal_error("hierarchical farm: rank " + std::to_string(rank_) + " got results for [" +
+                                     std::to_string(c.first) + ", +" + std::to_string(c.count) +
+                                     "), not all of them in chunks it holds");
             return;
         }
         view_of(kernel_, c.first, c.count, payload_, index_bytes_).for_each([&](task_count task, const std::byte* bytes, std::size_t size) {
