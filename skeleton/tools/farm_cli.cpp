@@ -113,7 +113,8 @@ nlohmann::json report_json(const farm_report& r) {
                      {"reclaims", r.reclaims},         {"reclaimed_tasks", r.reclaimed_tasks},
                      {"journaled", r.journaled},       {"learned", r.learned},
                      {"farmer_requests", r.farmer_requests}};
-    if (!r.master_ranks.empty()) j["masters"] = {{"ranks", r.master_ranks}, {"requests", r.master_requests}};
+    if (!r.master_ranks.empty())
+        j["masters"] = {{"ranks", r.master_ranks}, {"requests", r.master_requests}, {"merged", r.master_merged}};
     if (r.k) j["k"] = *r.k;
     if (r.calibration) {
         nlohmann::json c = calibration_json(*r.calibration);

@@ -11,7 +11,8 @@
 //               and gss, with
 //               and without prefetch; fixed results and results of any size): reclaims move tasks, each task once
 //   requests    the supermaster's requests (farm_report::farmer_requests) against the flat farmer's on the same run
-//               (ss, one task per request): a small fraction; each master's answered requests add up
+//               (ss, one task per request): a small fraction; each master's answered requests add up; past a master's
+//               first two requests, each carries the results of its chunk before (one message, seed 002 Remark 3)
 //   failure     a task that throws on a worker ends the farm with worker_error naming the task and the rank that ran
 //               it, on every rank (plain, prefetch, reclaim), as in the flat farm; tasks failing at once in two
 //               groups, and during multi's calibration; a streamed result's callback that
@@ -301,11 +302,19 @@ void requests() {
     const auto a = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out, body, flat);
     const auto h = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out, body, hierarchical("ss"));
     if (rank_ != 0) return;
-    std::printf("requests: flat farmer %lld, supermaster %lld (%.2f%%) over %zu masters answering",
+    const long long merged = std::accumulate(h.master_merged.begin(), h.master_merged.end(), 0LL);
+    std::printf("requests: flat farmer %lld, supermaster %lld (%.2f%%, %lld of them with a chunk's results) over %zu "
+                "masters answering",
                 static_cast<long long>(a.farmer_requests), static_cast<long long>(h.farmer_requests),
-                100.0 * static_cast<double>(h.farmer_requests) / static_cast<double>(a.farmer_requests), h.master_ranks.size());
+                100.0 * static_cast<double>(h.farmer_requests) / static_cast<double>(a.farmer_requests), merged,
+                h.master_ranks.size());
     for (auto n : h.master_requests) std::printf(" %lld", static_cast<long long>(n));
     std::printf("\n");
+    // Seed 002, Remark 3: past a master's first two requests (its first chunk and the one ahead), each carries the
+    // results of the chunk before.
+    const auto masters = static_cast<long long>(h.master_ranks.size());
+    CHECK(merged >= h.farmer_requests - 2 * masters, "%lld of %lld requests up carried results", merged,
+          static_cast<long long>(h.farmer_requests));
     CHECK(a.farmer_requests >= tasks, "the flat farmer answered %lld requests for %lld tasks of ss",
           static_cast<long long>(a.farmer_requests), static_cast<long long>(tasks));
     CHECK(h.farmer_requests > 0 && h.farmer_requests * 20 <= a.farmer_requests,

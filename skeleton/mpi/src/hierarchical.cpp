@@ -667,7 +667,8 @@ farm_report assemble(const farm_options& options, int ranks, task_count tasks, c
         r.reclaims += static_cast<task_count>(next());
         r.reclaimed_tasks += static_cast<task_count>(next());
         r.master_requests.push_back(static_cast<task_count>(next()));
-        next(), next();  // its requests up (the supermaster counts them) and those with results
+        next();  // its requests up (the supermaster counts them all)
+        r.master_merged.push_back(static_cast<task_count>(next()));
         const bool has_k = next() != 0.0;
         const double k = next();
         if (g == 0 && has_k) r.k = k;  // as the simulator: group 0's

@@ -152,6 +152,9 @@ struct farm_report {
     task_count farmer_requests = 0;
     std::vector<int> master_ranks;          ///< hierarchical: the masters' ranks (they compute nothing), by group
     std::vector<task_count> master_requests;  ///< hierarchical, rank 0: the asks each master's workers sent it
+    /// hierarchical, rank 0: of each master's requests up, those that carried a chunk's results (seed 002, Remark 3:
+    /// results and the next request in one message)
+    std::vector<task_count> master_merged;
 };
 
 /// The tasks [first, last) of a farm with no input array: the worker function receives the task index.
