@@ -36,6 +36,7 @@
 #include "pfarm/registry.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <deque>
 #include <map>
@@ -172,6 +173,14 @@ private:
     };
     std::vector<send> sends_;
 };
+
+/// The readings a trace record keeps (trace.hpp: cores and node_key are not stored), in the order they are packed.
+std::array<const std::optional<double>*, 5> readings_of(const resource_sample& s) {
+    return {&s.availability, &s.run_queue, &s.load1, &s.latency, &s.benchmark};
+}
+std::array<std::optional<double>*, 5> readings_of(resource_sample& s) {
+    return {&s.availability, &s.run_queue, &s.load1, &s.latency, &s.benchmark};
+}
 
 /// A master's failure message up carries, before the text, the rank whose failure it is (the worker's, or its own).
 constexpr std::size_t failure_rank_bytes = sizeof(std::int64_t);
@@ -343,7 +352,8 @@ public:
     const farmer_session& session_group() const noexcept { return session_.group(); }
 
     /// Its group's part of the report, packed for rank 0: per worker (rank, tasks, busy, finish, chunk sizes), the
-    /// reclaims, the requests its workers sent it, its own requests up and how many carried results, k, the records.
+    /// reclaims, the requests its workers sent it, its own requests up and how many carried results, k, the records
+    /// (with their readings).
     std::vector<double> packed() const {
         const farmer_session& g = session_.group();
         std::vector<double> v;
@@ -359,9 +369,11 @@ public:
                            static_cast<double>(served_), static_cast<double>(session_.up_requests()),
                            static_cast<double>(session_.merged_requests()), k ? 1.0 : 0.0, k.value_or(0.0),
                            static_cast<double>(g.records().size())});
-        for (const chunk_trace& c : g.records())
+        for (const chunk_trace& c : g.records()) {
             v.insert(v.end(), {static_cast<double>(workers_[static_cast<std::size_t>(c.rank)]), static_cast<double>(c.first),
                                static_cast<double>(c.count), c.sent, c.started, c.finished, c.received, c.calibration ? 1.0 : 0.0});
+            for (const std::optional<double>* x : readings_of(c.sample)) v.insert(v.end(), {x->has_value() ? 1.0 : 0.0, x->value_or(0.0)});
+        }
         return v;
     }
 
@@ -406,7 +418,7 @@ private:
         reply_header h;
         std::memcpy(&h, reply_.data(), sizeof h);
         const reply_message r = decode(h);
-        if (r.what == reply_message::kind::assign) {
+        if (r.what == reply_message::kind::assign) try {
             held c;
             c.work = r.work;
             if (inputs_travel_) {
@@ -423,6 +435,10 @@ private:
             if (kernel_.variable()) c.variable.resize(static_cast<std::size_t>(r.work.count));
             else c.results->reserve(request_payload_offset + static_cast<std::size_t>(r.work.count) * kernel_.out_bytes);
             held_.push_back(std::move(c));
+        } catch (...) {  // the abort that follows still comes this way
+            reply_.post(up_, 0, tag_reply);
+            requests_[0] = reply_.request();
+            throw;
         }
         reply_.post(up_, 0, tag_reply);
         requests_[0] = reply_.request();
@@ -680,6 +696,11 @@ farm_report assemble(const farm_options& options, int ranks, task_count tasks, c
             t.count = static_cast<task_count>(next());
             t.sent = next(), t.started = next(), t.finished = next(), t.received = next();
             t.calibration = next() != 0.0;
+            for (std::optional<double>* x : readings_of(t.sample)) {
+                const bool has = next() != 0.0;
+                const double value = next();
+                if (has) *x = value;
+            }
             r.trace.push_back(t);
         }
         if (at != end) throw internal_error("hierarchical farm: master " + std::to_string(g) + "'s report does not add up");
