@@ -158,9 +158,10 @@ void master_session::report_failure() {
         o.what != farm_outcome::kind::farmer_failed)
         return;
     failure_sent_ = true;
-    take_up(up_.on_failure(o.what == farm_outcome::kind::task_failed ? o.task : -1,
-                           o.what == farm_outcome::kind::farmer_failed ? o.text
-                                                                       : "worker " + std::to_string(o.worker) + ": " + o.text));
+    // The worker's task and text go up unchanged; whose failure it was is failed_worker() (a driver names it by its
+    // own address, an MPI rank, as the flat farmer does).
+    failed_worker_ = o.what == farm_outcome::kind::farmer_failed ? -1 : o.worker;
+    take_up(up_.on_failure(o.what == farm_outcome::kind::task_failed ? o.task : -1, o.text));
 }
 
 const std::vector<master_action>& master_session::start(double now) {

@@ -6,6 +6,7 @@
 #include "pfarm/emulation.hpp"
 #include "pfarm/error.hpp"
 
+#include <algorithm>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
@@ -36,9 +37,15 @@ void add_farm_options(CLI::App& app, farm_options& o) {
     app.add_option_function<std::string>(
         "--farmer",
         [&o](const std::string& s) { o.farmer = parse_farmer_mode(s); },
-        "who schedules: flat (one farmer, the default), hierarchical (not under MPI yet), decentralised (every rank "
+        "who schedules: flat (one farmer, the default), hierarchical (rank 0 a supermaster over --masters K masters, "
+        "each serving a group of workers; docs/hierarchical.md), decentralised (every rank "
         "claims its own chunks from one-sided counters; static, ss, css, gss, fss, tss, fiss, tfss, fsc, mfsc, dgss with --weights)");
-    app.add_option("--masters", o.masters, "hierarchical farmer: masters (0 = one per node)");
+    app.add_option("--masters", o.masters,
+                   "hierarchical farmer: masters (0 = one per node; K: ranks 1..N-1 in K contiguous groups, the first "
+                   "rank of each its master, 1 <= K <= (N-1)/2)");
+    app.add_option("--master-technique", o.master_technique,
+                   "hierarchical farmer: the supermaster's technique over the masters (default: the workers' technique "
+                   "when it is a weighted scheme, dgss/dfss/dtss..., else fss with x = 4)");
     app.add_option("--trace", o.trace, "write a trace of every chunk: FILE.csv or FILE.json");
     app.add_option("--journal", o.journal,
                    "resumable run: record each finished task in FILE; a rerun with the same FILE computes only the "
@@ -82,6 +89,9 @@ void print_report(std::ostream& out, const farm_report& r) {
     if (r.reclaims > 0) out << ", " << r.reclaims << " reclaims moved " << r.reclaimed_tasks << " tasks";
     if (r.reruns > 0) out << ", " << r.reruns << " overdue chunks re-executed (" << r.rerun_tasks << " tasks)";
     out << "\n";
+    if (!r.master_ranks.empty())  // hierarchical: the supermaster's load (each master's is on its line)
+        out << "hierarchical: rank 0 the supermaster answered " << r.farmer_requests << " requests from "
+            << r.master_ranks.size() << " masters\n";
     if (r.calibration) {
         const int last = r.first_worker_rank + static_cast<int>(r.calibration->times.size()) - 1;
         out << "calibration, ranks " << r.first_worker_rank;
@@ -91,6 +101,13 @@ void print_report(std::ostream& out, const farm_report& r) {
     for (int q = 0; q < r.ranks; ++q) {
         const auto i = static_cast<std::size_t>(q);
         if (r.tasks_per_rank[i] == 0 && q == 0 && !r.sequential) continue;
+        const auto master = std::find(r.master_ranks.begin(), r.master_ranks.end(), q);
+        if (master != r.master_ranks.end()) {
+            const auto g = static_cast<std::size_t>(master - r.master_ranks.begin());
+            out << "  rank " << q << ": master, answered " << (g < r.master_requests.size() ? r.master_requests[g] : 0)
+                << " requests\n";
+            continue;
+        }
         out << "  rank " << q << ": " << r.tasks_per_rank[i] << " tasks in " << r.chunks_per_rank[i].size()
             << " chunks, busy " << std::setprecision(3) << r.busy_per_rank[i] << " s\n";
     }
@@ -106,7 +123,10 @@ nlohmann::json report_json(const farm_report& r) {
                      {"farmer_cpu_seconds", r.farmer_cpu_seconds},
                      {"reclaims", r.reclaims},         {"reclaimed_tasks", r.reclaimed_tasks},
                      {"reruns", r.reruns},             {"rerun_tasks", r.rerun_tasks},
-                     {"journaled", r.journaled},       {"learned", r.learned}};
+                     {"journaled", r.journaled},       {"learned", r.learned},
+                     {"farmer_requests", r.farmer_requests}};
+    if (!r.master_ranks.empty())
+        j["masters"] = {{"ranks", r.master_ranks}, {"requests", r.master_requests}, {"merged", r.master_merged}};
     if (r.k) j["k"] = *r.k;
     if (r.calibration) {
         nlohmann::json c = calibration_json(*r.calibration);

@@ -97,6 +97,8 @@ std::span<const flag_name> shared_flags() {
         {"journal", "--journal"},
         {"farmer", "--farmer"},
         {"masters", "--masters"},
+        {"master_technique", "--master-technique"},
+        {"farmer_computes", "--farmer-computes"},
         {"reclaim", "--reclaim"},
     };
     return table;

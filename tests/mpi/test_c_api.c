@@ -1,5 +1,5 @@
 /* The C API from a C translation unit compiled as C: the six enum scheduling modes, pfarm_run with options,
- * a failing task, and bad arguments. */
+ * the hierarchical farmer, a failing task, and bad arguments. */
 #include <pfarm.h>
 
 #include <stdio.h>
@@ -83,6 +83,32 @@ int main(int argc, char **argv) {
             for (int i = 0; i < n; ++i) CHECK(out[i] == in[i] * in[i] * in[i], "wrong output with reclaim");
     }
     o.prefetch = 0;
+    o.reclaim = 0;
+
+    /* The hierarchical farmer from C (3 ranks: rank 0 the supermaster, one master per node: rank 1, worker rank 2),
+     * with the supermaster's own technique; then a failing task, and farmer_computes refused, named. */
+    o.technique = "ss";
+    o.farmer = "hierarchical";
+    o.master_technique = "gss";
+    o.reclaim = 1;
+    for (int i = 0; i < n; ++i) out[i] = -1.0;
+    CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, &r) == PFARM_OK, "hierarchical run");
+    if (rank == 0)
+        for (int i = 0; i < n; ++i) CHECK(out[i] == in[i] * in[i] * in[i], "wrong output, hierarchical");
+    CHECK(pfarm_run(fails_at_7, iin, n, MPI_INT, iout, n, MPI_INT, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_WORKER &&
+              pfarm_error_task() == 7 && strstr(pfarm_error_message(), "seven is not allowed") != NULL,
+          "a failing task, hierarchical: not PFARM_ERROR_WORKER naming task 7");
+    o.farmer_computes = 1;
+    CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_ARGUMENT &&
+              names("farmer_computes"),
+          "farmer_computes with the hierarchical farmer accepted or not named");
+    o.farmer_computes = 0;
+    o.master_technique = "nope";
+    CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_ARGUMENT &&
+              names("master_technique"),
+          "an unknown master_technique accepted or not named");
+    o.farmer = NULL;
+    o.master_technique = NULL;
     o.reclaim = 0;
 
     pfarm(fails_at_7, iin, n, MPI_INT, iout, n, MPI_INT, MPI_COMM_WORLD, SCH_TRAD);

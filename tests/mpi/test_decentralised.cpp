@@ -8,7 +8,7 @@
 //               tasks); by_step techniques hand out exactly the flat farmer's round-robin chunks; the trace covers
 //               [0, tasks) once, in order
 //   errors      techniques that need a farmer (multi, awf-b, af, dgss without weights, n-gss, dfss), reclaim,
-//               monitors, hierarchical and masters < 0: the same invalid_argument on every rank, naming the argument
+//               monitors and masters < 0: the same invalid_argument on every rank, naming the argument
 //   failure     a task that throws ends the farm with worker_error naming it on every rank (on a worker, on rank 0
 //               computing, with prefetch), nobody hangs, and the next farm on the same communicator runs
 //   outputs     three outputs per task of a 64-byte aligned type, with a slowdown on one rank: aligned, in order;
@@ -192,8 +192,6 @@ void errors() {
     o.monitors = {"loadavg"};
     expect_invalid("monitors", o, "monitors");
     o.monitors.clear();
-    o.farmer = pfarm::farmer_mode::hierarchical;
-    expect_invalid("hierarchical", o, "farmer");
     o.farmer = pfarm::farmer_mode::flat;
     o.masters = -1;
     expect_invalid("masters", o, "masters");

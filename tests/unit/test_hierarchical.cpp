@@ -328,10 +328,28 @@ TEST(MasterSession, AWorkerFailureAbortsTheGroupAndGoesUp) {
         if (x.what == pfarm::master_action::kind::up) {
             EXPECT_EQ(x.message.what, pfarm::request_message::kind::failure);
             EXPECT_EQ(x.message.failed_task, 0);
+            EXPECT_EQ(x.message.text, "boom") << "the worker's text goes up unchanged";
             up = true;
         }
     EXPECT_TRUE(up);
+    EXPECT_EQ(m.failed_worker(), 0) << "whose failure it was";
     EXPECT_TRUE(m.group().aborting());
+}
+
+TEST(MasterSession, TheMastersOwnFailureGoesUpAsNoWorkersFailure) {
+    pfarm::master_session m(2, pfarm::make_technique("ss", {}, 2), {});
+    m.start(0.0);
+    EXPECT_EQ(m.failed_worker(), -1);
+    bool up = false;
+    for (const auto& x : m.abort("MPI_Recv failed"))
+        if (x.what == pfarm::master_action::kind::up) {
+            EXPECT_EQ(x.message.what, pfarm::request_message::kind::failure);
+            EXPECT_EQ(x.message.failed_task, -1);
+            EXPECT_EQ(x.message.text, "MPI_Recv failed");
+            up = true;
+        }
+    EXPECT_TRUE(up);
+    EXPECT_EQ(m.failed_worker(), -1);
 }
 
 // --- the simulator ----------------------------------------------------------------------------------------------

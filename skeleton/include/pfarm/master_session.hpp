@@ -24,8 +24,9 @@
 //     sum V_j / sum (V_j / Q_j) over its workers' latest readings (so that the weighted schemes' A = V / Q of the
 //     master is the sum of its workers' A_j), availability their mean, benchmark their sum, latency their maximum,
 //     cores the group size;
-//   - failures: a worker's failure aborts the group (farmer_session) and is reported up as the master's failure;
-//     an abort from the supermaster aborts the group.
+//   - failures: a worker's failure aborts the group (farmer_session) and is reported up as the master's failure,
+//     with the worker's task and text unchanged (failed_worker() says which worker of the group; -1: the master
+//     itself failed, abort()); an abort from the supermaster aborts the group.
 // Calibration happens in the group (the workers' technique, at the master, over its workers); the supermaster
 // weights masters by the powers it is given (the sum of the workers' weights, or the group sizes), not by
 // measured ones. Reclaim works within a group; there is none between masters (docs/hierarchical.md says why).
@@ -96,6 +97,8 @@ public:
     task_count merged_requests() const noexcept { return merged_; }
     /// The chunks it got from the supermaster, in order (their sizes).
     const std::vector<task_count>& chunks_received() const noexcept { return received_; }
+    /// Once a failure went up: the worker of the group whose failure it was (-1: the master itself, or none yet).
+    int failed_worker() const noexcept { return failed_worker_; }
 
 private:
     struct held_chunk {
@@ -120,6 +123,7 @@ private:
     std::vector<master_action> actions_;
     std::vector<task_count> received_;
     bool failure_sent_ = false;
+    int failed_worker_ = -1;
     task_count up_messages_ = 0, up_requests_ = 0, merged_ = 0;
 };
 

@@ -98,9 +98,12 @@ typedef struct pfarm_options {
     const char *journal;        /**< resumable run: rank 0 records each finished task here; a rerun with the same
                                      file computes only what it lacks (docs/reliability.md); NULL: none */
     const char *journal_key;    /**< what else determines the outputs (a journal written with another is refused) */
-    const char *farmer;         /**< who schedules: "flat" (NULL), "hierarchical" (not under MPI yet), "decentralised"
+    const char *farmer;         /**< who schedules: "flat" (NULL), "hierarchical" (rank 0 a supermaster, `masters`
+                                     masters, the rest workers; docs/hierarchical.md), "decentralised"
                                      (docs/skeleton.md "Decentralised farm") */
-    int masters;                /**< hierarchical: masters (0: one per node) */
+    int masters;                /**< hierarchical: masters (0: one per node; K: ranks 1..N-1 in K contiguous groups) */
+    const char *master_technique; /**< hierarchical: the supermaster's technique over the masters; NULL: the
+                                       workers' when it is a weighted scheme (dgss...), else fss with x = 4 */
     double stragglers;          /**< 0: off; a factor > 1: re-execute chunks overdue by that factor on idle workers
                                      (docs/reliability.md "Stragglers"; tasks may then run twice) */
 } pfarm_options;
@@ -156,7 +159,8 @@ int pfarm_status(void);               /**< the status of this thread's last call
  *  pfarm_run_tasks, pfarm_run_range or pfarm ("worker", "task", "in_length", "in_data", "in_type", "first",
  *  "count", "out_data", "out_length", "out_type", "comm", "sched", and "options" for an options struct whose
  *  `size` is not one this library knows), a field of pfarm_options ("technique", "min_chunk", "chunk",
- *  "factor", "first", "last", "stages", "static_percent", "k", "weights", "calibration", "trace", "journal", "farmer", "masters"), or the
+ *  "factor", "first", "last", "stages", "static_percent", "k", "weights", "calibration", "trace", "journal", "farmer", "masters",
+ *  "master_technique", "farmer_computes"), or the
  *  environment variable a value came from ("PFARM_SLOWDOWN", "PFARM_LOAD_CHANGES"). pfarm_run_range's parameter
  *  `first` and the tss field `first` share a name; the message tells them apart. These are the C++ API's names
  *  of the same arguments (technique_options, farm_options), except in_length and out_length, which the C++

@@ -120,6 +120,7 @@ pfarm::farm_options settings(const c_call& c, void*& user_data) {
     if (o->journal_key) options.journal_key = o->journal_key;
     if (o->farmer) options.farmer = pfarm::parse_farmer_mode(o->farmer);  // names "farmer"
     options.masters = o->masters;
+    if (o->master_technique) options.master_technique = o->master_technique;
     if (o->calibration) p.calibration = pfarm::parse_calibration_mode(o->calibration);  // names "calibration"
     user_data = o->user_data;
     return options;

@@ -22,32 +22,10 @@
 
 namespace pfarm::detail {
 
-namespace {
-
-/// Added to both counters when a rank fails: every later claim sees a value past any schedule and stops.
-constexpr std::int64_t poison = std::int64_t{1} << 62;
-constexpr MPI_Aint step_at = 0;   ///< by_step: the next scheduling step
-constexpr MPI_Aint next_at = 8;   ///< by_worker: the next task index
-constexpr MPI_Aint header_bytes = 64;
-constexpr std::size_t piece = std::size_t{1} << 30;  ///< one MPI_Get/MPI_Put moves at most this many bytes
-/// Results wait in a batch until it holds this many bytes or chunks (or the rank has no more work); a chunk with
-/// more results than this travels alone.
-constexpr std::size_t batch_bytes = std::size_t{256} << 10;
-constexpr std::size_t batch_chunks = 1024;
-
-// ---- rank 0's technique options, so that every rank replays the same schedule ----
-
-void share_string(MPI_Comm comm, std::string& text) {
-    int length = static_cast<int>(text.size());
-    mpi::check(MPI_Bcast(&length, 1, MPI_INT, 0, comm), "MPI_Bcast");
-    text.resize(static_cast<std::size_t>(length));
-    if (length > 0) mpi::check(MPI_Bcast(text.data(), length, MPI_CHAR, 0, comm), "MPI_Bcast");
-}
-
 /// Rank 0's technique name and parameters on every rank: the options other ranks passed are not read, as in
-/// the flat farm (only rank 0's view counts).
+/// the flat farm (only rank 0's view counts). Also the hierarchical farm's (engine.hpp).
 void share_technique(MPI_Comm comm, int rank, std::string& name, technique_options& o) {
-    share_string(comm, name);
+    broadcast_string(comm, name);
     std::vector<double> v;
     if (rank == 0) {
         const auto scalar = [&v](const auto& x) {
@@ -88,6 +66,19 @@ void share_technique(MPI_Comm comm, int rank, std::string& name, technique_optio
         i += n;
     }
 }
+
+namespace {
+
+/// Added to both counters when a rank fails: every later claim sees a value past any schedule and stops.
+constexpr std::int64_t poison = std::int64_t{1} << 62;
+constexpr MPI_Aint step_at = 0;   ///< by_step: the next scheduling step
+constexpr MPI_Aint next_at = 8;   ///< by_worker: the next task index
+constexpr MPI_Aint header_bytes = 64;
+constexpr std::size_t piece = std::size_t{1} << 30;  ///< one MPI_Get/MPI_Put moves at most this many bytes
+/// Results wait in a batch until it holds this many bytes or chunks (or the rank has no more work); a chunk with
+/// more results than this travels alone.
+constexpr std::size_t batch_bytes = std::size_t{256} << 10;
+constexpr std::size_t batch_chunks = 1024;
 
 // ---- one-sided memory ----
 

@@ -2,7 +2,7 @@
 // agreement before the farm and the outcome after it, farmer_side.cpp and worker_side.cpp the two transports of
 // the core's sessions (farmer_session.hpp, worker_session.hpp), results.hpp a chunk's results (fixed or any
 // size) in their message buffer, journaled.cpp a farm with a journal (only the tasks it lacks), decentralised.cpp
-// the farm without a farmer, progress.cpp the progress line, wire.hpp the bytes on the wire, messages.hpp the
+// the farm without a farmer, hierarchical.cpp the farm with a supermaster and masters, progress.cpp the progress line, wire.hpp the bytes on the wire, messages.hpp the
 // tags and how a rank waits.
 #pragma once
 
@@ -65,6 +65,7 @@ struct shared_setup {
     config_header config;
     emulation emulated;
     std::vector<std::string> extra_monitors;  ///< registry monitors the user asked for, read once at the start
+    std::vector<int> group_of;  ///< hierarchical farm: each rank's group (-1: rank 0, the supermaster); else empty
 };
 
 /// Rank 0's `text` on every rank (collective).
@@ -135,6 +136,23 @@ void check_decentralised(const farm_options& options, const technique& policy, i
 farm_report run_decentralised(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out,
                               const task_kernel& kernel, const farm_options& options, const shared_setup& setup, double t0,
                               const std::vector<double>& offsets);
+
+/// The hierarchical farm (hierarchical.cpp). On rank 0 inside agree(): plan_hierarchy gives each rank's group from
+/// farm_options::masters and `nodes` (per rank: the lowest rank on its node), or throws the invalid_argument every
+/// rank throws ("farmer": fewer than 3 ranks; "masters": more than (ranks - 1) / 2); hierarchy_workers counts the
+/// worker ranks of such a plan; check_hierarchical throws when the options ask for what this mode cannot do (it
+/// makes the supermaster's technique and each group's, so that their errors reach every rank before the farm).
+std::vector<int> plan_hierarchy(const farm_options& options, int ranks, const std::vector<int>& nodes);
+int hierarchy_workers(const std::vector<int>& group_of);
+void check_hierarchical(const farm_options& options, const task_kernel& kernel, task_count tasks,
+                        const std::vector<int>& group_of);
+farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out,
+                             const task_kernel& kernel, const farm_options& options, const shared_setup& setup, double t0,
+                             std::vector<double> offsets, double round_trip, sampler& monitors);
+
+/// Rank 0's technique name and parameters on every rank (collective; decentralised.cpp): the modes whose other
+/// ranks make techniques (the decentralised farm, the hierarchical masters) read rank 0's, never their own.
+void share_technique(MPI_Comm comm, int rank, std::string& name, technique_options& o);
 
 farm_report empty_report(const farm_options& options, int ranks, task_count tasks);
 void write_trace(const std::string& path, const farm_report& r);

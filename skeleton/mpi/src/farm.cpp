@@ -1,6 +1,6 @@
 // pfarm MPI engine: the entry, run_farm(): agree on the run (setup.cpp), then rank 0 runs the farmer's side
 // (farmer_side.cpp) and every other rank a worker's side (worker_side.cpp), or every rank the decentralised farm
-// (decentralised.cpp); one rank runs the tasks in order.
+// (decentralised.cpp) or the hierarchical one (hierarchical.cpp); one rank runs the tasks in order.
 // The report's shape and the trace file are written here. docs/skeleton.md describes the protocol.
 #include "engine.hpp"
 #include "results.hpp"
@@ -96,6 +96,8 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
     monitors.start(comm.get(), rank);  // collective: latency probe, benchmark kernel (part of the makespan)
     if (setup.config.farmer == static_cast<std::int32_t>(farmer_mode::decentralised))
         return run_decentralised(comm.get(), rank, ranks, in, out, kernel, options, setup, t0, offsets);
+    if (setup.config.farmer == static_cast<std::int32_t>(farmer_mode::hierarchical))
+        return run_hierarchical(comm.get(), rank, ranks, in, out, kernel, options, setup, t0, offsets, round_trip, monitors);
     if (rank == 0)
         return run_farmer_side(comm.get(), ranks, in, out, kernel, options, setup, std::move(policy), t0, monitors, offsets,
                                round_trip);

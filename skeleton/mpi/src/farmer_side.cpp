@@ -133,6 +133,7 @@ private:
                 mpi::check(MPI_Recv(into, static_cast<int>(bytes), MPI_BYTE, rank, tag_results, comm_, MPI_STATUS_IGNORE),
                            "MPI_Recv");
             }
+            if (message_.what == request_message::kind::ask) ++report_.farmer_requests;
             perform(session_.on_message(rank - offset_, message_));  // the session reads the clock if it needs it
             serve_own();
         } catch (...) {

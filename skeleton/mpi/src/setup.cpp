@@ -111,17 +111,31 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
     shared_setup s;
     std::string argument, message;
     std::vector<double> emulation_data;
+    // Each rank's node, named by its lowest rank (rank 0 learns them all: the hierarchical farm's masters = 0 puts
+    // one master on each), and how many ranks share this rank's node (whether idle ranks wait gently, below).
+    MPI_Comm node;
+    mpi::check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    int local = 1, lowest = rank;
+    MPI_Comm_size(node, &local);
+    const int reduced = MPI_Allreduce(&rank, &lowest, 1, MPI_INT, MPI_MIN, node);
+    MPI_Comm_free(&node);
+    mpi::check(reduced, "MPI_Allreduce");
+    std::vector<int> nodes(static_cast<std::size_t>(rank == 0 ? ranks : 0));
+    mpi::check(MPI_Gather(&lowest, 1, MPI_INT, nodes.data(), 1, MPI_INT, 0, comm), "MPI_Gather");
     if (rank == 0) {
         try {
             if (!kernel.bad_argument.empty()) throw invalid_argument(kernel.bad_argument, kernel.bad_message);
             if (tasks < 1) throw invalid_argument("in", "holds " + std::to_string(tasks) + " tasks; expected >= 1");
             if (!kernel.run && !kernel.run_variable) throw invalid_argument("worker", "is empty");
-            const int workers = ranks == 1 ? 1 : ranks - (options.farmer_computes ? 0 : 1);
-            policy = make_technique(options.technique, options.parameters, workers);
             if (options.masters < 0)
                 throw invalid_argument("masters", "is " + std::to_string(options.masters) + "; expected >= 0 (0: one per node)");
-            if (options.farmer == farmer_mode::hierarchical)
-                throw invalid_argument("farmer", "hierarchical is not implemented under MPI yet; use flat or decentralised");
+            int workers = ranks == 1 ? 1 : ranks - (options.farmer_computes ? 0 : 1);
+            if (options.farmer == farmer_mode::hierarchical && ranks > 1) {  // one rank runs the tasks in order
+                s.group_of = plan_hierarchy(options, ranks, nodes);
+                workers = hierarchy_workers(s.group_of);
+            }
+            policy = make_technique(options.technique, options.parameters, workers);
+            if (options.farmer == farmer_mode::hierarchical) check_hierarchical(options, kernel, tasks, s.group_of);
             if (options.farmer == farmer_mode::decentralised) {
                 if (kernel.streamed())  // a journal hands results on through a sink too (journaled.cpp)
                     throw invalid_argument("farmer", "decentralised does not carry streamed results, results of any size or "
@@ -176,17 +190,16 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
         for (++i; i + 3 <= emulation_data.size(); i += 3)
             s.emulated.changes.push_back({static_cast<int>(emulation_data[i]), emulation_data[i + 1], emulation_data[i + 2]});
     }
+    if (s.config.farmer == static_cast<std::int32_t>(farmer_mode::hierarchical) && ranks > 1) {
+        s.group_of.resize(static_cast<std::size_t>(ranks));
+        mpi::check(MPI_Bcast(s.group_of.data(), ranks, MPI_INT, 0, comm), "MPI_Bcast");
+    }
     std::string extra;  // the registry monitors asked for, comma-separated
     for (const auto& name : s.extra_monitors) extra += (extra.empty() ? "" : ",") + name;
     broadcast_string(comm, extra);
     s.extra_monitors.clear();
     for (std::stringstream names(extra); std::getline(names, extra, ',');) s.extra_monitors.push_back(extra);
     // An idle rank busy-waits in MPI_Probe unless ranks outnumber the cores of its node.
-    MPI_Comm node;
-    mpi::check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
-    int local = 1;
-    MPI_Comm_size(node, &local);
-    MPI_Comm_free(&node);
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     int gentle = static_cast<unsigned>(local) > cores ? 1 : 0, any_gentle = 0;
     mpi::check(MPI_Allreduce(&gentle, &any_gentle, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");

@@ -58,10 +58,10 @@ enum class progress_mode {
     quiet,      ///< nothing
 };
 
-/// Who schedules the chunks (docs/skeleton.md "Decentralised farm").
+/// Who schedules the chunks (docs/hierarchical.md "When to choose flat, hierarchical or decentralised").
 enum class farmer_mode {
     flat,           ///< one farmer on rank 0 answers every request
-    hierarchical,   ///< a supermaster and masters (not implemented under MPI yet: invalid_argument "farmer")
+    hierarchical,   ///< rank 0 a supermaster, masters with task pools, the other ranks workers (docs/hierarchical.md)
     decentralised,  ///< no farmer: every rank claims its own chunks from counters in MPI one-sided memory on rank 0
 };
 
@@ -114,11 +114,18 @@ struct farm_options {
     /// What else determines the outputs beyond the inputs and their shape (an app's options): a journal written
     /// with another key is refused.
     std::string journal_key;
-    /// Who schedules: a flat farmer (default), hierarchical, or decentralised (docs/skeleton.md "Decentralised
-    /// farm": the techniques whose chunks depend only on the scheduling step, or on the worker and what remains;
-    /// no reclaim; no monitors).
+    /// Who schedules: a flat farmer (default), hierarchical (docs/hierarchical.md: rank 0 the supermaster, `masters`
+    /// masters that compute nothing, every technique, reclaim within a group; not with farmer_computes or a learned
+    /// schedule), or decentralised (docs/skeleton.md "Decentralised farm": the techniques whose chunks depend only on
+    /// the scheduling step, or on the worker and what remains; no reclaim; no monitors).
     farmer_mode farmer = farmer_mode::flat;
-    int masters = 0;  ///< hierarchical: masters (0 = one per node); >= 0
+    /// hierarchical: masters (0 = one per node, MPI_COMM_TYPE_SHARED); K > 0 splits ranks 1..N-1 into K contiguous
+    /// groups, the first rank of each its master (1 <= K <= (N - 1) / 2); >= 0
+    int masters = 0;
+    /// hierarchical: the supermaster's technique over the masters (any registry name; empty: the workers' technique
+    /// when it is a weighted scheme, dgss/dfss/dtss... giving HDGSS/HDFSS/HDTSS, else fss with x = 4, which keeps the
+    /// supermaster's requests few; pfarm::default_master_technique)
+    std::string master_technique;
 };
 
 /// What a farm did. Per-rank vectors have one entry per rank (rank 0 is the farmer).
@@ -148,6 +155,14 @@ struct farm_report {
     task_count reruns = 0;           ///< overdue chunks re-executed (farm_options::stragglers)
     task_count rerun_tasks = 0;      ///< tasks handed out again for them (tasks_per_rank counts what each computed)
     std::vector<chunk_trace> trace;  ///< every chunk, on rank 0, when `trace` or `record_trace` was asked for
+    /// Requests for work (asks) that reached rank 0 over MPI: the flat farmer's from its workers, the hierarchical
+    /// supermaster's from the masters (its load); 0 in the decentralised farm (no rank serves requests).
+    task_count farmer_requests = 0;
+    std::vector<int> master_ranks;          ///< hierarchical: the masters' ranks (they compute nothing), by group
+    std::vector<task_count> master_requests;  ///< hierarchical, rank 0: the asks each master's workers sent it
+    /// hierarchical, rank 0: of each master's requests up, those that carried a chunk's results (seed 002, Remark 3:
+    /// results and the next request in one message)
+    std::vector<task_count> master_merged;
 };
 
 /// The tasks [first, last) of a farm with no input array: the worker function receives the task index.
