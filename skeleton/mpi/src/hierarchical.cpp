@@ -200,6 +200,7 @@ public:
                     .reclaim = false,
                     .request_cost = 0.0,
                     .keep_records = false,
+                    .stragglers = {},  // refused in a hierarchical farm (setup.cpp)
                     .clock = [t0] { return now() - t0; }}),
           inbox_(up, false, setup.config.gentle_wait != 0) {}
 
@@ -848,6 +849,7 @@ farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte
                 .reclaim = setup.config.reclaim != 0,
                 .request_cost = round_trip,
                 .keep_records = keep_records != 0,
+                .stragglers = {},
                 .clock = {}};  // the driver passes every time (rank 0's clock)
     mo.expected = expected_share(setup.config.tasks, top, g);
     mo.readings_each = !top_needs.with_every_request.empty();
