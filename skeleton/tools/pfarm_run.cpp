@@ -28,6 +28,7 @@
 #include <iostream>
 #include <optional>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -293,7 +294,7 @@ std::string describe(const task_result& r) {
 
 void print_summary(std::ostream& out, const tally& t, task_count commands, bool halted,
                    const std::vector<std::string>& texts, const std::string& joblog) {
-    out << "pfarm-run: " << commands << " commands: " << t.ok << " succeeded";
+    out << "pfarm-run: " << commands << (commands == 1 ? " command: " : " commands: ") << t.ok << " succeeded";
     if (t.restored_ok > 0) out << " (" << t.restored_ok << " of them skipped: done in the journal)";
     if (t.failed > 0) out << ", " << t.failed << " failed";
     if (t.timed_out > 0) out << ", " << t.timed_out << " timed out";
@@ -360,9 +361,14 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
         if (run::has_grid(words)) {
             commands = run::expand_grid(run::split_grid(words));
         } else if (words.size() > 1) {
+            const auto option = std::find_if(words.begin() + 1, words.end(), [](const std::string& w) { return w.rfind("-", 0) == 0; });
+            if (option != words.end())
+                throw pfarm::invalid_argument(*option, "comes after the commands file '" + words[0] +
+                                                           "'; options go before it (pfarm-run [options] COMMANDS_FILE)");
             throw pfarm::invalid_argument("COMMANDS_FILE", "expected one file, got " + std::to_string(words.size()) +
-                                                               " words ('" + words[0] + "', '" + words[1] +
-                                                               "', ...); a grid needs ::: before its values");
+                                                               " words ('" + words[0] + "', '" + words[1] + "'" +
+                                                               (words.size() > 2 ? ", ..." : "") +
+                                                               "); a grid needs ::: before its values");
         } else {
             commands = run::read_commands(words.front(), "COMMANDS_FILE");
         }
@@ -454,9 +460,19 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
     if (journaled) o.journal_key = run::journal_key(commands);
     pfarm::farm_report report;
     try {
-        report = pfarm::farm_stream(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, command, arrived, o);
+        if (o.farmer == pfarm::farmer_mode::decentralised) {
+            // The decentralised farm carries fixed-size outputs into rank 0's array only (no streaming, no journal):
+            // the job log is written when the farm ends.
+            std::vector<task_result> out(rank == 0 ? static_cast<std::size_t>(tasks) : 0);
+            report = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, std::span<task_result>(out),
+                                 [&](task_count i, task_result& r) { r = command(i); }, o);
+            for (std::size_t i = 0; i < out.size(); ++i) arrived(static_cast<task_count>(i), out[i]);
+        } else {
+            report = pfarm::farm_stream(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, command, arrived, o);
+        }
     } catch (...) {
         halt.abandon();
+        if (records) records->remove_if_empty();
         throw;
     }
     const bool halted = halt.finish();

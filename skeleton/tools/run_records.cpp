@@ -119,6 +119,7 @@ void rank_records::append(task_count index, const task_result& result) {
     if (n != static_cast<ssize_t>(sizeof r))
         throw error("records file '" + path_ + "': a write failed: " + (n < 0 ? std::strerror(errno) : "short write") +
                     " (disk full?)");
+    ++records_;
     if (const double now = monotonic(); now - last_sync_ >= 10.0) {
         ::fdatasync(fd_);
         last_sync_ = now;

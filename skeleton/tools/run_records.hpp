@@ -59,9 +59,14 @@ public:
     void append(task_count index, const task_result& result);
     /// Closes and deletes the file (the run ended and the journal holds every record).
     void remove();
+    /// Deletes the file if it holds no record (a run that failed before any command ended).
+    void remove_if_empty() {
+        if (records_ == 0) remove();
+    }
 
 private:
     int fd_ = -1;
+    std::size_t records_ = 0;
     std::string path_;
     double last_sync_ = 0.0;
 };
