@@ -302,7 +302,9 @@ void print_summary(std::ostream& out, const tally& t, task_count commands, bool 
     if (t.not_run > 0) out << ", " << t.not_run << " not run";
     if (halted) out << " (halted at the first failure)";
     const task_count failed_restored = t.restored - t.restored_ok;
-    if (failed_restored > 0) out << "; " << failed_restored << " failures come from the journal (--retry-failed runs them again)";
+    if (failed_restored > 0)
+        out << "; " << failed_restored << (failed_restored == 1 ? " failure comes" : " failures come")
+            << " from the journal (--retry-failed runs " << (failed_restored == 1 ? "it" : "them") << " again)";
     out << "\n";
     for (const auto& [task, r] : t.failures) {
         std::string c = texts[static_cast<std::size_t>(task)];
@@ -338,9 +340,8 @@ std::uint64_t new_run_id() {
 }
 
 int run_commands(const settings& s, const pfarm::farm_options& options, const std::vector<std::string>& words) {
-    int rank = 0, ranks = 1;
+    int rank = 0;
     pfarm::mpi::check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
-    pfarm::mpi::check(MPI_Comm_size(MPI_COMM_WORLD, &ranks), "MPI_Comm_size");
     const bool journaled = !options.journal.empty();
 
     // The same arguments on every rank: each rank checks them, all throw together.
