@@ -16,7 +16,7 @@ namespace {
 
 constexpr std::string_view separator = ":::";
 
-bool blank(char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f'; }
+bool blank(char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r'; }
 
 /// GNU parallel's separators that pfarm-run does not take, and what to do instead.
 const char* unsupported_separator(std::string_view word) {
@@ -47,7 +47,7 @@ std::vector<std::string> parse_commands(std::string_view text, const std::string
         std::string_view s = text.substr(at, end - at);
         at = end + 1;
         ++line;
-        if (!s.empty() && s.back() == '\r') s.remove_suffix(1);
+        while (!s.empty() && s.back() == '\r') s.remove_suffix(1);  // CRLF (and stray CRs) at the end
         if (s.find('\0') != std::string_view::npos)
             throw invalid_argument(argument, "'" + where + "' line " + std::to_string(line) +
                                                  " holds a NUL byte; expected a text file of shell commands");

@@ -14,7 +14,8 @@ namespace pfarm::tools::run {
 inline constexpr std::size_t max_grid_commands = 100'000'000;
 
 /// The commands of a commands file's text: one per line; empty and blank lines and lines whose first non-blank
-/// character is '#' are skipped; a line's trailing '\r' is dropped (a file written on Windows). Throws
+/// character is '#' are skipped ('\r' counts as blank); a line's trailing '\r's are dropped (a file written on
+/// Windows). Throws
 /// pfarm::invalid_argument naming `argument` when a line holds a NUL byte, or when no command is left
 /// ("holds no commands"); `where` names the file in the message.
 std::vector<std::string> parse_commands(std::string_view text, const std::string& where, const std::string& argument);

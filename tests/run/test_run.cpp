@@ -82,6 +82,8 @@ run::command_spec spec_of(const std::string& command) {
 TEST(RunCommands, LinesWithoutBlanksAndComments) {
     EXPECT_EQ(run::parse_commands("echo a\n\n   \n  # a comment\n sim --v 1 \r\n#x\nlast", "f", "COMMANDS_FILE"),
               (std::vector<std::string>{"echo a", " sim --v 1 ", "last"}));
+    // Fuzz finding R1 (docs/reliability.md): stray carriage returns made a blank line a command.
+    EXPECT_EQ(run::parse_commands(" \r\r\necho x\r\r\n", "f", "COMMANDS_FILE"), (std::vector<std::string>{"echo x"}));
 }
 
 TEST(RunCommands, EmptyOrBinaryFilesAreRefused) {
