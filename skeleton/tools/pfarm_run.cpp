@@ -442,7 +442,7 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
             r.exit_code = st.exit_code;
             r.signal = st.signal;
             r.status = static_cast<std::uint8_t>(st.what);
-            if (st.what == outcome::not_started)
+            if (!st.error.empty())
                 std::cerr << "pfarm-run: task " << i << " (rank " << rank << "): " << st.error << "\n";
             if (st.what == outcome::ok || (s.halt_on_error && halt.halted())) break;
         }

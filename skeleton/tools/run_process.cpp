@@ -115,7 +115,11 @@ bool wait_until(pid_t pid, double deadline) {
     for (;;) {
         siginfo_t info{};
         info.si_pid = 0;
-        if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) return true;
+        if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0) {
+            if (info.si_pid == pid) return true;
+        } else if (errno == ECHILD) {
+            return true;  // already reaped: SIGCHLD ignored in this process (the kernel reaps), nothing to wait for
+        }
         const double left = deadline - monotonic();
         if (left <= 0) return false;
         if (pidfd >= 0) {
@@ -253,9 +257,15 @@ command_status process_runner::run(const command_spec& spec) {
     }
     tell_guard("-\n");  // before reaping: the guard never kills a group whose leader is gone
     siginfo_t info{};
-    while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED) != 0 && errno == EINTR) {
+    int reaped = 0;
+    while ((reaped = ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED)) != 0 && errno == EINTR) {
     }
     st.end = unix_time();
+    if (reaped != 0) {  // reaped by the kernel (SIGCHLD ignored): its status is lost
+        st.what = timed_out ? outcome::timed_out : outcome::failed;
+        st.error = "its exit status was lost (SIGCHLD is ignored in this process)";
+        return st;
+    }
     if (info.si_code == CLD_EXITED) {
         st.exit_code = info.si_status;
     } else {

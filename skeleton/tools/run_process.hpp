@@ -38,7 +38,7 @@ struct command_status {
     outcome what = outcome::not_started;
     int exit_code = -1;  ///< 0-255 when it exited; -1 otherwise
     int signal = 0;      ///< the signal that ended it; 0 when it exited
-    std::string error;   ///< not_started: why
+    std::string error;   ///< not_started: why; otherwise empty, or why the exit status is unknown
     double start = 0.0, end = 0.0;  ///< Unix time, seconds
 };
 
