@@ -2,7 +2,7 @@
 # fuzz.<target> runs its target for a few seconds from its seeds (tests/fuzz/seeds/<target>, tests/data), its
 # corpus kept under the build tree. Without clang++ or its libFuzzer runtime (Debian: clang, libclang-rt-14-dev;
 # scripts/setup.sh installs both) every fuzz test is reported skipped with the reason (SKIP_RETURN_CODE 77).
-set(PFARM_FUZZ_TARGETS numbers options platform costs trace farmer_session app_inputs journal)  # as in fuzz/CMakeLists.txt
+set(PFARM_FUZZ_TARGETS numbers options platform costs trace farmer_session app_inputs journal run_commands)  # as in fuzz/CMakeLists.txt
 set(PFARM_FUZZ_SECONDS 4 CACHE STRING "seconds each fuzz.<target> test fuzzes")
 set(fuzz_bin ${CMAKE_CURRENT_BINARY_DIR}/fuzz-build)
 

@@ -1,0 +1,76 @@
+// pfarm-run: running one shell command as a child process. posix_spawn (safe in an MPI process: no fork of
+// the rank's registered memory), /bin/sh -c COMMAND in its own process group, stdin from /dev/null, stdout and
+// stderr to files, inherited or discarded; a timeout that kills the whole group; and a guard per rank that kills
+// the running command's group when the rank dies (a job killed with SIGKILL leaves no command behind). No MPI.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pfarm::tools::run {
+
+/// How a command ended.
+enum class outcome : std::uint8_t {
+    ok = 0,           ///< exited with status 0
+    failed = 1,       ///< exited with another status, or was killed by a signal it was not sent by pfarm-run
+    timed_out = 2,    ///< ran past its timeout: its group got SIGTERM, then SIGKILL
+    not_run = 3,      ///< never started: the run halted at a failure first (--halt-on-error)
+    not_started = 4,  ///< could not be started (an output file could not be opened, /bin/sh could not be run)
+};
+
+/// "ok", "failed", "timeout", "not-run", "not-started" (the job log's status column).
+const char* to_string(outcome o);
+
+/// One command to run.
+struct command_spec {
+    std::string command;                   ///< run as /bin/sh -c COMMAND
+    std::vector<std::string> environment;  ///< NAME=VALUE: its whole environment
+    std::string stdout_path, stderr_path;  ///< files (created or truncated); empty: the rank's own stdout / stderr
+    double timeout = 0.0;                  ///< seconds; 0: none
+    double grace = 1.0;                    ///< after the timeout's SIGTERM, seconds before SIGKILL
+};
+
+/// What became of it.
+struct command_status {
+    outcome what = outcome::not_started;
+    int exit_code = -1;  ///< 0-255 when it exited; -1 otherwise
+    int signal = 0;      ///< the signal that ended it; 0 when it exited
+    std::string error;   ///< not_started: why; otherwise empty, or why the exit status is unknown
+    double start = 0.0, end = 0.0;  ///< Unix time, seconds
+};
+
+/// Runs commands one at a time (a rank runs one command at a time). Owns the guard: a /bin/sh process in its own
+/// process group that reads the group of the running command from a socket; when the socket closes without the
+/// command having been reaped (the rank died, SIGKILL included), it kills that group with SIGKILL.
+class process_runner {
+public:
+    process_runner() = default;
+    ~process_runner();  ///< closes the guard's socket (the guard exits) and reaps the guard
+    process_runner(const process_runner&) = delete;
+    process_runner& operator=(const process_runner&) = delete;
+
+    /// Runs `spec` to its end (or its timeout's). Never throws for the command's own failures (they are in the
+    /// status); throws pfarm::error when the guard cannot be started.
+    command_status run(const command_spec& spec);
+
+private:
+    void start_guard();
+    void tell_guard(const std::string& line);
+
+    int guard_socket_ = -1;
+    pid_t guard_ = -1;
+};
+
+/// This process's environment for a command: without the variables of the MPI launch (Open MPI's OMPI_COMM_WORLD_*,
+/// the launch's OMPI_MCA_orte_*, OMPI_MCA_ess*, OMPI_MCA_pmix* and a few more, PMIX_*, PMI_*), so that a command
+/// that is itself an MPI program starts as a singleton instead of joining the job; and without PFARM_TASK,
+/// PFARM_RANK and PFARM_ATTEMPT, which pfarm-run sets for each command.
+std::vector<std::string> command_environment();
+
+/// Seconds since the Unix epoch.
+double unix_time();
+
+}  // namespace pfarm::tools::run

@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""pfarm-run under mpiexec (issue 16), one scenario per call:
+
+  run_tests.py farm|kill|halt WORKDIR PFARM_RUN LAUNCHER... --
+
+farm  200 commands of random durations on 4 ranks, some failing, some killed by a signal, some failing once then
+      succeeding on their retry, some timing out: every command runs exactly once per attempt, on the rank the job
+      log names, with PFARM_TASK, PFARM_RANK and PFARM_ATTEMPT right; each exit status, output file and job log line
+      right; the JSON counts right.
+kill  the whole job (mpiexec and every rank) is killed with SIGKILL part-way, while every worker is inside a command;
+      the commands it was running die with it (the ranks' guards); a rerun with the journal runs no command that had
+      succeeded (each appends a line to a marker file: counted) nor a failed one, a third run with --retry-failed
+      runs the failed ones only, and its job log covers every command.
+halt  --halt-on-error: the first failure stops every rank from starting commands; the commands not started are
+      logged as not run, and a rerun with the journal runs exactly them.
+"""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+
+mode, work, pfarm_run = sys.argv[1], sys.argv[2], sys.argv[3]
+launcher = sys.argv[4:sys.argv.index("--")]
+os.makedirs(work, exist_ok=True)
+for name in os.listdir(work):  # a fresh folder (the test may run again)
+    subprocess.run(["rm", "-rf", os.path.join(work, name)], check=True)
+
+
+def path(name):
+    return os.path.join(work, name)
+
+
+def fail(message):
+    print(f"run_tests.py {mode}: FAILED: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def check(condition, message):
+    if not condition:
+        fail(message)
+
+
+def pfarm(args, expect_code, ranks=4):
+    """Runs pfarm-run on `ranks` ranks (--json): its JSON report."""
+    cmd = launcher[:]
+    cmd[cmd.index("-n") + 1 if "-n" in cmd else cmd.index("-np") + 1] = str(ranks)
+    started = time.time()
+    p = subprocess.run(cmd + [pfarm_run, "--json", "--progress", "quiet"] + args, capture_output=True, text=True)
+    took = time.time() - started
+    check(p.returncode == expect_code,
+          f"pfarm-run {' '.join(args)}: exit {p.returncode}, expected {expect_code}\nstdout: {p.stdout}\nstderr: {p.stderr}")
+    report = json.loads(p.stdout[p.stdout.index("{"):p.stdout.rindex("}") + 1])
+    summary = [line for line in p.stderr.splitlines() if line.startswith("pfarm-run: ")]
+    print(f"run_tests.py {mode}: {ranks} ranks, {took:.1f} s: {summary[0] if summary else '(no summary)'}")
+    return report
+
+
+def read_log(name):
+    with open(path(name)) as f:
+        lines = f.read().splitlines()
+    check(lines[0] == "task\trank\thost\tstart\tend\truntime\tattempts\texit\tsignal\tstatus\tsource\tcommand",
+          f"{name}: header {lines[0]!r}")
+    rows = [dict(zip(lines[0].split("\t"), line.split("\t", 11))) for line in lines[1:]]
+    tasks = Counter(int(r["task"]) for r in rows)
+    check(all(n == 1 for n in tasks.values()), f"{name}: tasks logged twice: {[t for t, n in tasks.items() if n > 1]}")
+    return {int(r["task"]): r for r in rows}
+
+
+def write_commands(commands):
+    with open(path("commands"), "w") as f:
+        f.write("# pfarm-run test commands, one per line\n\n")
+        for c in commands:
+            f.write(c + "\n")
+
+
+def marker_lines():
+    with open(path("marker")) as f:
+        return [line.split() for line in f.read().splitlines()]
+
+
+def scenario_farm():
+    rng = random.Random(16)
+    n = 200
+    kinds = ["timeout"] * 3 + ["fail"] * 20 + ["flaky"] * 10 + ["signal"] * 6
+    kinds += ["ok"] * (n - len(kinds))
+    rng.shuffle(kinds)
+    marker, commands, expected = path("marker"), [], {}
+    for i, kind in enumerate(kinds):
+        start = f'echo "{i} $PFARM_TASK $PFARM_ATTEMPT $PFARM_RANK" >> {marker}; echo out {i}; echo err {i} >&2; sleep {rng.uniform(0, 0.02):.3f}'
+        code = rng.randint(1, 9)
+        tail = {"ok": "true", "fail": f"exit {code}", "flaky": '[ "$PFARM_ATTEMPT" -ge 2 ] || exit 7',
+                "timeout": "sleep 30", "signal": "kill -s KILL $$"}[kind]
+        commands.append(f"{start}; {tail}")
+        expected[i] = {"ok": ("ok", 1, 0, 0), "fail": ("failed", 2, code, 0), "flaky": ("ok", 2, 0, 0),
+                       "timeout": ("timeout", 2, -1, 15), "signal": ("failed", 2, -1, 9)}[kind]
+    write_commands(commands)
+    report = pfarm(["--output", path("out"), "--joblog", path("joblog"), "--timeout", "1.5", "--retries", "1",
+                    path("commands")], 1)
+    log = read_log("joblog")
+    check(sorted(log) == list(range(n)), f"the job log has {len(log)} commands, expected {n}")
+    attempts = defaultdict(list)
+    for i, task, attempt, rank in marker_lines():
+        check(i == task, f"command {i} ran with PFARM_TASK={task}")
+        check(rank == log[int(i)]["rank"], f"command {i} ran on rank {rank}; the job log says {log[int(i)]['rank']}")
+        attempts[int(i)].append(int(attempt))
+    for i in range(n):
+        status, tries, code, sig = expected[i]
+        row = log[i]
+        got = (row["status"], int(row["attempts"]), int(row["exit"]), int(row["signal"]))
+        check(got == (status, tries, code, sig), f"command {i}: logged {got}, expected {(status, tries, code, sig)}")
+        check(sorted(attempts[i]) == list(range(1, tries + 1)),
+              f"command {i}: attempts {sorted(attempts[i])} ran, expected 1..{tries} once each")
+        check(row["command"] == commands[i] and row["source"] == "run" and row["host"] and int(row["rank"]) in (1, 2, 3),
+              f"command {i}: job log line {row}")
+        check(float(row["end"]) >= float(row["start"]), f"command {i}: ends before it starts")
+        for stream in ("out", "err"):
+            with open(path(f"out/task_{i:06d}.{stream}")) as f:
+                text = f.read()
+            check(text == f"{stream} {i}\n", f"command {i}: its .{stream} file holds {text!r}")
+    counts = Counter(e[0] for e in expected.values())
+    check((report["succeeded"], report["failed"], report["timed_out"], report["not_run"], report["commands"]) ==
+          (counts["ok"], counts["failed"], counts["timeout"], 0, n), f"JSON counts {report}")
+    check(sum(report["tasks_per_rank"]) == n and report["technique"] == "fss", f"JSON report {report}")
+    print(f"run_tests.py farm: {n} commands ({counts['ok']} ok, {counts['failed']} failed, {counts['timeout']} timed "
+          f"out), {sum(len(a) for a in attempts.values())} attempts, each once; per rank {report['tasks_per_rank']}")
+
+
+def job_processes(root):
+    """mpiexec's pid and its children's (the ranks)."""
+    children = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if int(stat[stat.rindex(")") + 2:].split()[1]) == root:
+            children.append(int(entry))
+    return children
+
+
+def running(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def scenario_kill():
+    rng = random.Random(7)
+    n, k = 60, 30  # commands 0..k-1 run; k.. wait for a gate the first run never opens
+    marker, gate, fixed = path("marker"), path("gate"), path("fixed")
+    failing = set(rng.sample(range(k), 4))
+    commands = []
+    for i in range(n):
+        if i >= k:
+            commands.append(f'echo "wait {i} $PFARM_RANK $$" >> {marker}; while [ ! -e {gate} ]; do sleep 0.02; done; '
+                            f'echo "ok {i}" >> {marker}')
+        elif i in failing:
+            commands.append(f'sleep {rng.uniform(0.01, 0.1):.3f}; if [ -e {fixed} ]; then echo "ok {i}" >> {marker}; '
+                            f'else echo "fail {i}" >> {marker}; exit 3; fi')
+        else:
+            commands.append(f'sleep {rng.uniform(0.01, 0.1):.3f}; echo "ok {i}" >> {marker}')
+    write_commands(commands)
+    open(marker, "w").close()
+    args = ["--journal", path("journal"), "--quiet", "--technique", "gss", path("commands")]
+    cmd = launcher + [pfarm_run] + args
+    job = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 60
+    while True:  # until commands 0..k-1 have ended and every worker is inside a waiting command
+        lines = marker_lines()
+        done = sum(1 for line in lines if line[0] in ("ok", "fail"))
+        waiting = {line[2] for line in lines if line[0] == "wait"}
+        if done == k and len(waiting) == 3:
+            break
+        check(job.poll() is None, f"the job ended (exit {job.returncode}) before it could be killed")
+        check(time.time() < deadline, f"no kill point within 60 s: {done} of {k} done, workers waiting {waiting}")
+        time.sleep(0.05)
+    time.sleep(0.3)
+    victims = job_processes(job.pid) + [job.pid]
+    for pid in victims:  # the whole job at once: mpiexec and every rank
+        os.kill(pid, signal.SIGKILL)
+    job.wait()
+    waiting_pids = [int(line[3]) for line in marker_lines() if line[0] == "wait"]
+    for pid in victims + waiting_pids:
+        for _ in range(250):
+            if not running(pid):
+                break
+            time.sleep(0.02)
+        check(not running(pid), f"process {pid} outlived the killed job by 5 s")
+    side = [f for f in os.listdir(work) if f.startswith("journal.rank-")]
+    journal_bytes = os.path.getsize(path("journal"))
+    print(f"run_tests.py kill: killed {len(victims)} processes with {k} commands done; the journal held {journal_bytes} "
+          f"bytes, the ranks' records files {sorted(side)}; the {len(waiting_pids)} commands running died with them")
+
+    open(gate, "w").close()  # a command that survived would now finish and count twice
+    time.sleep(0.2)
+    report = pfarm(["--journal", path("journal"), "--joblog", path("joblog2"), "--quiet", path("commands")], 1)
+    check(report["from_journal"] == k and sum(report["tasks_per_rank"]) == n - k,
+          f"rerun: {report['from_journal']} commands from the journal, {sum(report['tasks_per_rank'])} run; expected {k} and {n - k}")
+    check(report["failed"] == len(failing) and report["succeeded"] == n - len(failing), f"rerun counts {report}")
+    log = read_log("joblog2")
+    check(sorted(log) == list(range(n)), "rerun: the job log misses commands")
+    check(all(log[i]["source"] == ("journal" if i < k else "run") for i in range(n)), "rerun: job log sources")
+    runs = Counter((line[0], int(line[1])) for line in marker_lines() if line[0] in ("ok", "fail"))
+    twice = [key for key, count in runs.items() if count > 1]
+    check(not twice, f"commands that ran twice: {twice}")
+
+    open(fixed, "w").close()
+    report = pfarm(["--journal", path("journal"), "--retry-failed", "--joblog", path("joblog3"), "--quiet",
+                    path("commands")], 0)
+    check(report["from_journal"] == n - len(failing) and sum(report["tasks_per_rank"]) == len(failing),
+          f"--retry-failed: {report['from_journal']} from the journal, {sum(report['tasks_per_rank'])} run")
+    log = read_log("joblog3")
+    check(sorted(log) == list(range(n)) and all(r["status"] == "ok" for r in log.values()),
+          "--retry-failed: the final job log does not show every command succeeded")
+    runs = Counter((line[0], int(line[1])) for line in marker_lines() if line[0] in ("ok", "fail"))
+    check(all(runs[("ok", i)] == 1 for i in range(n)), "a command succeeded more than once, or never")
+    check(all(runs[("fail", i)] == (1 if i in failing else 0) for i in range(n)), "a failed command ran again without --retry-failed")
+    leftovers = [f for f in os.listdir(work) if f.startswith("journal.")]
+    check(not leftovers, f"left beside the journal: {leftovers}")
+    print(f"run_tests.py kill: every one of the {n} commands succeeded exactly once over the three runs "
+          f"({len(failing)} failed once first, then ran again with --retry-failed)")
+
+
+def scenario_halt():
+    n, bad = 40, 4
+    marker = path("marker")
+    commands = [f'echo "{i}" >> {marker}; sleep 0.05' + ("; exit 5" if i == bad else "") for i in range(n)]
+    write_commands(commands)
+    open(marker, "w").close()
+    common = ["--journal", path("journal"), "--quiet", "--technique", "ss", path("commands")]
+    report = pfarm(["--halt-on-error", "--joblog", path("joblog")] + common, 1, ranks=3)
+    log = read_log("joblog")
+    started = {int(line[0]) for line in marker_lines()}
+    not_run = {i for i, r in log.items() if r["status"] == "not-run"}
+    check(sorted(log) == list(range(n)), "halt: the job log misses commands")
+    check(report["halted"] and report["failed"] == 1 and log[bad]["status"] == "failed", f"halt: {report}")
+    check(not_run == set(range(n)) - started, "halt: the commands logged not run are not those that did not start")
+    check(len(not_run) >= n // 2, f"halt: only {len(not_run)} of {n} commands were not started after the failure")
+    report = pfarm(common, 1, ranks=3)
+    runs = Counter(int(line[0]) for line in marker_lines())
+    check(all(runs[i] == 1 for i in range(n)), f"halt: after the rerun, runs per command {dict(runs)}")
+    check(report["from_journal"] == n - len(not_run) and report["failed"] == 1, f"halt rerun: {report}")
+    print(f"run_tests.py halt: {len(not_run)} of {n} commands not started after the failure; the rerun ran exactly those")
+
+
+{"farm": scenario_farm, "kill": scenario_kill, "halt": scenario_halt}[mode]()
+print(f"run_tests.py {mode}: passed")
