@@ -1,9 +1,9 @@
-// pfarm-run: farms shell commands over MPI ranks with pfarm's scheduling. The commands come from a file (one per
-// line) or a GNU-parallel-style grid (`TEMPLATE ::: a b ::: 1 2`); each is a task of the farm, run on a worker rank
-// with /bin/sh (run_process.hpp), its stdout and stderr to files under --output; its outcome (a fixed-size record,
-// run_records.hpp) streams to rank 0, which writes the job log and the summary, and keeps it in the journal
-// (--journal: a rerun skips what succeeded). This file holds the command line, the agreement between ranks before
-// the farm, the --halt-on-error channel, the farm call, the job log and the summary. docs/run.md is the manual.
+// pfarm-run: the tool that farms shell commands over MPI ranks with pfarm's scheduling (docs/run.md is its manual).
+// Its one job is the run on the ranks: the command line, the ranks' agreement before the farm, the farm of the
+// commands (each task runs one command on a worker rank: run_process.hpp; its outcome is a fixed-size record,
+// run_records.hpp, streamed to rank 0 and kept in the --journal), what rank 0 makes of the records (the job log, the
+// summary, the exit status) and the --halt-on-error message between ranks. The commands themselves come from
+// run_commands.hpp (a commands file, or a GNU-parallel-style `TEMPLATE ::: a b ::: 1 2` grid).
 #include "farm_cli.hpp"
 #include "options.hpp"
 #include "run_commands.hpp"
