@@ -1,9 +1,9 @@
-// pfarm-run: farms shell commands over MPI ranks with pfarm's scheduling. The commands come from a file (one per
-// line) or a GNU-parallel-style grid (`TEMPLATE ::: a b ::: 1 2`); each is a task of the farm, run on a worker rank
-// with /bin/sh (run_process.hpp), its stdout and stderr to files under --output; its outcome (a fixed-size record,
-// run_records.hpp) streams to rank 0, which writes the job log and the summary, and keeps it in the journal
-// (--journal: a rerun skips what succeeded). This file holds the command line, the agreement between ranks before
-// the farm, the --halt-on-error channel, the farm call, the job log and the summary. docs/run.md is the manual.
+// pfarm-run: the tool that farms shell commands over MPI ranks with pfarm's scheduling (docs/run.md is its manual).
+// Its one job is the run on the ranks: the command line, the ranks' agreement before the farm, the farm of the
+// commands (each task runs one command on a worker rank: run_process.hpp; its outcome is a fixed-size record,
+// run_records.hpp, streamed to rank 0 and kept in the --journal), what rank 0 makes of the records (the job log, the
+// summary, the exit status) and the --halt-on-error message between ranks. The commands themselves come from
+// run_commands.hpp (a commands file, or a GNU-parallel-style `TEMPLATE ::: a b ::: 1 2` grid).
 #include "farm_cli.hpp"
 #include "options.hpp"
 #include "run_commands.hpp"
@@ -339,12 +339,9 @@ std::uint64_t new_run_id() {
     return id == 0 ? 1 : id;
 }
 
-int run_commands(const settings& s, const pfarm::farm_options& options, const std::vector<std::string>& words) {
-    int rank = 0;
-    pfarm::mpi::check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
-    const bool journaled = !options.journal.empty();
-
-    // The same arguments on every rank: each rank checks them, all throw together.
+/// What the command line alone decides, checked by every rank alike before MPI starts (bad input costs no MPI
+/// start-up): the settings, and the grid's or the commands file's words.
+void check_command_line(const settings& s, const std::vector<std::string>& words) {
     if (s.timeout_given && !(s.timeout > 0 && std::isfinite(s.timeout)))
         throw pfarm::invalid_argument("--timeout", "is " + number(s.timeout) +
                                                         "; expected a number of seconds > 0 (leave it out for no timeout)");
@@ -354,25 +351,31 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
                                                        "template followed by ::: groups of values");
     if (!words.front().empty() && words.front()[0] == '-' && words.front() != "-")
         throw pfarm::invalid_argument(words.front(), "unknown option (pfarm-run --help lists them)");
+    if (run::has_grid(words)) {
+        run::check_grid(run::split_grid(words));
+    } else if (words.size() > 1) {
+        const auto option = std::find_if(words.begin() + 1, words.end(), [](const std::string& w) { return w.rfind("-", 0) == 0; });
+        if (option != words.end())
+            throw pfarm::invalid_argument(*option, "comes after the commands file '" + words[0] +
+                                                       "'; options go before it (pfarm-run [options] COMMANDS_FILE)");
+        throw pfarm::invalid_argument("COMMANDS_FILE", "expected one file, got " + std::to_string(words.size()) +
+                                                           " words ('" + words[0] + "', '" + words[1] + "'" +
+                                                           (words.size() > 2 ? ", ..." : "") +
+                                                           "); a grid needs ::: before its values");
+    }
+}
 
-    // Rank 0 reads the commands; every rank gets them.
+int run_commands(const settings& s, const pfarm::farm_options& options, const std::vector<std::string>& words) {
+    int rank = 0;
+    pfarm::mpi::check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+    const bool journaled = !options.journal.empty();
+
+    // Rank 0 reads the commands file or expands the grid (check_command_line passed); every rank gets them.
     std::vector<std::string> commands;
     checked_together(MPI_COMM_WORLD, [&] {
         if (rank != 0) return;
-        if (run::has_grid(words)) {
-            commands = run::expand_grid(run::split_grid(words));
-        } else if (words.size() > 1) {
-            const auto option = std::find_if(words.begin() + 1, words.end(), [](const std::string& w) { return w.rfind("-", 0) == 0; });
-            if (option != words.end())
-                throw pfarm::invalid_argument(*option, "comes after the commands file '" + words[0] +
-                                                           "'; options go before it (pfarm-run [options] COMMANDS_FILE)");
-            throw pfarm::invalid_argument("COMMANDS_FILE", "expected one file, got " + std::to_string(words.size()) +
-                                                               " words ('" + words[0] + "', '" + words[1] + "'" +
-                                                               (words.size() > 2 ? ", ..." : "") +
-                                                               "); a grid needs ::: before its values");
-        } else {
-            commands = run::read_commands(words.front(), "COMMANDS_FILE");
-        }
+        commands = run::has_grid(words) ? run::expand_grid(run::split_grid(words))
+                                        : run::read_commands(words.front(), "COMMANDS_FILE");
     });
     broadcast_commands(commands, rank, MPI_COMM_WORLD);
     const auto tasks = static_cast<task_count>(commands.size());
@@ -506,7 +509,7 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
 }  // namespace
 
 int main(int argc, char** argv) {
-    pfarm::mpi::environment env(&argc, &argv);
+    std::optional<pfarm::mpi::environment> env;  // started once the command line holds no bad input
 
     CLI::App app{
         "pfarm-run: runs shell commands as the tasks of a pfarm farm over MPI ranks, scheduled adaptively.\n"
@@ -549,6 +552,9 @@ int main(int argc, char** argv) {
     return pfarm::tools::run_tool("pfarm-run", app, argc, argv, [&] {
         if (s.quiet && app.count("--progress") == 0) options.progress = pfarm::progress_mode::quiet;
         s.timeout_given = app.count("--timeout") > 0;
-        return run_commands(s, options, app.remaining());
+        const std::vector<std::string> words = app.remaining();
+        check_command_line(s, words);
+        env.emplace(&argc, &argv);
+        return run_commands(s, options, words);
     });
 }

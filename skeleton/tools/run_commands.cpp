@@ -128,13 +128,17 @@ std::string shell_quote(std::string_view value) {
     return out + "'";
 }
 
-std::vector<std::string> expand_grid(const grid& g) {
-    // The template's pieces: literal text, or a reference to a group (0: {}, all of them).
-    struct piece {
-        std::string text;
-        std::size_t group = 0;
-        bool literal = true;
-    };
+namespace {
+
+/// A piece of a template: literal text, or a reference to a group (0: {}, all of them).
+struct piece {
+    std::string text;
+    std::size_t group = 0;
+    bool literal = true;
+};
+
+/// The template of `g` cut into pieces; refusals name ":::".
+std::vector<piece> template_pieces(const grid& g) {
     std::vector<piece> pieces(1);
     bool replaced = false;
     const std::string& t = g.command;
@@ -169,7 +173,11 @@ std::vector<std::string> expand_grid(const grid& g) {
         pieces.back().text += ' ';
         pieces.push_back({"", 0, false});
     }
+    return pieces;
+}
 
+/// The number of commands of `g`; refused (naming ":::") beyond max_grid_commands.
+std::size_t commands_of(const grid& g) {
     std::size_t total = 1;
     for (const auto& values : g.groups) {
         if (values.empty()) throw invalid_argument(":::", "a group has no values");
@@ -178,6 +186,19 @@ std::vector<std::string> expand_grid(const grid& g) {
                                               " commands; expected at most that (split the sweep, or use a commands file)");
         total *= values.size();
     }
+    return total;
+}
+
+}  // namespace
+
+void check_grid(const grid& g) {
+    template_pieces(g);
+    commands_of(g);
+}
+
+std::vector<std::string> expand_grid(const grid& g) {
+    const std::vector<piece> pieces = template_pieces(g);
+    const std::size_t total = commands_of(g);
     std::vector<std::vector<std::string>> quoted(g.groups.size());
     for (std::size_t k = 0; k < g.groups.size(); ++k)
         for (const std::string& v : g.groups[k]) quoted[k].push_back(shell_quote(v));

@@ -48,6 +48,9 @@ grid split_grid(std::span<const std::string> words);
 /// without a group number), or when the product exceeds max_grid_commands.
 std::vector<std::string> expand_grid(const grid& g);
 
+/// The refusals of expand_grid, without expanding (every rank checks the command line alike).
+void check_grid(const grid& g);
+
 /// `value` as one word for /bin/sh: unchanged when it holds only characters the shell takes literally
 /// (letters, digits and `_@%+=:,./-`, not empty), else in single quotes (a quote inside written '\'').
 std::string shell_quote(std::string_view value);
