@@ -149,8 +149,8 @@ void journal_writer::append(task_count index, const void* bytes, std::size_t siz
     ++records_;
     if (++pending_records_ >= batch_records) {
         write_pending(false);
-    } else if (pending_records_ % 8 == 0 || size > 65536) {  // the clock is read every few records only
-        if (seconds_now() - last_write_ >= batch_seconds) write_pending(false);
+    } else if (seconds_now() - last_write_ >= batch_seconds) {  // (a clock read per record: ~25 ns beside the record's copy)
+        write_pending(false);
     }
 }
 

@@ -6,9 +6,11 @@
 // count, output shape, inputs, and the caller's key, farm.hpp), u64 tasks, u64 checksum of the two. Record:
 // u32 magic 0x4a524543 ("CERJ"), u32 reserved, u64 index, u64 size, `size` bytes, u64 checksum (FNV-1a 64 of
 // index, size and bytes). Little-endian (the machine's; a journal is read where it was written).
-// Loss window: records are written to the file (write(2)) in batches, when 64 are pending or 1 second has
-// passed since the last write, and when the farm ends: a process killed (SIGKILL, a dead node's job) loses at
-// most the last unwritten batch. The file is fdatasync'ed at most every 10 seconds and at the end, so a machine
+// Loss window: records are written to the file (write(2)) in batches: a record is written with those pending
+// when 64 are pending or when it comes 1 second or more after the last write, and every pending record when the
+// farm ends. There is no timer: a process killed (SIGKILL, a dead node's job) loses at most the last unwritten
+// batch, up to 63 records that all came within 1 second of the last write, however long ago that was (slow
+// tasks: until the next record comes). The file is fdatasync'ed at most every 10 seconds and at the end, so a machine
 // crash loses at most the last 10 seconds. A torn or corrupt last record is detected by its checksum and
 // dropped (the file is truncated to the last whole record before appending).
 #pragma once
