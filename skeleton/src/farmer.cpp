@@ -192,6 +192,7 @@ decision farmer::take_back(int thief, double now) {
     for (int v = 0; v < workers(); ++v) {
         const auto& w = workers_[static_cast<std::size_t>(v)];
         if (v == thief || w.held == 0 || !w.reclaimable || w.thief >= 0) continue;
+        if (stragglers() && overdue_at(v) <= now) continue;  // overdue: re-executed, not asked between its slow tasks
         task_count held = 0, largest = 0;
         for (int i = 0; i < w.held; ++i)
             held += w.in_flight[i].count, largest = std::max(largest, w.in_flight[i].count);
