@@ -48,11 +48,13 @@
 #include "pfarm/claim_schedule.hpp"
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
+#include "pfarm/output_file.hpp"
 #include "pfarm/registry.hpp"
 
 #include <mpi.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -177,8 +179,10 @@ settings parse(int argc, char** argv) {
         };
         const auto positive = [&](const std::string& text) {
             char* end = nullptr;
+            errno = 0;
             const long long v = std::strtoll(text.c_str(), &end, 10);
             if (text.empty() || *end != '\0' || v < 1) usage(a + " is '" + text + "'; expected an integer >= 1");
+            if (errno == ERANGE) usage(a + " is '" + text + "': out of range");
             return v;
         };
         if (a == "--tasks") s.tasks = positive(value());
@@ -630,6 +634,18 @@ int run(int argc, char** argv) {
     MPI_Comm_rank(world, &rank);
     MPI_Comm_size(world, &size);
     if (size < 2) throw pfarm::invalid_argument("ranks", "is 1; pfarm-bench-overhead needs at least 2 (mpiexec -n 2)");
+    // --output before any measurement, an existing file left as it is: rank 0 checks, every rank learns it.
+    std::string unwritable;
+    if (rank == 0 && !s.output.empty()) {
+        try {
+            pfarm::check_output_path(s.output, "--output");
+        } catch (const pfarm::invalid_argument& e) {
+            unwritable = e.message();
+        }
+    }
+    int refused = unwritable.empty() ? 0 : 1;
+    check(MPI_Bcast(&refused, 1, MPI_INT, 0, world), "MPI_Bcast");
+    if (refused) throw pfarm::invalid_argument("--output", rank == 0 ? unwritable : "rank 0 cannot write it");
     const bool in_pair = rank < 2;
     MPI_Comm pair;  // ranks 0 and 1: the farmer and one worker
     check(MPI_Comm_split(world, in_pair ? 0 : MPI_UNDEFINED, rank, &pair), "MPI_Comm_split");
@@ -719,24 +735,27 @@ int run(int argc, char** argv) {
         }
     }
 
-    int ok = 1;
+    int ok[2] = {1, 1};  // the measurements are sane; the output was written (a failed write fails every rank)
     if (rank == 0) {
-        ok = sane(r) ? 1 : 0;
+        ok[0] = sane(r) ? 1 : 0;
         print(r, s);
         const std::string line = json(r, s);
         std::printf("%s\n", line.c_str());
         std::fflush(stdout);
         if (!s.output.empty()) {
-            std::ofstream file(s.output);
-            file << line << "\n";
-            if (!file) ok = 0, std::fprintf(stderr, "pfarm-bench-overhead: cannot write '%s'\n", s.output.c_str());
+            try {
+                pfarm::write_output_file(s.output, "--output", line + "\n");  // whole or not at all
+            } catch (const pfarm::invalid_argument& e) {
+                ok[1] = 0, std::fprintf(stderr, "pfarm-bench-overhead: --output: %s\n", e.message().c_str());
+            }
         }
         if (!sane(r)) std::fprintf(stderr, "pfarm-bench-overhead: a measurement is not a finite positive number\n");
     }
-    check(MPI_Bcast(&ok, 1, MPI_INT, 0, world), "MPI_Bcast");
+    check(MPI_Bcast(ok, 2, MPI_INT, 0, world), "MPI_Bcast");
     if (pair != MPI_COMM_NULL) MPI_Comm_free(&pair);
     MPI_Comm_free(&world);
-    return s.check && !ok ? 1 : 0;
+    if (!ok[1]) return 2;
+    return s.check && !ok[0] ? 1 : 0;
 }
 
 }  // namespace
@@ -745,6 +764,11 @@ int main(int argc, char** argv) {
     pfarm::mpi::environment environment(&argc, &argv);
     try {
         return run(argc, argv);
+    } catch (const pfarm::invalid_argument& e) {  // bad input: every rank parsed the same and throws the same
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank == 0) std::fprintf(stderr, "pfarm-bench-overhead: %s\n", e.what());
+        return 2;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "pfarm-bench-overhead: %s\n", e.what());
         MPI_Abort(MPI_COMM_WORLD, 1);

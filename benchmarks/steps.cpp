@@ -12,6 +12,7 @@
 #include "pfarm/emulation.hpp"
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
+#include "pfarm/output_file.hpp"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -57,10 +58,24 @@ int main(int argc, char** argv) {
     app.add_option("--output", output, "write the figures as JSON");
     try {
         app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 2);
+    } catch (const CLI::ParseError& e) {  // as the other tools: help and 0, or the message and 2 (usage)
+        if (e.get_exit_code() == 0) return rank == 0 ? app.exit(e) : 0;
+        if (rank == 0) std::fprintf(stderr, "pfarm-bench-steps: %s\n", e.what());
+        return 2;
     }
     try {
+        // --output before any step, an existing file left as it is: rank 0 checks, every rank learns it.
+        std::string unwritable;
+        if (rank == 0 && !output.empty()) {
+            try {
+                pfarm::check_output_path(output, "--output");
+            } catch (const pfarm::invalid_argument& e) {
+                unwritable = e.what();
+            }
+        }
+        int refused = unwritable.empty() ? 0 : 1;
+        MPI_Bcast(&refused, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (refused) throw pfarm::error(rank == 0 ? unwritable : "--output: rank 0 cannot write it");
         pfarm::farm_options options;
         options.technique = technique;
         if (!slowdown.empty()) options.slowdown = pfarm::parse_numbers(slowdown, "--slowdown");
@@ -87,29 +102,42 @@ int main(int argc, char** argv) {
             learned_times.push_back(call(&learned, calibrated));
             learned_calibrations += calibrated;
         }
-        if (rank != 0) return 0;
-        const double fresh_total = std::accumulate(fresh_times.begin(), fresh_times.end(), 0.0);
-        const double learned_total = std::accumulate(learned_times.begin(), learned_times.end(), 0.0);
-        int ranks = 0;
-        MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-        nlohmann::ordered_json j;
-        j["benchmark"] = "steps";
-        j["ranks"] = ranks;
-        j["technique"] = technique;
-        j["steps"] = steps;
-        j["tasks"] = tasks;
-        j["task_us"] = task_us;
-        j["slowdown"] = options.slowdown;
-        j["calibrating"] = {{"median_step_s", median(fresh_times)}, {"total_s", fresh_total}, {"calibrations", fresh_calibrations}};
-        j["learned"] = {{"median_step_s", median(learned_times)}, {"total_s", learned_total}, {"calibrations", learned_calibrations}};
-        j["ratio_learned_over_calibrating"] = learned_total / fresh_total;
-        std::printf("steps: %d calls of %lld tasks x %.0f us on %d ranks, %s\n", steps, tasks, task_us, ranks, technique.c_str());
-        std::printf("  calibrating every call: median %.4f s per step, total %.3f s, %d calibrations\n", median(fresh_times),
-                    fresh_total, fresh_calibrations);
-        std::printf("  learned schedule:       median %.4f s per step, total %.3f s, %d calibration(s)\n",
-                    median(learned_times), learned_total, learned_calibrations);
-        std::printf("  ratio learned / calibrating (total): %.3f\n", learned_total / fresh_total);
-        if (!output.empty()) std::ofstream(output) << j.dump(2) << "\n";
+        // Rank 0 reports and writes --output (whole or not at all); a failed write (a full disk) fails every rank.
+        const auto report = [&] {
+            const double fresh_total = std::accumulate(fresh_times.begin(), fresh_times.end(), 0.0);
+            const double learned_total = std::accumulate(learned_times.begin(), learned_times.end(), 0.0);
+            int ranks = 0;
+            MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+            nlohmann::ordered_json j;
+            j["benchmark"] = "steps";
+            j["ranks"] = ranks;
+            j["technique"] = technique;
+            j["steps"] = steps;
+            j["tasks"] = tasks;
+            j["task_us"] = task_us;
+            j["slowdown"] = options.slowdown;
+            j["calibrating"] = {{"median_step_s", median(fresh_times)}, {"total_s", fresh_total}, {"calibrations", fresh_calibrations}};
+            j["learned"] = {{"median_step_s", median(learned_times)}, {"total_s", learned_total}, {"calibrations", learned_calibrations}};
+            j["ratio_learned_over_calibrating"] = learned_total / fresh_total;
+            std::printf("steps: %d calls of %lld tasks x %.0f us on %d ranks, %s\n", steps, tasks, task_us, ranks, technique.c_str());
+            std::printf("  calibrating every call: median %.4f s per step, total %.3f s, %d calibrations\n", median(fresh_times),
+                        fresh_total, fresh_calibrations);
+            std::printf("  learned schedule:       median %.4f s per step, total %.3f s, %d calibration(s)\n",
+                        median(learned_times), learned_total, learned_calibrations);
+            std::printf("  ratio learned / calibrating (total): %.3f\n", learned_total / fresh_total);
+            if (!output.empty()) pfarm::write_output_file(output, "--output", j.dump(2) + "\n");
+        };
+        std::string failed;
+        if (rank == 0) {
+            try {
+                report();
+            } catch (const pfarm::error& e) {
+                failed = e.what();
+            }
+        }
+        int bad = failed.empty() ? 0 : 1;
+        MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (bad) throw pfarm::error(rank == 0 ? failed : "--output: rank 0 could not write it");
         return 0;
     } catch (const std::exception& e) {
         if (rank == 0) std::fprintf(stderr, "pfarm-bench-steps: %s\n", e.what());

@@ -1,9 +1,12 @@
-// What the apps share beyond pfarm_cli: quiet non-root ranks, and a seeded generator for their inputs.
+// What the apps share beyond pfarm_cli: quiet non-root ranks, a seeded generator for their inputs, and rank 0's
+// work after the farm (its report and files) whose outcome every rank shares.
 #pragma once
 
 #include "options.hpp"
 
+#include "pfarm/error.hpp"
 #include "pfarm/mpi.hpp"
+#include "pfarm/output_file.hpp"
 
 #include <mpi.h>
 
@@ -13,6 +16,7 @@
 #include <functional>
 #include <iostream>
 #include <streambuf>
+#include <string>
 
 namespace pfarm::apps {
 
@@ -62,6 +66,44 @@ private:
         return r;
     }
 };
+
+/// Collective: runs `body` on rank 0 alone (the report, the files only rank 0 writes) and gives every rank its
+/// outcome: the exit code it returns, or what it threw, thrown again on every rank (a pfarm::invalid_argument as
+/// itself, naming its argument; anything else as a pfarm::error with its message). So a file that cannot be written
+/// (a full disk) fails the run on every rank, never on rank 0 alone while the others report success.
+inline int on_rank0(int rank, const std::function<int()>& body) {
+    std::int32_t head[2] = {0, 0};  // what happened (0 returned, 1 invalid_argument, 2 other), the exit code
+    std::string argument, message;
+    if (rank == 0) {
+        try {
+            head[1] = body();
+        } catch (const pfarm::invalid_argument& e) {
+            head[0] = 1, argument = e.argument(), message = e.message();
+        } catch (const std::exception& e) {
+            head[0] = 2, message = e.what();
+        }
+    }
+    pfarm::mpi::check(MPI_Bcast(head, 2, MPI_INT32_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    if (head[0] == 0) return head[1];
+    for (std::string* text : {&argument, &message}) {
+        auto length = static_cast<std::int64_t>(text->size());
+        pfarm::mpi::check(MPI_Bcast(&length, 1, MPI_INT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
+        text->resize(static_cast<std::size_t>(length));
+        if (length > 0)
+            pfarm::mpi::check(MPI_Bcast(text->data(), static_cast<int>(length), MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    }
+    if (head[0] == 1) throw pfarm::invalid_argument(argument, message);
+    throw pfarm::error(message);
+}
+
+/// Collective: rank 0 checks that `path` (an output file; none when empty) can be written, before any work, without
+/// touching what is there (pfarm/output_file.hpp); every rank throws its invalid_argument naming `flag`.
+inline void check_output_everywhere(int rank, const std::string& path, const std::string& flag) {
+    on_rank0(rank, [&] {
+        if (!path.empty()) pfarm::check_output_path(path, flag);
+        return 0;
+    });
+}
 
 /// Parses the command line and runs `body` as pfarm::tools::run_tool does (exit 2 with a message on bad input).
 /// Anything else thrown would leave the other ranks waiting: it is reported with the rank, and the whole job

@@ -48,13 +48,8 @@ bool is_png(const std::string& path) {
     return path.size() >= 4 && (path.compare(path.size() - 4, 4, ".png") == 0 || path.compare(path.size() - 4, 4, ".PNG") == 0);
 }
 
-/// --output must be writable before the farm runs: rank 0 tries, every rank learns the verdict.
-void check_output(MPI_Comm comm, int rank, const std::string& path) {
-    int ok = 1;
-    if (rank == 0 && !path.empty()) ok = std::ofstream(path, std::ios::binary).is_open() ? 1 : 0;
-    pfarm::mpi::check(MPI_Bcast(&ok, 1, MPI_INT, 0, comm), "MPI_Bcast");
-    if (!ok) throw pfarm::invalid_argument("--output", "'" + path + "' cannot be written");
-}
+int finish(const app_args& a, const mb::params& p, bool columns, int tasks, mb::decomposition by,
+           std::vector<std::uint32_t>& out, const pfarm::farm_report& report);
 
 int run(const app_args& a, pfarm::farm_options farm) {
     int rank = 0;
@@ -66,7 +61,8 @@ int run(const app_args& a, pfarm::farm_options farm) {
     const mb::decomposition by = mb::parse_decomposition(a.by);
     if (a.verify != "sequential" && a.verify != "none")
         throw pfarm::invalid_argument("--verify", "is '" + a.verify + "'; expected sequential or none");
-    check_output(MPI_COMM_WORLD, rank, a.output);
+    // --output must be writable before the farm runs (an existing image is left as it is until the new one is whole).
+    pfarm::apps::check_output_everywhere(rank, a.output, "--output");
 
     // One task per column (seed 000's unit) or per row: a range of indices, no input travels.
     const bool columns = by == mb::decomposition::columns;
@@ -83,8 +79,13 @@ int run(const app_args& a, pfarm::farm_options farm) {
             else mb::row(p, static_cast<int>(i), levels);
         },
         farm);
-    if (rank != 0) return 0;
+    // Rank 0 verifies, writes the image and reports; every rank shares the outcome (a failed write included).
+    return pfarm::apps::on_rank0(rank, [&] { return finish(a, p, columns, tasks, by, out, report); });
+}
 
+/// Rank 0, after the farm: the image, its verification, the file and the report; the exit code.
+int finish(const app_args& a, const mb::params& p, bool columns, int tasks, mb::decomposition by,
+           std::vector<std::uint32_t>& out, const pfarm::farm_report& report) {
     // The image as MSet[ix][iy] (column-major), whatever the decomposition.
     std::vector<std::uint32_t> mset;
     if (columns) {
@@ -107,22 +108,21 @@ int run(const app_args& a, pfarm::farm_options farm) {
         for (std::size_t i = 0; i < mset.size(); ++i) mismatches += mset[i] != expected[i] ? 1 : 0;
         verified = mismatches == 0;
     }
-    if (!a.output.empty()) {
-        std::ofstream file(a.output, std::ios::binary);
-        if (is_png(a.output)) {
-            // 8-bit RGB through the calcium app's dependency-free PNG encoder (deflate via zlib where built).
-            const std::vector<std::uint8_t> gray = mb::shades(p, mset);
-            pfarm::calcium::image img;
-            img.width = p.nx, img.height = p.ny;
-            img.pixels.reserve(gray.size() * 3);
-            for (const std::uint8_t g : gray) img.pixels.insert(img.pixels.end(), {g, g, g});
-            const std::string bytes = pfarm::calcium::encode_png(img);
-            file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-        } else {
-            mb::write_pgm(file, p, mset);
-        }
-        file.close();
-        if (!file) throw pfarm::invalid_argument("--output", "'" + a.output + "' could not be written");
+    if (!a.output.empty()) {  // whole or not at all (a full disk leaves no truncated image)
+        pfarm::write_output_file(a.output, "--output", [&](std::ostream& file) {
+            if (is_png(a.output)) {
+                // 8-bit RGB through the calcium app's dependency-free PNG encoder (deflate via zlib where built).
+                const std::vector<std::uint8_t> gray = mb::shades(p, mset);
+                pfarm::calcium::image img;
+                img.width = p.nx, img.height = p.ny;
+                img.pixels.reserve(gray.size() * 3);
+                for (const std::uint8_t g : gray) img.pixels.insert(img.pixels.end(), {g, g, g});
+                const std::string bytes = pfarm::calcium::encode_png(img);
+                file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+            } else {
+                mb::write_pgm(file, p, mset);
+            }
+        });
     }
 
     if (a.json) {

@@ -5,6 +5,7 @@
 #include "pfarm/latency.hpp"
 #include "pfarm/monitors.hpp"
 #include "pfarm/mpi.hpp"
+#include "pfarm/output_file.hpp"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -176,10 +177,7 @@ int run(const probe_args& args) {
     if (args.output.empty()) {
         std::cout << text << std::flush;
     } else {
-        std::ofstream out(args.output);
-        out << text;
-        out.close();
-        if (!out) throw pfarm::invalid_argument("--output", "'" + args.output + "' cannot be written");
+        pfarm::write_output_file(args.output, "--output", text);  // whole or not at all (a full disk: an error)
     }
     return 0;
 }
@@ -216,12 +214,20 @@ int main(int argc, char** argv) {
         if (rank == 0) std::cerr << "pfarm-probe: " << e.what() << "\n";
         return 2;
     }
-    // An unwritable --output is bad input too: found before probing, and every rank learns it.
-    int writable = 1;
-    if (rank == 0 && !args.output.empty()) writable = std::ofstream(args.output).is_open() ? 1 : 0;
-    MPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (!writable) {
-        if (rank == 0) std::cerr << "pfarm-probe: --output: '" << args.output << "' cannot be written\n";
+    // An unwritable --output is bad input too: found before probing (an existing file left as it is), and every
+    // rank learns it.
+    std::string unwritable;
+    if (rank == 0 && !args.output.empty()) {
+        try {
+            pfarm::check_output_path(args.output, "--output");
+        } catch (const pfarm::invalid_argument& e) {
+            unwritable = e.message();
+        }
+    }
+    int refused = unwritable.empty() ? 0 : 1;
+    MPI_Bcast(&refused, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (refused) {
+        if (rank == 0) std::cerr << "pfarm-probe: --output: " << unwritable << "\n";
         return 2;
     }
     try {

@@ -58,6 +58,13 @@ const technique_info& find_technique(std::string_view name) {
     throw unknown_name("technique", "unknown name '" + std::string(name) + "'; expected one of: " + known);
 }
 
+void check_task_count(task_count tasks, const std::string& argument) {
+    if (tasks < 1) throw invalid_argument(argument, "is " + std::to_string(tasks) + "; expected >= 1");
+    if (tasks > max_tasks)
+        throw invalid_argument(argument, "is " + std::to_string(tasks) + "; expected at most " + std::to_string(max_tasks) +
+                                             " (2^53)");
+}
+
 void validate_common_options(const technique_options& o, int workers) {
     if (workers < 1) throw invalid_argument("workers", "is " + std::to_string(workers) + "; expected >= 1");
     if (o.min_chunk < 1)

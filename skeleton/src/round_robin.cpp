@@ -7,11 +7,14 @@
 
 namespace pfarm {
 
+namespace {
+constexpr std::size_t max_handouts = std::size_t{1} << 22;  ///< chunks a schedule may hold (32 bytes each: 128 MiB)
+}  // namespace
+
 round_robin_schedule schedule_round_robin(const std::string& technique, task_count iterations, int workers,
                                           const technique_options& options,
                                           std::span<const resource_sample> samples) {
-    if (iterations < 1)
-        throw invalid_argument("iterations", "is " + std::to_string(iterations) + "; expected >= 1");
+    check_task_count(iterations, "iterations");
     if (workers < 1) throw invalid_argument("workers", "is " + std::to_string(workers) + "; expected >= 1");
     if (!samples.empty() && static_cast<long>(samples.size()) != workers)
         throw invalid_argument("samples", "has " + std::to_string(samples.size()) + " entries; expected one per worker (" +
@@ -27,6 +30,10 @@ round_robin_schedule schedule_round_robin(const std::string& technique, task_cou
             parked[w] = a.what == farmer_action::kind::park;
             if (a.what != farmer_action::kind::send) continue;
             if (a.reply.what == reply_message::kind::assign) {
+                if (out.handouts.size() == max_handouts)  // every chunk is kept: a bound, not an exhausted memory
+                    throw invalid_argument("iterations", "is " + std::to_string(iterations) + ": " + technique +
+                                                             " hands out more than " + std::to_string(max_handouts) +
+                                                             " chunks; expected a schedule of fewer chunks");
                 out.handouts.push_back({a.worker, a.reply.work, a.reply.calibration});
                 outstanding[w] = a.reply.work;
             } else {

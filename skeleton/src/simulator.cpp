@@ -78,6 +78,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -147,6 +148,9 @@ std::string to_string(workload_shape shape) {
 }
 
 platform load_platform(const std::string& path, const std::string& argument) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))  // it opens, but reading it throws std::ios_base::failure
+        throw invalid_argument(argument, "'" + path + "' is a directory; expected a platform file (JSON)");
     std::ifstream in(path);
     if (!in) throw invalid_argument(argument, "cannot open '" + path + "'");
     nlohmann::json j;
@@ -253,6 +257,9 @@ platform load_platform(const std::string& path, const std::string& argument) {
 }
 
 std::vector<double> load_costs(const std::string& path, const std::string& argument) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw invalid_argument(argument, "'" + path + "' is a directory; expected a file of costs or a trace");
     std::ifstream in(path);
     if (!in) throw invalid_argument(argument, "cannot read '" + path + "'");
     // A trace (pfarm/trace.hpp) when its first line that is neither blank nor a comment is JSON or a CSV header.
@@ -309,10 +316,16 @@ std::vector<double> task_costs(const workload& w) {
                                                   std::to_string(w.tasks) + " tasks");
         return w.costs;
     }
-    if (w.tasks < 1) throw invalid_argument("tasks", "is " + std::to_string(w.tasks) + "; expected >= 1");
+    check_task_count(w.tasks, "tasks");
     const auto n = static_cast<std::size_t>(w.tasks);
     const double s = static_cast<double>(w.tasks);
-    std::vector<double> costs(n, 1.0);
+    std::vector<double> costs;
+    try {  // one cost a task, 8 bytes each: a count no memory holds is bad input, not a crash
+        costs.assign(n, 1.0);
+    } catch (const std::exception&) {
+        throw invalid_argument("tasks", "is " + std::to_string(w.tasks) + ": the simulator keeps a cost per task (" +
+                                            std::to_string(n / (1024 * 1024) * 8) + " MiB), more than this machine gives");
+    }
     switch (w.shape) {
     case workload_shape::uniform:
         break;
@@ -367,6 +380,10 @@ std::string to_string(farmer_kind kind) {
 result simulate(const platform& given, const workload& wl, const std::string& technique,
                 const technique_options& options, const run_options& run) {
     if (run.farmer == farmer_kind::hierarchical) return simulate_hierarchical(given, wl, technique, options, run);
+    if (run.masters != 0)  // contradictory: only the hierarchical farmer has masters
+        throw invalid_argument("masters", "is " + std::to_string(run.masters) + "; only farmer = hierarchical has masters");
+    if (!run.master_technique.empty())
+        throw invalid_argument("master_technique", "is '" + run.master_technique + "'; only farmer = hierarchical has masters");
     if (run.farmer == farmer_kind::decentralised)
         throw invalid_argument("farmer", "decentralised is not simulated yet; expected flat or hierarchical");
     validate(given);

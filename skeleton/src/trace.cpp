@@ -6,6 +6,7 @@
 #include "numbers.hpp"
 
 #include "pfarm/error.hpp"
+#include "pfarm/output_file.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -429,17 +430,11 @@ void write_trace(const std::string& path, const trace_summary& summary, const st
         if (const auto problem = chunk_problem(chunks[i]); !problem.empty())
             throw refuse("chunk " + std::to_string(i) + ": " + problem);
     if (const auto problem = total_problem(summary, chunks); !problem.empty()) throw refuse(problem);
-    errno = 0;
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out) throw refuse(std::string("cannot open it (") + std::strerror(errno) + ")");
-    if (ends_with(path, ".json")) write_json(out, summary, chunks);
-    else write_csv(out, summary, chunks);
-    out.flush();
-    const int after_write = errno;
-    if (!out) throw refuse(std::string("writing failed (") + std::strerror(after_write) + "); the file is incomplete");
-    errno = 0;
-    out.close();
-    if (out.fail()) throw refuse(std::string("closing failed (") + std::strerror(errno) + "); the file is incomplete");
+    // Whole or not at all: through PATH.tmp, renamed once complete (a full disk leaves PATH as it was).
+    write_output_file(path, argument, [&](std::ostream& out) {
+        if (ends_with(path, ".json")) write_json(out, summary, chunks);
+        else write_csv(out, summary, chunks);
+    }, "the trace");
 }
 
 void check_trace_path(const std::string& path, const std::string& argument) {

@@ -7,6 +7,8 @@
 #include "pfarm/registry.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <sstream>
 
@@ -120,7 +122,19 @@ int run_tool(const char* tool, CLI::App& app, int argc, char** argv, const std::
              std::span<const flag_name> overrides) {
     try {
         app.parse(argc, argv);
-        return body();
+        const int code = body();
+        // What the tool printed must have reached standard output (a full disk): never a silent success. (Ranks
+        // other than 0 of an app print nothing: their std::cout has no buffer.)
+        if (std::cout.rdbuf() != nullptr) {
+            errno = 0;
+            std::cout.flush();
+            if (!std::cout) {
+                const int e = errno;
+                std::cerr << tool << ": standard output: writing failed (" << (e ? std::strerror(e) : "an I/O error") << ")\n";
+                return 2;
+            }
+        }
+        return code;
     } catch (const CLI::CallForHelp&) {
         std::cout << app.help();
         return 0;

@@ -40,6 +40,12 @@ int main(int argc, char** argv) {
     app.add_option("--benchmark", benchmark, "monitor readings bm1,...,bmP (scales availability, eq. 5)");
     app.footer(pfarm::tools::technique_list());
     return pfarm::tools::run_tool("pfarm-chunks", app, argc, argv, [&] {
+        // Every worker's state is kept (the farmer's and the technique's): a count no machine could hold is bad
+        // input, not an allocation failure.
+        constexpr int max_workers = 1 << 20;
+        if (workers > max_workers)
+            throw pfarm::invalid_argument("workers", "is " + std::to_string(workers) + "; expected at most " +
+                                                         std::to_string(max_workers));
         const auto samples = pfarm::tools::samples_from(workers, availability, latency, benchmark);
         const auto schedule = pfarm::schedule_round_robin(args.technique, iterations, workers, args.options, samples);
         if (json) {

@@ -16,6 +16,7 @@
 #include "options.hpp"
 
 #include "pfarm/error.hpp"
+#include "pfarm/output_file.hpp"
 #include "pfarm/trace.hpp"
 
 #include <fcntl.h>
@@ -132,10 +133,7 @@ std::string terminal(int width, int height, const std::string& png) {
 }
 
 void write_file(const fs::path& path, const std::string& text) {
-    std::ofstream out(path, std::ios::binary);
-    if (!out) fail(path.string(), std::string("cannot write (") + std::strerror(errno) + ")");
-    out << text;
-    if (!out.flush()) fail(path.string(), "writing failed");
+    pfarm::write_output_file(path.string(), "--output", text);  // whole or not at all, naming --output
 }
 
 struct layout {

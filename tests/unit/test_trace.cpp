@@ -306,7 +306,23 @@ TEST(Trace, TheWriterFailsLoudly) {
     // A full disk: the write or the flush fails, and says so.
     if (std::filesystem::exists("/dev/full")) {
         const auto full = expect_invalid([] { pfarm::write_trace("/dev/full", full_summary(), some_chunks()); }, "trace");
-        EXPECT_NE(full.find("the file is incomplete"), std::string::npos) << full;
+        EXPECT_NE(full.find("writing failed (No space left on device)"), std::string::npos) << full;
+    }
+    // A write that fails part-way (here its temporary file cannot be made) leaves an existing trace as it was and
+    // no temporary file behind.
+    {
+        const std::string kept = temp_path("kept.csv");
+        spit(kept, "keep me\n");
+        std::filesystem::create_directories(kept + ".tmp");
+        expect_invalid([&] { pfarm::write_trace(kept, full_summary(), some_chunks(), "--trace"); }, "--trace");
+        std::ifstream in(kept);
+        std::string line;
+        std::getline(in, line);
+        EXPECT_EQ(line, "keep me");
+        std::filesystem::remove(kept + ".tmp");
+        pfarm::write_trace(kept, full_summary(), some_chunks(), "--trace");  // and a write that succeeds replaces it
+        EXPECT_EQ(pfarm::read_trace(kept).chunks.size(), some_chunks().size());
+        EXPECT_FALSE(std::filesystem::exists(kept + ".tmp"));
     }
     // Data that would not read back is refused before the file is touched.
     const std::string path = temp_path("refused.csv");

@@ -6,6 +6,7 @@
 #include "pfarm/calcium/model.hpp"
 #include "pfarm/calcium/sweep.hpp"
 
+#include "app_support.hpp"
 #include "farm_cli.hpp"
 #include "options.hpp"
 
@@ -50,6 +51,8 @@ void prepare_output(const ca::sweep_config& c, int rank) {
     if (!ok) throw pfarm::invalid_argument("--output", rank == 0 ? message : "rank 0 cannot create the directory");
 }
 
+int finish(const ca::sweep_config& c, const std::vector<ca::summary>& out, const pfarm::farm_report& report, bool json);
+
 int run(const ca::sweep_config& c, const pfarm::farm_options& options, bool json) {
     int rank = 0;
     pfarm::mpi::check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
@@ -88,7 +91,13 @@ int run(const ca::sweep_config& c, const pfarm::farm_options& options, bool json
     o.journal_key = "pfarm-calcium " + ca::sweep_json(c);  // every parameter that determines the files
     const pfarm::farm_report report = pfarm::farm_stream(
         MPI_COMM_WORLD, pfarm::index_range{0, static_cast<pfarm::task_count>(experiments)}, experiment, arrived, o);
-    if (rank != 0) return 0;
+    // Rank 0 writes the sweep's files and reports; every rank shares the outcome (a failed write included).
+    return pfarm::apps::on_rank0(rank, [&] { return finish(c, out, report, json); });
+}
+
+/// Rank 0, after the farm: the sweep's files and the report; the exit code.
+int finish(const ca::sweep_config& c, const std::vector<ca::summary>& out, const pfarm::farm_report& report, bool json) {
+    const std::uint64_t experiments = ca::experiment_count(c);
     ca::write_sweep_files(c, out);
     const std::vector<ca::iv_point> curve = ca::iv_curve(c, out);
     const ca::iv_point& peak = ca::iv_peak(curve);
@@ -116,7 +125,7 @@ int run(const ca::sweep_config& c, const pfarm::farm_options& options, bool json
 }  // namespace
 
 int main(int argc, char** argv) {
-    pfarm::mpi::environment env(&argc, &argv);
+    const pfarm::apps::app_session session(&argc, &argv);  // MPI, and rank 0 alone speaks (one message, not one a rank)
 
     CLI::App app{
         "pfarm-calcium: a parameter sweep of stochastic L-type calcium channels on a spherical cell (seed 004 "

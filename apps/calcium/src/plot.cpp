@@ -1,5 +1,7 @@
 #include "pfarm/calcium/plot.hpp"
 
+#include "pfarm/output_file.hpp"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -327,9 +329,7 @@ image render_plot(const plot_spec& spec) {
 
 void write_png_plot(const std::filesystem::path& path, const plot_spec& spec) {
     const std::string bytes = encode_png(render_plot(spec));
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out || !out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())) || !out.flush())
-        throw std::runtime_error("cannot write " + path.string());
+    pfarm::write_output_file(path.string(), "--output", bytes);  // through PATH.tmp, renamed once whole
 }
 
 }  // namespace pfarm::calcium

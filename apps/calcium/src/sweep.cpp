@@ -1,5 +1,7 @@
 #include "pfarm/calcium/sweep.hpp"
 
+#include "pfarm/output_file.hpp"
+
 #include "pfarm/calcium/plot.hpp"
 #include "pfarm/error.hpp"
 
@@ -194,16 +196,7 @@ std::string experiment_gnuplot(const sweep_config& c, std::uint64_t index, doubl
 }
 
 void write_file(const std::filesystem::path& path, std::string_view text) {
-    std::filesystem::path partial = path;
-    partial += ".tmp";
-    {
-        std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-        if (!out || !out.write(text.data(), static_cast<std::streamsize>(text.size())) || !out.flush())
-            throw std::runtime_error("cannot write " + partial.string());
-    }
-    std::error_code ec;
-    std::filesystem::rename(partial, path, ec);
-    if (ec) throw std::runtime_error("cannot rename " + partial.string() + " to " + path.string() + ": " + ec.message());
+    pfarm::write_output_file(path.string(), "--output", text);  // through PATH.tmp, renamed once whole
 }
 
 void write_experiment_files(const sweep_config& c, std::uint64_t index, double peak_mV, std::string_view data) {

@@ -34,6 +34,14 @@ const technique_info& find_technique(std::string_view name);
 /// never by a command-line flag.
 std::unique_ptr<technique> make_technique(std::string_view name, const technique_options& options, int workers);
 
+/// The most tasks a farm, a simulation or a schedule takes: 2^53, so that every count converts to a double exactly
+/// and twice it still fits a task_count (the techniques compute with both). More is bad input, not an overflow.
+constexpr task_count max_tasks = task_count{1} << 53;
+
+/// Throws invalid_argument naming `argument` unless 1 <= tasks <= max_tasks ("is N; expected >= 1", "is N;
+/// expected at most 9007199254740992 (2^53)").
+void check_task_count(task_count tasks, const std::string& argument);
+
 /// Checks the options every technique shares (min_chunk >= 1, weights/run_queue/times counts and signs,
 /// finite positive values). Called by make_technique; exposed for the tools.
 void validate_common_options(const technique_options& options, int workers);

@@ -61,8 +61,10 @@ void pfarm(pfarm_worker_fn worker, void *in_data, int in_length, MPI_Datatype in
 void pfarm_sched(pfarm_worker_fn worker, void *in_data, int in_length, MPI_Datatype in_type, void *out_data,
                  int out_length, MPI_Datatype out_type, MPI_Comm comm, enum scheduling sched);
 
-/** Everything beyond the paper. Numeric parameters left at 0 (NULL for pointers) take the technique's default.
- *  Initialise with pfarm_options_init(), then set the fields wanted by name.
+/** Everything beyond the paper. Numeric parameters left at 0 (NULL for pointers; static_percent below 0) take the
+ *  technique's default; any other value is checked, so a negative or NaN value is PFARM_ERROR_ARGUMENT naming the
+ *  field, never the default. `weights` and `weight_count` go together (both set or neither); `progress` is 0, 1
+ *  or 2. Initialise with pfarm_options_init(), then set the fields wanted by name.
  *
  *  Versioning: `size` comes first, in every version, and pfarm_options_init (a macro) sets it to
  *  sizeof(pfarm_options) of the header the program was built with. New fields are only ever added at the end, so the size tells the

@@ -6,6 +6,7 @@
 
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
+#include "pfarm/registry.hpp"
 
 #include <limits>
 #include <optional>
@@ -98,20 +99,28 @@ pfarm::farm_options settings(const c_call& c, void*& user_data) {
                                                      "library's pfarm.h)");
     if (o->technique) options.technique = o->technique;
     auto& p = options.parameters;
-    if (o->min_chunk > 0) p.min_chunk = o->min_chunk;
-    if (o->chunk > 0) p.chunk = o->chunk;
-    if (o->factor > 0) p.factor = o->factor;
-    if (o->first > 0) p.first = o->first;
-    if (o->last > 0) p.last = o->last;
-    if (o->stages > 0) p.stages = o->stages;
-    if (o->static_percent >= 0) p.static_percent = o->static_percent;
-    if (o->k > 0) p.k = o->k;
-    if (o->weights && o->weight_count > 0) p.weights.assign(o->weights, o->weights + o->weight_count);
+    // 0 (static_percent: below 0) means the default; any other value goes to the technique, which checks it, so a
+    // negative or NaN value is an error naming the field, never the default in disguise.
+    if (o->min_chunk != 0) p.min_chunk = o->min_chunk;
+    if (o->chunk != 0) p.chunk = o->chunk;
+    if (o->factor != 0) p.factor = o->factor;
+    if (o->first != 0) p.first = o->first;
+    if (o->last != 0) p.last = o->last;
+    if (o->stages != 0) p.stages = o->stages;
+    if (!(o->static_percent < 0)) p.static_percent = o->static_percent;
+    if (o->k != 0) p.k = o->k;
+    if (o->weight_count < 0 || (o->weight_count > 0) != (o->weights != nullptr))
+        throw pfarm::invalid_argument("weights", std::string(o->weights ? "is set" : "is NULL") + " with weight_count " +
+                                                     std::to_string(o->weight_count) +
+                                                     "; expected both (one weight per worker) or neither");
+    if (o->weights) p.weights.assign(o->weights, o->weights + o->weight_count);
     options.farmer_computes = o->farmer_computes != 0;
     options.prefetch = o->prefetch != 0;
     options.reclaim = o->reclaim != 0;
     options.stragglers = o->stragglers;
     options.replicated_input = o->replicated_input != 0;
+    if (o->progress < 0 || o->progress > 2)
+        throw pfarm::invalid_argument("progress", "is " + std::to_string(o->progress) + "; expected 0 (quiet), 1 (plain) or 2 (bar)");
     options.progress = o->progress == 1 ? pfarm::progress_mode::plain
                      : o->progress == 2 ? pfarm::progress_mode::automatic
                                         : pfarm::progress_mode::quiet;
@@ -129,8 +138,7 @@ pfarm::farm_options settings(const c_call& c, void*& user_data) {
 /// The checks of rank 0's lengths and buffers (the other ranks' are never read). Throws invalid_argument.
 void check_lengths(const c_call& c) {
     const char* length = c.range ? "count" : "in_length";
-    if (c.tasks < 1)
-        throw pfarm::invalid_argument(length, "is " + std::to_string(c.tasks) + "; expected >= 1");
+    pfarm::check_task_count(c.tasks, length);  // 1 to 2^53
     if (c.range && c.first > std::numeric_limits<long long>::max() - (c.tasks - 1))
         throw pfarm::invalid_argument("first", "is " + std::to_string(c.first) + "; the last index first + count - 1 (count " +
                                                    std::to_string(c.tasks) + ") does not fit a long long");

@@ -548,8 +548,7 @@ private:
         r.percent_imbalance = percent_imbalance(finish);
         r.cov = coefficient_of_variation(finish);
         r.makespan = makespan;
-        r.farmer_cpu_seconds = cpu;
-        if (!options_.trace.empty()) write_trace(options_.trace, r);
+        r.farmer_cpu_seconds = cpu;  // the trace file is written by run_farm (farm.cpp), every rank told
         return r;
     }
 

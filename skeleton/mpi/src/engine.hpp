@@ -59,6 +59,7 @@ struct config_header {
     std::int32_t farmer = 0;                ///< farmer_mode
     std::int32_t stragglers = 0;            ///< chunks may be cancelled: workers check for it between tasks
     double straggler_factor = 0.0;
+    std::int32_t trace = 0;                 ///< rank 0 writes a trace at the end (farm.cpp finish_trace)
 };
 
 struct shared_setup {
@@ -156,6 +157,9 @@ void share_technique(MPI_Comm comm, int rank, std::string& name, technique_optio
 
 farm_report empty_report(const farm_options& options, int ranks, task_count tasks);
 void write_trace(const std::string& path, const farm_report& r);
+/// Collective, once a farm is over: rank 0 writes the trace of `r` to `path` when `wanted` (rank 0's choice, the same
+/// on every rank) and every rank throws invalid_argument "trace" when the write failed (a full disk).
+void finish_trace(MPI_Comm comm, int rank, bool wanted, const std::string& path, const farm_report& r);
 double cpu_seconds();
 
 /// run_farm with farm_options::journal: farms only the tasks the journal does not hold (journaled.cpp).

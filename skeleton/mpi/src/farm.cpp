@@ -1,7 +1,8 @@
 // pfarm MPI engine: the entry, run_farm(): agree on the run (setup.cpp), then rank 0 runs the farmer's side
 // (farmer_side.cpp) and every other rank a worker's side (worker_side.cpp), or every rank the decentralised farm
 // (decentralised.cpp) or the hierarchical one (hierarchical.cpp); one rank runs the tasks in order.
-// The report's shape and the trace file are written here. docs/skeleton.md describes the protocol.
+// The report's shape and the trace file are written here, once the farm is over (finish_trace: every rank learns
+// whether the write succeeded). docs/skeleton.md describes the protocol.
 #include "engine.hpp"
 #include "results.hpp"
 
@@ -64,7 +65,13 @@ static farm_report run_sequential(const std::byte* in, std::byte* out, task_coun
         } catch (...) {
             throw worker_error(i, 0, "unknown exception");
         }
-        if (kernel.streamed()) kernel.deliver(view_of(kernel, i, 1, results.payload(), results.index_bytes()));
+        if (kernel.streamed()) {
+            try {  // as with several ranks (the farmer stops the farm with its message): a pfarm::error
+                kernel.deliver(view_of(kernel, i, 1, results.payload(), results.index_bytes()));
+            } catch (const std::exception& e) {
+                throw error(e.what());
+            }
+        }
         progress.update(i + 1);
     }
     r.makespan = now() - t0;
@@ -74,8 +81,27 @@ static farm_report run_sequential(const std::byte* in, std::byte* out, task_coun
     r.finish_per_rank[0] = r.makespan;
     r.trace.push_back({0, 0, tasks, 0.0, 0.0, r.makespan, r.makespan, false, {}});
     r.workers = 1;
-    if (!options.trace.empty()) write_trace(options.trace, r);
     return r;
+}
+
+/// The trace, once the farm is over: rank 0 writes it (whole or not at all: pfarm/output_file.hpp) and every rank
+/// learns the outcome, so that a write that fails (a full disk) is an invalid_argument "trace" on every rank, never
+/// a success on the workers and a truncated file. `wanted` is rank 0's (config_header::trace): the same on every
+/// rank, whatever the others' options say.
+void finish_trace(MPI_Comm comm, int rank, bool wanted, const std::string& path, const farm_report& r) {
+    if (!wanted) return;
+    std::string failed;
+    if (rank == 0) {
+        try {
+            write_trace(path, r);
+        } catch (const invalid_argument& e) {
+            failed = e.message();
+        } catch (const std::exception& e) {
+            failed = e.what();
+        }
+    }
+    broadcast_string(comm, failed);
+    if (!failed.empty()) throw invalid_argument("trace", failed);
 }
 
 farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, task_count tasks, const task_kernel& kernel,
@@ -85,7 +111,12 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
     const int rank = comm.rank(), ranks = comm.size();
     std::unique_ptr<technique> policy;
     const shared_setup setup = agree(comm.get(), rank, ranks, tasks, kernel, options, policy);
-    if (ranks == 1) return run_sequential(in, out, tasks, kernel, options);
+    const bool trace = setup.config.trace != 0;
+    if (ranks == 1) {
+        farm_report r = run_sequential(in, out, tasks, kernel, options);
+        finish_trace(comm.get(), rank, trace, options.trace, r);
+        return r;
+    }
     mpi::check(MPI_Barrier(comm.get()), "MPI_Barrier");
     const double t0 = now();  // every rank's clock starts here: worker times are relative to it
     double round_trip = 0.0;  // mean over the workers, measured on rank 0: what a reclaim must win (farmer.hpp)
@@ -94,14 +125,18 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
     mpi::check(MPI_Bcast(&round_trip, 1, MPI_DOUBLE, 0, comm.get()), "MPI_Bcast");
     sampler monitors(setup, rank, t0);
     monitors.start(comm.get(), rank);  // collective: latency probe, benchmark kernel (part of the makespan)
+    farm_report r;
     if (setup.config.farmer == static_cast<std::int32_t>(farmer_mode::decentralised))
-        return run_decentralised(comm.get(), rank, ranks, in, out, kernel, options, setup, t0, offsets);
-    if (setup.config.farmer == static_cast<std::int32_t>(farmer_mode::hierarchical))
-        return run_hierarchical(comm.get(), rank, ranks, in, out, kernel, options, setup, t0, offsets, round_trip, monitors);
-    if (rank == 0)
-        return run_farmer_side(comm.get(), ranks, in, out, kernel, options, setup, std::move(policy), t0, monitors, offsets,
-                               round_trip);
-    return run_worker_side(comm.get(), rank, ranks, in, kernel, options, setup, t0, monitors, round_trip);
+        r = run_decentralised(comm.get(), rank, ranks, in, out, kernel, options, setup, t0, offsets);
+    else if (setup.config.farmer == static_cast<std::int32_t>(farmer_mode::hierarchical))
+        r = run_hierarchical(comm.get(), rank, ranks, in, out, kernel, options, setup, t0, offsets, round_trip, monitors);
+    else if (rank == 0)
+        r = run_farmer_side(comm.get(), ranks, in, out, kernel, options, setup, std::move(policy), t0, monitors, offsets,
+                            round_trip);
+    else
+        r = run_worker_side(comm.get(), rank, ranks, in, kernel, options, setup, t0, monitors, round_trip);
+    finish_trace(comm.get(), rank, trace, options.trace, r);
+    return r;
 }
 
 

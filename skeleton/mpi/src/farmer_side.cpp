@@ -321,8 +321,7 @@ private:
                                      {report_.tasks_per_rank.begin() + offset_, report_.tasks_per_rank.end()},
                                      {report_.busy_per_rank.begin() + offset_, report_.busy_per_rank.end()});
         report_.trace = session_.records();
-        for (auto& c : report_.trace) c.rank += offset_;
-        if (!options_.trace.empty()) write_trace(options_.trace, report_);
+        for (auto& c : report_.trace) c.rank += offset_;  // the file is written by run_farm (farm.cpp), every rank told
         return std::move(report_);
     }
 

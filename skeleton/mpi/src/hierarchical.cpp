@@ -715,8 +715,7 @@ farm_report assemble(const farm_options& options, int ranks, task_count tasks, c
     r.makespan = top.session().last_result();
     r.farmer_requests = top.requests();
     r.farmer_cpu_seconds = cpu;
-    if (!options.trace.empty()) write_trace(options.trace, r);
-    return r;
+    return r;  // (its trace: run_farm's finish_trace)
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "pfarm/journal.hpp"
 #include "pfarm/mpi.hpp"
 
+#include <filesystem>
 #include <optional>
 
 namespace pfarm::detail {
@@ -54,8 +55,18 @@ farm_report run_journaled(MPI_Comm comm, const std::byte* in, std::byte* out, ta
     journal_contents journaled;
     std::string argument = kernel.bad_argument, message = kernel.bad_message;
     std::vector<task_count> remaining;
+    // Rank 0: whether this run makes the journal file. A run refused before any result (a bad option found by the
+    // engine's agreement) then leaves no journal behind: the file it made holds nothing but a header.
+    std::error_code ec;
+    const bool created = rank == 0 && !std::filesystem::exists(std::filesystem::symlink_status(options.journal, ec));
+    const auto forget_new_journal = [&] {
+        if (!created || (writer && writer->records() > 0)) return;
+        writer.reset();
+        std::filesystem::remove(options.journal, ec);
+    };
     if (rank == 0 && argument.empty() && tasks >= 1) {
         try {
+            if (!options.trace.empty()) check_trace_path(options.trace);  // written here, after the farm (below)
             const std::uint64_t print = fingerprint(in, tasks, kernel, options);
             journaled = read_journal(options.journal, print, tasks);
             writer.emplace(options.journal, print, tasks, journaled.valid_bytes);
@@ -73,14 +84,23 @@ farm_report run_journaled(MPI_Comm comm, const std::byte* in, std::byte* out, ta
     long long count = static_cast<long long>(remaining.size());
     // 0: go on; 1: the caller's arguments or the journal are wrong: the engine's agreement makes every rank
     // throw rank 0's verdict together (the engine's own checks, zero tasks included, come with it).
-    int bad = !argument.empty() || tasks < 1 ? 1 : 0;
-    mpi::check(MPI_Bcast(&bad, 1, MPI_INT, 0, comm), "MPI_Bcast");
+    // flags[1]: rank 0 wants a trace. The farm below runs on the remaining tasks renumbered, so its trace is written
+    // here once its chunks carry the tasks' own indices (and, when the journal held everything, as an empty trace).
+    int flags[2] = {!argument.empty() || tasks < 1 ? 1 : 0, options.trace.empty() ? 0 : 1};
+    mpi::check(MPI_Bcast(flags, 2, MPI_INT, 0, comm), "MPI_Bcast");
+    const int bad = flags[0];
+    const bool trace = flags[1] != 0;
     if (bad) {
         task_kernel failed = kernel;
         failed.bad_argument = argument, failed.bad_message = message;
         farm_options plain = options;
         plain.journal.clear();
-        return run_farm(comm, in, out, tasks, failed, plain);
+        try {
+            return run_farm(comm, in, out, tasks, failed, plain);
+        } catch (...) {
+            forget_new_journal();
+            throw;
+        }
     }
     mpi::check(MPI_Bcast(&count, 1, MPI_LONG_LONG, 0, comm), "MPI_Bcast");
     remaining.resize(static_cast<std::size_t>(count));
@@ -140,11 +160,24 @@ farm_report run_journaled(MPI_Comm comm, const std::byte* in, std::byte* out, ta
         };
         farm_options rest = options;
         rest.journal.clear();
+        rest.trace.clear();  // written below, in the tasks' own indices
+        rest.record_trace = options.record_trace || trace;
         rest.replicated_input = false;  // nothing travels with replicated input: in_bytes is 0
-        report = run_farm(comm, compact.empty() ? nullptr : compact.data(), nullptr, count, mapped, rest);
+        try {
+            report = run_farm(comm, compact.empty() ? nullptr : compact.data(), nullptr, count, mapped, rest);
+        } catch (...) {
+            forget_new_journal();  // only when no result was journaled
+            throw;
+        }
         report.tasks = tasks;
-        if (!report.sequential)
-            for (auto& c : report.trace) c.first = remaining[static_cast<std::size_t>(c.first)];  // a chunk's first task
+        for (auto& c : report.trace) c.first = remaining[static_cast<std::size_t>(c.first)];  // a chunk's first task
+    }
+    {
+        farm_report computed = report;  // the trace holds what was computed: `count` tasks
+        computed.tasks = count;
+        // A failed write throws on every rank; the journal's pending records are still written as the writer goes
+        // (its destructor), so a rerun restores them.
+        finish_trace(comm, rank, trace, options.trace, computed);
     }
     // The journal's last batch: a failure to write it is an error on every rank.
     std::string failed;

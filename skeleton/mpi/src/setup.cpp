@@ -126,15 +126,25 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
         try {
             if (!kernel.bad_argument.empty()) throw invalid_argument(kernel.bad_argument, kernel.bad_message);
             if (tasks < 1) throw invalid_argument("in", "holds " + std::to_string(tasks) + " tasks; expected >= 1");
+            check_task_count(tasks, "in");  // at most max_tasks (2^53)
             if (!kernel.run && !kernel.run_variable) throw invalid_argument("worker", "is empty");
             if (options.masters < 0)
                 throw invalid_argument("masters", "is " + std::to_string(options.masters) + "; expected >= 0 (0: one per node)");
+            if (options.masters > 0 && options.farmer != farmer_mode::hierarchical)  // contradictory options
+                throw invalid_argument("masters", "is " + std::to_string(options.masters) +
+                                                      "; only farmer = hierarchical has masters");
             int workers = ranks == 1 ? 1 : ranks - (options.farmer_computes ? 0 : 1);
             if (options.farmer == farmer_mode::hierarchical && ranks > 1) {  // one rank runs the tasks in order
                 s.group_of = plan_hierarchy(options, ranks, nodes);
                 workers = hierarchy_workers(s.group_of);
             }
             policy = make_technique(options.technique, options.parameters, workers);
+            // Some parameters are checked only when a technique starts (tss's first and last against the tasks and
+            // workers): start a copy here, so that such an error is every rank's before the farm, never rank 0's
+            // alone while the workers wait for it. (A calibrating technique starts after its calibration, inside
+            // the farm, where a failure stops every rank.)
+            if (policy->needs_calibration() == calibration_mode::none)
+                make_technique(options.technique, options.parameters, workers)->start({tasks, tasks, workers, nullptr});
             if (options.farmer == farmer_mode::hierarchical) check_hierarchical(options, kernel, tasks, s.group_of);
             if (options.farmer == farmer_mode::decentralised) {
                 if (kernel.streamed())  // a journal hands results on through a sink too (journaled.cpp)
@@ -157,6 +167,7 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
             s.config.straggler_factor = options.stragglers;
             s.config.farmer = static_cast<std::int32_t>(options.farmer);
             if (!options.trace.empty()) check_trace_path(options.trace);  // before any task runs, not after the sweep
+            s.config.trace = options.trace.empty() ? 0 : 1;
             choose_monitors(policy->needs(), options, s);
             s.emulated = emulation_from(options, ranks);
             s.config.tasks = tasks;

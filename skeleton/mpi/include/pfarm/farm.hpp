@@ -15,6 +15,7 @@
 
 #include "pfarm/calibration.hpp"
 #include "pfarm/emulation.hpp"
+#include "pfarm/registry.hpp"
 #include "pfarm/error.hpp"
 #include "pfarm/schedule.hpp"
 #include "pfarm/sample.hpp"
@@ -27,6 +28,7 @@
 #include <cstddef>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -169,7 +171,12 @@ struct farm_report {
 struct index_range {
     task_count first = 0;
     task_count last = 0;
-    task_count size() const noexcept { return last - first; }
+    /// last - first: the number of tasks; 0 when last <= first or when the difference does not fit a task_count
+    /// (farm() refuses both as "range").
+    task_count size() const noexcept {
+        task_count n = 0;
+        return last > first && !__builtin_sub_overflow(last, first, &n) ? n : 0;
+    }
 };
 
 namespace detail {
@@ -323,6 +330,10 @@ inline void check_range(int rank, const index_range& range, task_kernel& kernel)
     if (rank == 0 && range.last <= range.first)
         kernel.bad_argument = "range", kernel.bad_message = "is [" + std::to_string(range.first) + ", " +
                                                            std::to_string(range.last) + "): no tasks; expected first < last";
+    else if (rank == 0 && (range.size() == 0 || range.size() > max_tasks))  // 0: last - first overflows
+        kernel.bad_argument = "range", kernel.bad_message = "is [" + std::to_string(range.first) + ", " +
+                                                           std::to_string(range.last) + "): more than " +
+                                                           std::to_string(max_tasks) + " (2^53) tasks";
 }
 
 /// Outputs per task: rank 0's out.size() / tasks, broadcast (a worker's own `out` may be empty). On rank 0, a size
@@ -459,11 +470,21 @@ template <class T, class F>
     requires std::is_trivially_copyable_v<T>
 farm_report farm(MPI_Comm comm, index_range range, std::vector<std::vector<T>>& out, F&& fn,
                  const farm_options& options = {}) {
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    if (rank == 0) out.assign(static_cast<std::size_t>(std::max<task_count>(range.size(), 0)), {});
+    // Sized when the first result arrives (on rank 0), after the farm has agreed on the range: a huge range is then
+    // an error on every rank (the farm stops with it), not an allocation failure on rank 0 alone.
     const task_count first = range.first;
-    auto store = [&out, first](task_count i, std::span<const T> r) {
+    const auto tasks = static_cast<std::size_t>(range.size());
+    bool sized = false;
+    auto store = [&out, &sized, first, tasks](task_count i, std::span<const T> r) {
+        if (!sized) {
+            try {
+                out.assign(tasks, {});
+            } catch (const std::exception&) {  // std::bad_alloc, std::length_error
+                throw invalid_argument("out", "cannot hold one result vector for each of the " + std::to_string(tasks) +
+                                                  " tasks of the range");
+            }
+            sized = true;
+        }
         out[static_cast<std::size_t>(i - first)].assign(r.begin(), r.end());
     };
     return farm_stream(comm, range, std::forward<F>(fn), store, options);

@@ -37,7 +37,8 @@ struct image {
 image render_plot(const plot_spec& spec);
 /// The PNG file of an image (8-bit RGB, no interlace).
 std::string encode_png(const image& img);
-/// render_plot + encode_png into `path`; throws std::runtime_error on I/O failure.
+/// render_plot + encode_png into `path`, whole or not at all (pfarm/output_file.hpp); throws pfarm::invalid_argument
+/// naming "--output" on I/O failure.
 void write_png_plot(const std::filesystem::path& path, const plot_spec& spec);
 
 }  // namespace pfarm::calcium

@@ -69,7 +69,8 @@ std::string experiment_stem(std::uint64_t index, std::uint64_t experiments);
 std::filesystem::path experiments_dir(const sweep_config& c);
 
 /// The data file of one experiment (`data`: experiment_data's text, made where the experiment ran) and the
-/// gnuplot script that draws it, into experiments_dir(c) (on rank 0). Throws std::runtime_error on I/O failure.
+/// gnuplot script that draws it, into experiments_dir(c) (on rank 0). Throws pfarm::invalid_argument "--output" on
+/// I/O failure.
 void write_experiment_files(const sweep_config& c, std::uint64_t index, double peak_mV, std::string_view data);
 std::string experiment_data(const sweep_config& c, std::uint64_t index, double peak_mV, const trace& t);
 std::string experiment_gnuplot(const sweep_config& c, std::uint64_t index, double peak_mV);
@@ -81,8 +82,9 @@ std::string iv_gnuplot(const sweep_config& c);
 /// The sweep's parameters as JSON text (everything that determines summary.csv).
 std::string sweep_json(const sweep_config& c);
 
-/// Writes `text` to `path` (binary, whole), throwing std::runtime_error naming the path on failure. The text
-/// goes to `path`.tmp first, renamed to `path` once whole: a file under its final name is never half-written.
+/// Writes `text` to `path` (binary, whole), throwing pfarm::invalid_argument "--output" naming the path on failure
+/// (pfarm/output_file.hpp). The text goes to `path`.tmp first, renamed to `path` once whole: a file under its final
+/// name is never half-written, and a failed write (a full disk) leaves no .tmp behind.
 void write_file(const std::filesystem::path& path, std::string_view text);
 
 // ---- template definition ---------------------------------------------------------------------------------------
