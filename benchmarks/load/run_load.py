@@ -12,9 +12,11 @@ The simulator: pfarm-sim --technique ss --tasks N --task-times 1,1,1 (N requests
 wait4(2), beside static.
 
   python3 benchmarks/load/run_load.py [--build build/release] [--ranks 3]        # 10 k to 1 M (MPI), 100 k to 10 M (sim)
-  python3 benchmarks/load/run_load.py --small ...                               # the ctest smoke test: 10 k, 100 k
+  python3 benchmarks/load/run_load.py --small ...                               # the ctest smoke test: 10 k, 300 k
 
-Prints one table per part and, with --json FILE, writes every run's figures. Exits non-zero when a run fails.
+Prints one table per part and, with --json FILE, writes every run's figures. Exits non-zero when a run fails, or
+when at the largest size the requests cost the farmer or the simulator more than 1 MB plus 2 bytes per request
+beyond what static costs (SLACK_MB, BYTES_PER_REQUEST).
 """
 
 import argparse
@@ -30,8 +32,16 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 SIZES = {
     "full": {"mpi": [10_000, 100_000, 1_000_000], "sim": [100_000, 1_000_000, 10_000_000]},
-    "small": {"mpi": [10_000, 100_000], "sim": [100_000, 1_000_000]},
+    "small": {"mpi": [10_000, 300_000], "sim": [100_000, 1_000_000]},
 }
+# The check (issue 15: memory grows with the outputs held, not with the requests): at the largest size, what ss adds
+# beyond static (one chunk per worker) must stay under 1 MB (allocator and page noise) plus 2 bytes per request.
+# Before the report kept chunk sizes as runs (chunk_sizes.hpp) it was 16 bytes per request in both.
+SLACK_MB, BYTES_PER_REQUEST = 1.0, 2.0
+
+
+def within(extra_mb, requests):
+    return extra_mb <= SLACK_MB + BYTES_PER_REQUEST * requests / 2**20
 
 
 def mpi_run(args, tasks, technique="ss", output_bytes=8):
@@ -99,6 +109,9 @@ def main():
           f"static ({static['chunks']} requests) {static['farmer']['farm_growth_mb']:.1f} MB: "
           f"{per_request:.1f} bytes per request beyond the outputs")
     results["mpi_bytes_per_request"] = per_request
+    failed = []
+    if not within(ss["farmer"]["farm_growth_mb"] - static["farmer"]["farm_growth_mb"], ss["chunks"]):
+        failed.append(f"the MPI farmer grew {per_request:.1f} bytes per request beyond static")
     workers = results["mpi"][-1]["workers"]
     if workers:
         print("workers' peak MB at the largest size: " + ", ".join(f"rank {w['rank']} {w['peak_rss_mb']:.1f}" for w in workers))
@@ -118,11 +131,17 @@ def main():
           f"{sim_by[(top, 'static')]['peak_rss_mb']:.1f} MB: {sim_per_request:.1f} bytes per request beyond the "
           "per-task costs (8 bytes a task, both)")
     results["sim_bytes_per_request"] = sim_per_request
+    if not within(sim_by[(top, "ss")]["peak_rss_mb"] - sim_by[(top, "static")]["peak_rss_mb"], top):
+        failed.append(f"the simulator grew {sim_per_request:.1f} bytes per request beyond static")
 
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
-    return 0
+    for f in failed:
+        print(f"FAILED: {f} (allowed: {SLACK_MB} MB + {BYTES_PER_REQUEST} bytes per request)", file=sys.stderr)
+    if not failed:
+        print(f"check: within {SLACK_MB} MB + {BYTES_PER_REQUEST} bytes per request beyond static, both")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -233,7 +233,7 @@ void farmer_session::discard(int worker) {
     w.held[0] = w.held[1];
     farmer_.drop(worker);
     // It counts nowhere: not in the worker's chunks, not in the records (the chunk's results came from elsewhere).
-    w.chunks.erase(w.chunks.begin() + static_cast<std::ptrdiff_t>(h.size_index));
+    w.chunks.erase(h.size_index);
     for (int i = 0; i < farmer_.held(worker); ++i)
         if (w.held[i].size_index > h.size_index) --w.held[i].size_index;
     if (!options_.keep_records) return;
@@ -273,7 +273,7 @@ void farmer_session::shrink(int worker, chunk given) {
     for (int i = 0; i < farmer_.held(worker); ++i) {
         const chunk c = farmer_.in_flight(worker, i);  // the one copy of its chunks; released() checks the rest
         if (c.first + c.count != given.first + given.count) continue;
-        w.chunks[w.held[i].size_index] -= given.count;
+        w.chunks.set(w.held[i].size_index, w.chunks[w.held[i].size_index] - given.count);
         if (options_.keep_records) records_[w.held[i].record_index].count -= given.count;
         return;
     }

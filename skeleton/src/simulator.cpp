@@ -587,7 +587,7 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     for (int w = 0; w < p; ++w) {
         auto& r = out.workers[static_cast<std::size_t>(w)];
         const auto& sizes = farm.chunks_of(w);
-        r.chunks.assign(sizes.begin() + (calibrated && !sizes.empty() ? 1 : 0), sizes.end());
+        r.chunks = sizes.drop_front(calibrated && !sizes.empty() ? 1 : 0);
         r.tasks = farm.tasks_of(w);
         r.finish = farm.finish_of(w);
         out.chunks += static_cast<task_count>(sizes.size());

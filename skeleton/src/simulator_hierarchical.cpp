@@ -345,7 +345,7 @@ result simulate_hierarchical(const platform& given, const workload& wl, const st
             const auto jj = static_cast<std::size_t>(first_of[static_cast<std::size_t>(m)] + i);
             auto& r = out.workers[jj];
             const auto& sizes = g.chunks_of(i);
-            r.chunks.assign(sizes.begin() + (calibrated && !sizes.empty() ? 1 : 0), sizes.end());
+            r.chunks = sizes.drop_front(calibrated && !sizes.empty() ? 1 : 0);
             r.tasks = g.tasks_of(i);
             r.finish = finish[jj] = g.finish_of(i);
             out.chunks += static_cast<task_count>(sizes.size());

@@ -113,12 +113,19 @@ void print_report(std::ostream& out, const farm_report& r) {
     }
 }
 
+/// Each rank's chunk sizes as a JSON list of numbers (the report keeps them as runs: chunk_sizes).
+std::vector<std::vector<task_count>> chunk_lists(const std::vector<chunk_sizes>& per_rank) {
+    std::vector<std::vector<task_count>> lists;
+    for (const chunk_sizes& sizes : per_rank) lists.push_back(sizes.to_vector());
+    return lists;
+}
+
 nlohmann::json report_json(const farm_report& r) {
     nlohmann::json j{{"technique", r.technique},       {"ranks", r.ranks},
                      {"workers", r.workers},           {"sequential", r.sequential},
                      {"tasks", r.tasks},               {"makespan", r.makespan},
                      {"percent_imbalance", r.percent_imbalance}, {"cov", r.cov},
-                     {"tasks_per_rank", r.tasks_per_rank},       {"chunks_per_rank", r.chunks_per_rank},
+                     {"tasks_per_rank", r.tasks_per_rank},       {"chunks_per_rank", chunk_lists(r.chunks_per_rank)},
                      {"busy_per_rank", r.busy_per_rank},         {"finish_per_rank", r.finish_per_rank},
                      {"farmer_cpu_seconds", r.farmer_cpu_seconds},
                      {"reclaims", r.reclaims},         {"reclaimed_tasks", r.reclaimed_tasks},

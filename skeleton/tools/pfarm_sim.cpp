@@ -31,7 +31,7 @@ void write_trace(const std::string& path, const std::string& technique, const pf
 nlohmann::json to_json(const std::string& technique, const pfarm::sim::workload& wl, const pfarm::sim::result& r) {
     nlohmann::json workers = nlohmann::json::array();
     for (const auto& w : r.workers)
-        workers.push_back({{"chunks", w.chunks}, {"tasks", w.tasks}, {"finish", w.finish}});
+        workers.push_back({{"chunks", w.chunks.to_vector()}, {"tasks", w.tasks}, {"finish", w.finish}});
     nlohmann::json out{{"technique", technique},
                        {"tasks", wl.tasks},
                        {"shape", wl.costs.empty() ? pfarm::sim::to_string(wl.shape) : std::string("measured")},

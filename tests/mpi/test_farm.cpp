@@ -387,7 +387,7 @@ std::pair<std::vector<pfarm::task_count>, std::vector<pfarm::task_count>> one_wo
     std::vector<pfarm::task_count> simulated;
     if (s.calibration) simulated.push_back(1);  // the simulator lists chunks without the calibration task
     simulated.insert(simulated.end(), s.workers[0].chunks.begin(), s.workers[0].chunks.end());
-    return {r.chunks_per_rank.size() > 1 ? r.chunks_per_rank[1] : std::vector<pfarm::task_count>{}, simulated};
+    return {r.chunks_per_rank.size() > 1 ? r.chunks_per_rank[1].to_vector() : std::vector<pfarm::task_count>{}, simulated};
 }
 
 void drivers() {

@@ -54,7 +54,8 @@ pfarm::technique_options runnable_options() {
     return o;
 }
 
-sizes prefix(const sizes& s, std::size_t n) {
+sizes prefix(const pfarm::chunk_sizes& all, std::size_t n) {
+    const sizes s = all.to_vector();
     return sizes(s.begin(), s.begin() + static_cast<long>(std::min(n, s.size())));
 }
 

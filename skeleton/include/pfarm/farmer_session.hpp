@@ -33,6 +33,7 @@
 // again, calibration or not, and return the actions.
 #pragma once
 
+#include "pfarm/chunk_sizes.hpp"
 #include "pfarm/farmer.hpp"
 #include "pfarm/protocol.hpp"
 #include "pfarm/trace.hpp"
@@ -115,7 +116,7 @@ public:
 
     // The report (DESIGN.md "Metrics"), per worker index.
     task_count tasks_of(int worker) const { return state(worker).tasks; }
-    const std::vector<task_count>& chunks_of(int worker) const { return state(worker).chunks; }  ///< sizes, hand-out order, calibration included
+    const chunk_sizes& chunks_of(int worker) const { return state(worker).chunks; }  ///< sizes, hand-out order, calibration included
     double busy_of(int worker) const { return state(worker).busy; }
     double finish_of(int worker) const { return state(worker).finish; }  ///< end of its last chunk (0: none)
     double last_result() const noexcept { return last_result_; }        ///< the makespan: the last result arrived
@@ -137,7 +138,7 @@ private:
         bool release_inferred = false;  ///< its answer to a reclaim was inferred from its results; the `released` is to come
         double last_queue = 0.0;
         task_count tasks = 0;
-        std::vector<task_count> chunks;
+        chunk_sizes chunks;
         double busy = 0.0, finish = 0.0;
     };
 

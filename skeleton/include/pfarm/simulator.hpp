@@ -6,6 +6,7 @@
 #pragma once
 
 #include "pfarm/calibration.hpp"
+#include "pfarm/chunk_sizes.hpp"
 #include "pfarm/emulation.hpp"
 #include "pfarm/trace.hpp"
 #include "pfarm/sample.hpp"
@@ -74,7 +75,7 @@ std::vector<double> load_costs(const std::string& path, const std::string& argum
 std::vector<double> task_costs(const workload& w);
 
 struct worker_result {
-    std::vector<task_count> chunks;  ///< sizes in order, calibration task excluded
+    chunk_sizes chunks;              ///< sizes in order, calibration task excluded
     task_count tasks = 0;            ///< tasks computed, calibration task included
     double finish = 0.0;             ///< absolute simulated time its last chunk ended (0 if it got none)
 };

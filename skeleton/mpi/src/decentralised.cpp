@@ -507,29 +507,28 @@ private:
         farm_report r = empty_report(options_, ranks_, tasks_);
         r.workers = ranks_ - first_worker_;
         r.k = k;
-        const std::vector<task_count>& sizes = sizes_;
         struct totals {
             double busy, finish;
         } mine{busy_, finish_};
         std::vector<totals> each(static_cast<std::size_t>(rank_ == 0 ? ranks_ : 0));
         mpi::check(MPI_Gather(&mine, sizeof mine, MPI_BYTE, each.data(), sizeof mine, MPI_BYTE, 0, comm_), "MPI_Gather");
         std::vector<int> counts;
-        const std::vector<task_count> all_sizes = gather(comm_, rank_, ranks_, sizes, counts);
+        const std::vector<chunk_sizes::run> all_runs = gather(comm_, rank_, ranks_, sizes_.runs(), counts);  // runs: O(changes of size)
         std::vector<chunk_record> all_records;
         std::vector<int> record_counts;
         if (keep_records_) all_records = gather(comm_, rank_, ranks_, records_, record_counts);
         const auto q = static_cast<std::size_t>(rank_);
         if (rank_ != 0) {
-            r.chunks_per_rank[q] = sizes;
-            for (task_count n : sizes) r.tasks_per_rank[q] += n;
+            r.chunks_per_rank[q] = sizes_;
+            r.tasks_per_rank[q] = sizes_.total();
             r.busy_per_rank[q] = busy_;
             return r;
         }
         std::size_t at = 0;
         for (std::size_t p = 0; p < static_cast<std::size_t>(ranks_); ++p) {
             for (int i = 0; i < counts[p]; ++i, ++at) {
-                r.chunks_per_rank[p].push_back(all_sizes[at]);
-                r.tasks_per_rank[p] += all_sizes[at];
+                r.chunks_per_rank[p].append(all_runs[at].size, all_runs[at].repeat);
+                r.tasks_per_rank[p] += all_runs[at].size * all_runs[at].repeat;
             }
             r.busy_per_rank[p] = each[p].busy;
             // a worker's finish on rank 0's clock (clock_offsets); a worker that got nothing finishes at 0
@@ -573,7 +572,7 @@ private:
     std::vector<MPI_Aint> batch_at_;  ///< where each chunk of the batch goes in the window
     std::vector<int> batch_lengths_;  ///< and its bytes
     std::size_t batch_first_record_ = 0;
-    std::vector<task_count> sizes_;  ///< this rank's chunks, in claim order
+    chunk_sizes sizes_;  ///< this rank's chunks, in claim order
     double busy_ = 0.0, finish_ = 0.0;
     std::vector<chunk_record> records_;
     std::optional<failure_header> failure_;

@@ -352,7 +352,8 @@ public:
 
     const farmer_session& session_group() const noexcept { return session_.group(); }
 
-    /// Its group's part of the report, packed for rank 0: per worker (rank, tasks, busy, finish, chunk sizes), the
+    /// Its group's part of the report, packed for rank 0: per worker (rank, tasks, busy, finish, chunk sizes as runs:
+    /// their count, then size and repeat of each), the
     /// reclaims, the requests its workers sent it, its own requests up and how many carried results, k, the records
     /// (with their readings).
     std::vector<double> packed() const {
@@ -362,8 +363,8 @@ public:
         for (int w = 0; w < static_cast<int>(workers_.size()); ++w) {
             const auto& chunks = g.chunks_of(w);
             v.insert(v.end(), {static_cast<double>(workers_[static_cast<std::size_t>(w)]), static_cast<double>(g.tasks_of(w)),
-                               g.busy_of(w), g.finish_of(w), static_cast<double>(chunks.size())});
-            for (task_count c : chunks) v.push_back(static_cast<double>(c));
+                               g.busy_of(w), g.finish_of(w), static_cast<double>(chunks.runs().size())});
+            for (const chunk_sizes::run& c : chunks.runs()) v.insert(v.end(), {static_cast<double>(c.size), static_cast<double>(c.repeat)});
         }
         const std::optional<double> k = g.decisions().policy().installment_factor();
         v.insert(v.end(), {static_cast<double>(g.decisions().reclaims()), static_cast<double>(g.decisions().reclaimed_tasks()),
@@ -678,8 +679,11 @@ farm_report assemble(const farm_options& options, int ranks, task_count tasks, c
             r.tasks_per_rank[q] = static_cast<task_count>(next());
             r.busy_per_rank[q] = next();
             r.finish_per_rank[q] = next();
-            const auto chunks = static_cast<std::size_t>(next());
-            for (std::size_t c = 0; c < chunks; ++c) r.chunks_per_rank[q].push_back(static_cast<task_count>(next()));
+            const auto runs = static_cast<std::size_t>(next());
+            for (std::size_t c = 0; c < runs; ++c) {
+                const auto size = static_cast<task_count>(next());
+                r.chunks_per_rank[q].append(size, static_cast<task_count>(next()));
+            }
         }
         r.reclaims += static_cast<task_count>(next());
         r.reclaimed_tasks += static_cast<task_count>(next());

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "pfarm/calibration.hpp"
+#include "pfarm/chunk_sizes.hpp"
 #include "pfarm/emulation.hpp"
 #include "pfarm/registry.hpp"
 #include "pfarm/error.hpp"
@@ -139,7 +140,7 @@ struct farm_report {
     task_count tasks = 0;
     double makespan = 0.0;           ///< start (calibration included) to the farmer holding the last result
     std::vector<task_count> tasks_per_rank;
-    std::vector<std::vector<task_count>> chunks_per_rank;  ///< sizes in order, calibration task included
+    std::vector<chunk_sizes> chunks_per_rank;             ///< sizes in order, calibration task included
     std::vector<double> busy_per_rank;                     ///< seconds computing (emulated slowdown included)
     std::vector<double> finish_per_rank;                   ///< when its last chunk ended (farmer's clock)
     /// Rank of the farmer's worker 0: worker w is rank w + first_worker_rank (1; 0 when the farmer computes or the
