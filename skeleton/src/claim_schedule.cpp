@@ -18,6 +18,7 @@ step_schedule::step_schedule(task_count tasks, int workers, std::unique_ptr<tech
         throw invalid_argument("technique", "'" + (policy_ ? policy_->name() : std::string("(none)")) +
                                                 "' is not replayable by step (claim_form::by_step)");
     policy_->start({tasks, tasks, workers, nullptr});
+    if (const task_count k = policy_->constant_chunk(); k > 0) constant_ = std::max(k, min_chunk_);
 }
 
 chunk step_schedule::at(task_count step) {
@@ -25,6 +26,12 @@ chunk step_schedule::at(task_count step) {
     if (step < step_) throw internal_error("step_schedule: step " + std::to_string(step) + " asked after step " +
                                            std::to_string(step_ - 1));
     asked_ = true;
+    if (constant_ > 0) {  // the replay below, in closed form: count = min(left, max(k, min_chunk)) at every step
+        step_ = step + 1;
+        if (step >= tasks_ / constant_ + (tasks_ % constant_ != 0 ? 1 : 0)) return last_ = {tasks_, 0};
+        const task_count first = step * constant_;
+        return last_ = {first, std::min(constant_, tasks_ - first)};
+    }
     while (step_ <= step) {
         const task_count left = tasks_ - next_;
         if (left <= 0) return last_ = {tasks_, 0};  // past the end: every later step is empty too

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -74,6 +75,32 @@ TEST(ClaimSchedule, SkippedStepsAreReplayedAndBackwardsIsAnError) {
     EXPECT_EQ(steps.at(2), (pfarm::chunk{44, 14}));  // the same step again (rank 0's progress line reads it)
     EXPECT_EQ(steps.at(4), (pfarm::chunk{69, 8}));
     EXPECT_THROW(steps.at(3), pfarm::internal_error);
+}
+
+// A technique with a constant chunk (ss, css) is not replayed: a step's chunk is arithmetic, so a claim costs
+// O(1) whatever the number of ranks (the replay made it O(ranks)). The counting technique below would be asked
+// a trillion times by a replay; it is asked never.
+TEST(ClaimSchedule, ConstantChunksAreComputedNotReplayed) {
+    struct counting_fixed final : pfarm::technique {
+        long long* asked;
+        explicit counting_fixed(long long* a) : asked(a) {}
+        std::string name() const override { return "counting"; }
+        pfarm::claim_form decentralised() const override { return pfarm::claim_form::by_step; }
+        pfarm::task_count constant_chunk() const override { return 3; }
+        void start(const pfarm::schedule_context&) override {}
+        pfarm::task_count next(int, pfarm::task_count) override { return ++*asked, 3; }
+    };
+    long long asked = 0;
+    const pfarm::task_count tasks = pfarm::task_count{1} << 50;
+    pfarm::step_schedule steps(tasks, 64, std::make_unique<counting_fixed>(&asked), 5);  // min_chunk 5 > 3
+    EXPECT_EQ(steps.at(7), (pfarm::chunk{35, 5}));
+    EXPECT_EQ(steps.at(1'000'000'000'000), (pfarm::chunk{5'000'000'000'000, 5}));
+    EXPECT_EQ(steps.at(1'000'000'000'000), (pfarm::chunk{5'000'000'000'000, 5}));  // the same step again
+    EXPECT_THROW(steps.at(8), pfarm::internal_error);                               // backwards
+    const pfarm::task_count last = tasks / 5;  // tasks = 5 last + 4: the last chunk is clipped to 4
+    EXPECT_EQ(steps.at(last), (pfarm::chunk{5 * last, 4}));
+    EXPECT_EQ(steps.at(last + 1).count, 0);
+    EXPECT_EQ(asked, 0);
 }
 
 TEST(ClaimSchedule, OnlyByStepTechniquesReplay) {

@@ -17,7 +17,9 @@ namespace pfarm {
 
 /// The chunk sequence of a `by_step` technique, replayed on one rank. Steps must be asked in increasing order
 /// (a rank's claims only go forward); each call replays the steps between the previous one and this one, so a
-/// rank's replay costs O(steps of the whole run) in total, O(1) per step.
+/// rank's replay costs O(steps of the whole run) in total, O(1) per step: with p ranks claiming in turn, about p
+/// steps per claim. A technique with a constant chunk (technique::constant_chunk: ss, css, the ones with the
+/// most steps) is not replayed: step s is [s k, +k), clipped, in O(1).
 class step_schedule {
 public:
     /// Throws invalid_argument ("technique") when `policy` is not `by_step`, as the farmer's constructor does for
@@ -38,6 +40,7 @@ private:
     task_count step_ = 0;       ///< the next step to replay
     task_count next_ = 0;       ///< its first task
     chunk last_{0, 0};          ///< the chunk of step_ - 1
+    task_count constant_ = 0;   ///< every chunk's size when the technique's is constant (min_chunk applied), else 0
     bool asked_ = false;
 };
 

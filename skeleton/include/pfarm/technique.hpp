@@ -123,6 +123,11 @@ public:
     /// a technique declares the form its next() already has; it is called after construction, before start().
     virtual claim_form decentralised() const { return claim_form::none; }
 
+    /// The size next() always answers, whoever asks and whatever remains (ss: 1, css: k), or 0 when it varies.
+    /// The decentralised farm then finds a step's chunk by arithmetic (step_schedule) instead of replaying the
+    /// steps before it: O(1) per claim, not O(ranks).
+    virtual task_count constant_chunk() const { return 0; }
+
     /// The installment factor k, for techniques that have one.
     virtual std::optional<double> installment_factor() const { return std::nullopt; }
 };

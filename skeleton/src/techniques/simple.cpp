@@ -39,6 +39,7 @@ public:
     fixed_chunk(std::string name, task_count size) : name_(std::move(name)), size_(size) {}
     std::string name() const override { return name_; }
     claim_form decentralised() const override { return claim_form::by_step; }
+    task_count constant_chunk() const override { return size_; }
     void start(const schedule_context&) override {}
     task_count next(int, task_count) override { return size_; }
 
