@@ -1,21 +1,27 @@
 #!/usr/bin/env python3
-"""Scaling study (issue 14): the flat farmer against the hierarchical one, by simulation (pfarm-sim).
+"""Scaling study (issue 14): the flat farmer, the hierarchical one and the decentralised farm, by simulation (pfarm-sim).
 
-Seed 000's experiment shape: 256 to 8,192 workers, a flat farmer and 2, 4, 8, 16 masters, a Mandelbrot profile
-and a uniform loop of 200,000 tasks (seed 000's 200K columns). Writes
+Seed 000's experiment shape: 256 to 8,192 workers, a flat farmer, 2, 4, 8, 16 masters and the decentralised farm
+(no farmer: every worker claims its chunks with an atomic on a window host), a Mandelbrot profile and a uniform
+loop of 200,000 tasks (seed 000's 200K columns). Writes
 
-  <out>/scaling.csv     workload,technique,workers,farmer,masters,makespan,lower_bound,ratio,farmer_requests,master_messages
+  <out>/scaling.csv     workload,technique,workers,farmer,masters,makespan,lower_bound,ratio,farmer_requests,
+                        master_messages,host_atomics
   <out>/scaling.md      the tables, and the targets at the largest size
   <out>/img/scaling.png the curves (gnuplot, scaling.gp beside this file)
 
 The platform is this project's own measurements (docs/performance.md, xeon16, 16 ranks): a farmer (and a master,
 and the supermaster: the same code) serves a request in 1 / 1.22 M s = 0.82 us (its measured request rate with
 every rank asking); a message takes half the raw MPI round trip, 1.25 us / 2 = 0.625 us, at both levels (the
-project has no inter-node measurement). Tasks cost 1 ms on average (the issue's example: at 1.2 M requests/s one
-farmer keeps about 1,000 such workers busy). Everything is deterministic.
+project has no inter-node measurement). The decentralised farm's window host serves an atomic in 0.17 us, one at
+a time, and an atomic takes 0.086 us one way (pfarm-sim's defaults: the raw MPI_Fetch_and_op loop of
+pfarm-bench-overhead (d), 5.83 M claims/s over 2 ranks on the development machine, docs/skeleton.md "Claim rate",
+read as the host's limit). Tasks cost 1 ms on average (the issue's example: at 1.2 M requests/s one farmer keeps
+about 1,000 such workers busy). Everything is deterministic.
 
 Sizes:  default  256 .. 8,192 workers, 200,000 tasks; writes docs/ (a few minutes on 2 cores)
-        --tiny   16 and 32 workers, 4,000 tasks, flat and 2, 4 masters: the ctest smoke test; needs --out
+        --tiny   16 and 32 workers, 4,000 tasks, flat, 2, 4 masters and decentralised: the ctest smoke test;
+                 needs --out
 """
 
 import argparse
@@ -34,80 +40,102 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 TASK_TIME = 1e-3              # seconds per unit task (the shapes have mean cost 1)
 SERVICE = 1.0 / 1.22e6        # farmer / master / supermaster service time per answer (docs/performance.md)
 LATENCY = 1.25e-6 / 2.0       # one-way message latency: half the raw MPI round trip at 16 ranks
+ATOMIC_SERVICE = 0.17e-6      # the window host's time per atomic, one at a time (pfarm-bench-overhead (d))
+ATOMIC_LATENCY = 0.086e-6     # one way between a worker and the window host (the same measurement)
 TECHNIQUE = ["ss"]            # one task per request: the farm where the flat farmer saturates
 WORKLOADS = ["uniform", "mandelbrot"]
 SIZES = {
-    "default": {"workers": [256, 512, 1024, 2048, 4096, 8192], "masters": [0, 2, 4, 8, 16], "tasks": 200_000},
-    "tiny": {"workers": [16, 32], "masters": [0, 2, 4], "tasks": 4_000},
+    "default": {"workers": [256, 512, 1024, 2048, 4096, 8192], "masters": [2, 4, 8, 16], "tasks": 200_000},
+    "tiny": {"workers": [16, 32], "masters": [2, 4], "tasks": 4_000},
 }
 HEADER = ["workload", "technique", "workers", "farmer", "masters", "makespan", "lower_bound", "ratio",
-          "farmer_requests", "master_messages"]
+          "farmer_requests", "master_messages", "host_atomics"]
+
+
+def modes(size):
+    """The curves: (farmer, masters), the flat farmer first and the decentralised farm last."""
+    return [("flat", 0)] + [("hierarchical", m) for m in size["masters"]] + [("decentralised", 0)]
 
 
 def platform_file(folder, workers):
     path = os.path.join(folder, f"platform{workers}.json")
     with open(path, "w") as f:
         json.dump({"task_times": [TASK_TIME] * workers, "overhead": SERVICE, "latency": LATENCY,
-                   "master_overhead": SERVICE, "supermaster_overhead": SERVICE, "master_latency": LATENCY}, f)
+                   "master_overhead": SERVICE, "supermaster_overhead": SERVICE, "master_latency": LATENCY,
+                   "atomic_overhead": ATOMIC_SERVICE, "atomic_latency": ATOMIC_LATENCY}, f)
     return path
 
 
-def run_one(sim, platform, workload, workers, masters, tasks):
+def run_one(sim, platform, workload, workers, farmer, masters, tasks):
     cmd = [sim, "--platform", platform, "--tasks", str(tasks), "--shape", workload, "--json",
-           "--technique"] + TECHNIQUE
+           "--technique"] + TECHNIQUE + ["--farmer", farmer]
     if masters:
-        cmd += ["--farmer", "hierarchical", "--masters", str(masters)]
+        cmd += ["--masters", str(masters)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {proc.stderr.strip()}")
     d = json.loads(proc.stdout)
     return {"workload": workload, "technique": " ".join(TECHNIQUE), "workers": workers,
-            "farmer": "hierarchical" if masters else "flat", "masters": masters,
+            "farmer": farmer, "masters": masters,
             "makespan": d["makespan"], "lower_bound": d["lower_bound"], "ratio": d["makespan"] / d["lower_bound"],
-            "farmer_requests": d["farmer_requests"], "master_messages": d.get("master_messages", 0)}
+            "farmer_requests": d["farmer_requests"], "master_messages": d.get("master_messages", 0),
+            "host_atomics": d.get("host_atomics", 0)}
 
 
 def check(rows, size):
-    expected = len(WORKLOADS) * len(size["workers"]) * len(size["masters"])
+    expected = len(WORKLOADS) * len(size["workers"]) * len(modes(size))
     if len(rows) != expected:
         raise SystemExit(f"run_scaling.py: {len(rows)} rows, expected {expected}")
     for r in rows:
         if not (r["ratio"] >= 1.0 - 1e-9):
             raise SystemExit(f"run_scaling.py: makespan below the fluid bound: {r}")
+        if r["farmer"] == "decentralised" and r["host_atomics"] < size["tasks"]:  # ss: a claim per task at least
+            raise SystemExit(f"run_scaling.py: fewer atomics than tasks: {r}")
 
 
-def label(masters):
-    return "flat" if masters == 0 else f"{masters} masters"
+def label(mode):
+    farmer, masters = mode
+    return f"{masters} masters" if farmer == "hierarchical" else farmer
+
+
+def find(rows, workload, workers, mode):
+    return next(r for r in rows if r["workload"] == workload and r["workers"] == workers
+                and (r["farmer"], r["masters"]) == mode)
 
 
 def markdown(rows, size, tasks):
     out = [f"Generated by `benchmarks/scaling/run_scaling.py` ({tasks:,} tasks of mean cost {TASK_TIME * 1e3:g} ms, "
            f"technique `{' '.join(TECHNIQUE)}`, service {SERVICE * 1e6:.2f} us per answer, latency "
-           f"{LATENCY * 1e6:.3f} us one way at both levels). Makespan over the fluid bound; in brackets the "
-           "requests the flat farmer or the supermaster served.", ""]
+           f"{LATENCY * 1e6:.3f} us one way at both levels; decentralised: {ATOMIC_SERVICE * 1e6:.2f} us per atomic "
+           f"at the window host, {ATOMIC_LATENCY * 1e6:.3f} us one way). Makespan over the fluid bound; in brackets "
+           "the requests the flat farmer or the supermaster served, or the atomics the window host served.", ""]
     for w in WORKLOADS:
         out.append(f"### {w}")
         out.append("")
-        out.append("| workers | " + " | ".join(label(m) for m in size["masters"]) + " |")
-        out.append("| --- |" + " --- |" * len(size["masters"]))
+        out.append("| workers | " + " | ".join(label(m) for m in modes(size)) + " |")
+        out.append("| --- |" + " --- |" * len(modes(size)))
         for p in size["workers"]:
             cells = []
-            for m in size["masters"]:
-                r = next(r for r in rows if r["workload"] == w and r["workers"] == p and r["masters"] == m)
-                cells.append(f"{r['ratio']:.3f} ({r['farmer_requests']:,})")
+            for m in modes(size):
+                r = find(rows, w, p, m)
+                count = r["host_atomics"] if m[0] == "decentralised" else r["farmer_requests"]
+                cells.append(f"{r['ratio']:.3f} ({count:,})")
             out.append(f"| {p:,} | " + " | ".join(cells) + " |")
         out.append("")
     largest, most = size["workers"][-1], size["masters"][-1]
-    out.append(f"### Targets at {largest:,} workers ({most} masters against the flat farmer)")
+    out.append(f"### Targets at {largest:,} workers ({most} masters against the flat farmer; the decentralised farm beside them)")
     out.append("")
-    out.append("| workload | flat / bound | hierarchical / bound | flat / hierarchical | 4 times sooner? | within 10% of the bound? |")
-    out.append("| --- | --- | --- | --- | --- | --- |")
+    out.append("| workload | flat / bound | hierarchical / bound | flat / hierarchical | 4 times sooner? | "
+               "within 10% of the bound? | decentralised / bound | flat / decentralised |")
+    out.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for w in WORKLOADS:
-        flat = next(r for r in rows if r["workload"] == w and r["workers"] == largest and r["masters"] == 0)
-        hier = next(r for r in rows if r["workload"] == w and r["workers"] == largest and r["masters"] == most)
+        flat = find(rows, w, largest, ("flat", 0))
+        hier = find(rows, w, largest, ("hierarchical", most))
+        dec = find(rows, w, largest, ("decentralised", 0))
         speedup = flat["makespan"] / hier["makespan"]
         out.append(f"| {w} | {flat['ratio']:.3f} | {hier['ratio']:.3f} | {speedup:.2f} | "
-                   f"{'yes' if speedup >= 4 else 'no'} | {'yes' if hier['ratio'] <= 1.10 else 'no'} |")
+                   f"{'yes' if speedup >= 4 else 'no'} | {'yes' if hier['ratio'] <= 1.10 else 'no'} | "
+                   f"{dec['ratio']:.3f} | {flat['makespan'] / dec['makespan']:.2f} |")
     out.append("")
     return "\n".join(out)
 
@@ -117,14 +145,13 @@ def plot(rows, size, gp, out_png, tmp):
         with open(os.path.join(tmp, f"scaling{i}.dat"), "w") as f:
             for p in size["workers"]:
                 cells = [str(p)]
-                for m in size["masters"]:
-                    r = next(r for r in rows if r["workload"] == w and r["workers"] == p and r["masters"] == m)
-                    cells.append(repr(r["makespan"]))
-                cells.append(repr(next(r for r in rows if r["workload"] == w and r["workers"] == p)["lower_bound"]))
+                for m in modes(size):
+                    cells.append(repr(find(rows, w, p, m)["makespan"]))
+                cells.append(repr(find(rows, w, p, ("flat", 0))["lower_bound"]))
                 f.write(" ".join(cells) + "\n")
     titles = " ".join(f"{w}" for w in WORKLOADS)
-    series = " ".join(label(m).replace(" ", "_") for m in size["masters"])
-    args = [gp, "-e", f"dir='{tmp}'; out='{out_png}'; titles='{titles}'; series='{series}'; n={len(size['masters'])}",
+    series = " ".join(label(m).replace(" ", "_") for m in modes(size))
+    args = [gp, "-e", f"dir='{tmp}'; out='{out_png}'; titles='{titles}'; series='{series}'; n={len(modes(size))}",
             os.path.join(HERE, "scaling.gp")]
     proc = subprocess.run(args, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -160,9 +187,10 @@ def main(argv=None):
         # One platform file per worker count, written before any simulation reads it (the jobs run in parallel:
         # a file rewritten by one job while another reads it was read empty).
         platforms = {p: platform_file(tmp, p) for p in size["workers"]}
-        jobs = [(w, p, m) for w in WORKLOADS for p in size["workers"] for m in size["masters"]]
+        jobs = [(w, p, m) for w in WORKLOADS for p in size["workers"] for m in modes(size)]
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            rows = list(pool.map(lambda j: run_one(sim, platforms[j[1]], j[0], j[1], j[2], size["tasks"]), jobs))
+            rows = list(pool.map(lambda j: run_one(sim, platforms[j[1]], j[0], j[1], j[2][0], j[2][1], size["tasks"]),
+                                 jobs))
         check(rows, size)
         with open(os.path.join(out, "scaling.csv"), "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=HEADER, lineterminator="\n")

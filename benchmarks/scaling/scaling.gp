@@ -1,9 +1,9 @@
-# Makespan against workers, flat farmer and hierarchical farmers, one panel per workload (run_scaling.py writes
+# Makespan against workers, flat farmer, hierarchical farmers and the decentralised farm, one panel per workload (run_scaling.py writes
 # the data). Variables: dir (data folder), out (PNG), titles (workload names, space-separated), series (curve
 # names, space-separated: columns 2, 3, ... of the data; the last column is the fluid bound), n (curves).
 set terminal pngcairo size 1200,520 font "sans,9" noenhanced
 set output out
-set multiplot layout 1,2 title "pfarm-sim: makespan (s) against workers, ss, 1 ms tasks, 0.82 us per answer; dashed: fluid bound"
+set multiplot layout 1,2 title "pfarm-sim: makespan (s) against workers, ss, 1 ms tasks, 0.82 us per answer, 0.17 us per atomic; dashed: fluid bound"
 set logscale xy 2
 set format y "%g"
 set xlabel "workers"

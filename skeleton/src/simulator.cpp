@@ -166,9 +166,10 @@ platform load_platform(const std::string& path, const std::string& argument) {
     for (const auto& [key, value] : j.items()) {
         (void)value;
         if (key != "task_times" && key != "overhead" && key != "latency" && key != "load_changes" && key != "monitors" &&
-            key != "master_overhead" && key != "supermaster_overhead" && key != "master_latency")
+            key != "master_overhead" && key != "supermaster_overhead" && key != "master_latency" &&
+            key != "atomic_overhead" && key != "atomic_latency")
             throw bad(key, "is unknown; expected task_times, overhead, latency, load_changes, monitors, master_overhead, "
-                           "supermaster_overhead, master_latency");
+                           "supermaster_overhead, master_latency, atomic_overhead, atomic_latency");
     }
     const auto number = [&](const nlohmann::json& v, const std::string& field) {
         if (!v.is_number()) throw bad(field, "is " + v.dump() + "; expected a number");
@@ -198,6 +199,12 @@ platform load_platform(const std::string& path, const std::string& argument) {
         const std::string name = field;
         (name == "master_overhead" ? pl.master_overhead : name == "supermaster_overhead" ? pl.supermaster_overhead
                                                                                           : pl.master_latency) = v;
+    }
+    for (const char* field : {"atomic_overhead", "atomic_latency"}) {  // decentralised farm
+        if (!j.contains(field)) continue;
+        const double v = number(j[field], field);
+        if (!(v >= 0.0) || !std::isfinite(v)) throw bad(field, "is " + show(v) + "; expected a finite value >= 0");
+        (std::string(field) == "atomic_overhead" ? pl.atomic_overhead : pl.atomic_latency) = v;
     }
     if (j.contains("load_changes")) {
         const auto& list = j["load_changes"];
@@ -384,8 +391,7 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         throw invalid_argument("masters", "is " + std::to_string(run.masters) + "; only farmer = hierarchical has masters");
     if (!run.master_technique.empty())
         throw invalid_argument("master_technique", "is '" + run.master_technique + "'; only farmer = hierarchical has masters");
-    if (run.farmer == farmer_kind::decentralised)
-        throw invalid_argument("farmer", "decentralised is not simulated yet; expected flat or hierarchical");
+    if (run.farmer == farmer_kind::decentralised) return simulate_decentralised(given, wl, technique, options, run);
     validate(given);
     platform pl = given;  // a scripted availability is the worker's CPU share: it stretches its task time
     for (std::size_t j = 0; j < pl.monitors.size(); ++j)

@@ -1,4 +1,4 @@
-// pfarm simulator: the platform model that the flat and the hierarchical event loops share (simulator.cpp documents
+// pfarm simulator: the platform model that the flat, hierarchical and decentralised event loops share (simulator.cpp documents
 // it: validation, load changes, the fluid bound, events, simulated monitors, a worker's state). Internal header.
 #pragma once
 
@@ -47,6 +47,8 @@ inline void validate(const platform& pl) {
     if (pl.master_overhead) check_non_negative(*pl.master_overhead, "master_overhead");
     if (pl.supermaster_overhead) check_non_negative(*pl.supermaster_overhead, "supermaster_overhead");
     if (pl.master_latency) check_non_negative(*pl.master_latency, "master_latency");
+    if (pl.atomic_overhead) check_non_negative(*pl.atomic_overhead, "atomic_overhead");
+    if (pl.atomic_latency) check_non_negative(*pl.atomic_latency, "atomic_latency");
     for (const auto& c : pl.load_changes) check_load_change(c, static_cast<int>(pl.task_times.size()), "load_changes");
     if (!pl.monitors.empty() && pl.monitors.size() != pl.task_times.size())
         throw invalid_argument("monitors", "has " + std::to_string(pl.monitors.size()) + " entries; expected one per worker (" +
@@ -181,5 +183,9 @@ struct worker_state {
 /// The hierarchical farm's event loop (simulator_hierarchical.cpp); simulate() dispatches to it.
 result simulate_hierarchical(const platform& platform, const workload& workload, const std::string& technique,
                              const technique_options& options, const run_options& run);
+
+/// The decentralised farm's event loop (simulator_decentralised.cpp); simulate() dispatches to it.
+result simulate_decentralised(const platform& platform, const workload& workload, const std::string& technique,
+                              const technique_options& options, const run_options& run);
 
 }  // namespace pfarm::sim::model

@@ -1,5 +1,5 @@
-// pfarm-sim: runs a technique through the farmer state machine in simulated time (pfarm/simulator.hpp has
-// the model) and prints the makespan against the fluid lower bound, the imbalance, the calibration (F, CV, k)
+// pfarm-sim: runs a technique through the farmer state machine (or, for the decentralised farm, the claim sessions)
+// in simulated time (pfarm/simulator.hpp has the model) and prints the makespan against the fluid lower bound, the imbalance, the calibration (F, CV, k)
 // and every worker's chunks.
 #include "calibration_report.hpp"
 #include "options.hpp"
@@ -14,6 +14,7 @@
 #include <iomanip>
 #include <iostream>
 #include <optional>
+#include <sstream>
 
 namespace {
 
@@ -55,6 +56,10 @@ nlohmann::json to_json(const std::string& technique, const pfarm::sim::workload&
         out["master_merged"] = r.master_merged;
         out["master_chunks"] = r.master_chunks;
     }
+    if (r.host_atomics > 0) {  // decentralised
+        out["host_atomics"] = r.host_atomics;
+        out["lost_swaps"] = r.lost_swaps;
+    }
     if (r.k) out["k"] = *r.k;
     if (!r.calibration_note.empty()) out["calibration_note"] = r.calibration_note;
     if (r.calibration) out["calibration"] = pfarm::tools::calibration_json(*r.calibration);
@@ -87,6 +92,8 @@ void print_summary(const std::string& technique, const pfarm::sim::workload& wl,
                   << " messages; sent " << up << " requests up, " << merged << " with results)\n"
                   << "supermaster      " << r.farmer_messages << " messages, " << r.farmer_requests << " requests\n";
     }
+    if (r.host_atomics > 0)
+        std::cout << "window host      " << r.host_atomics << " atomics (" << r.lost_swaps << " compare-and-swaps lost)\n";
     if (r.calibration) std::cout << "calibration      " << pfarm::tools::calibration_line(*r.calibration) << "\n";
     std::cout << "\n"
               << "worker    chunks     tasks      finish\n";
@@ -115,6 +122,8 @@ constexpr pfarm::tools::flag_name sim_flags[] = {
     {"master_overhead", "--master-overhead"},
     {"supermaster_overhead", "--supermaster-overhead"},
     {"master_latency", "--master-latency"},
+    {"atomic_overhead", "--atomic-overhead"},
+    {"atomic_latency", "--atomic-latency"},
 };
 
 }  // namespace
@@ -129,14 +138,14 @@ int main(int argc, char** argv) {
     bool json = false, reclaim = false, prefetch = false;
     std::string farmer = "flat", master_technique;
     int masters = 0;
-    std::optional<double> master_overhead, supermaster_overhead, master_latency;
+    std::optional<double> master_overhead, supermaster_overhead, master_latency, atomic_overhead, atomic_latency;
     app.add_option("--tasks,-S", wl.tasks, "tasks S >= 1 (required unless --costs gives them)");
     auto* times_option = app.add_option("--task-times", task_times, "per-worker time per unit task t1,...,tP");
     auto* platform_option =
         app.add_option("--platform", platform_file,
                        "JSON platform {\"task_times\": [...], \"overhead\": x, \"latency\": y, \"load_changes\": "
                        "[{\"worker\": w, \"time\": t, \"factor\": f}], \"master_overhead\": x, "
-                       "\"supermaster_overhead\": x, \"master_latency\": y}");
+                       "\"supermaster_overhead\": x, \"master_latency\": y, \"atomic_overhead\": x, \"atomic_latency\": y}");
     times_option->excludes(platform_option);
     app.add_option("--overhead", overhead, "farmer service time per request (default 0; overrides the platform file)");
     app.add_option("--latency", latency, "one-way message latency (default 0; overrides the platform file)");
@@ -158,7 +167,7 @@ int main(int argc, char** argv) {
                  "a worker asks for its next chunk when it starts one, hiding the request's cost (the farm's --prefetch)");
     app.add_option("--farmer", farmer,
                    "flat (one farmer), hierarchical (a supermaster, --masters K masters, workers; docs/hierarchical.md), "
-                   "or decentralised (not simulated yet)")
+                   "or decentralised (no farmer: workers claim chunks with atomics on a window host; docs/skeleton.md)")
         ->capture_default_str();
     app.add_option("--masters", masters, "hierarchical: K masters over contiguous groups of workers, 1 <= K <= workers");
     app.add_option("--master-technique", master_technique,
@@ -171,6 +180,17 @@ int main(int argc, char** argv) {
     app.add_option("--master-latency", master_latency,
                    "hierarchical: one-way latency between a master and the supermaster (default --latency; overrides the "
                    "platform file)");
+    const auto shown = [](double v) {
+        std::ostringstream text;
+        text << v;
+        return text.str();
+    };
+    app.add_option("--atomic-overhead", atomic_overhead,
+                   "decentralised: the window host's service time per atomic, one at a time (default " +
+                       shown(pfarm::sim::default_atomic_overhead) + ", measured; overrides the platform file)");
+    app.add_option("--atomic-latency", atomic_latency,
+                   "decentralised: one-way latency between a worker and the window host (default " +
+                       shown(pfarm::sim::default_atomic_latency) + ", measured; overrides the platform file)");
     app.add_flag("--json", json, "print a JSON object instead of the summary");
     app.add_option("--trace", trace,
                    "write a trace of every chunk, FILE.csv or FILE.json, in the farm's schema (docs/traces.md)");
@@ -194,6 +214,8 @@ int main(int argc, char** argv) {
         if (master_overhead) pl.master_overhead = *master_overhead;
         if (supermaster_overhead) pl.supermaster_overhead = *supermaster_overhead;
         if (master_latency) pl.master_latency = *master_latency;
+        if (atomic_overhead) pl.atomic_overhead = *atomic_overhead;
+        if (atomic_latency) pl.atomic_latency = *atomic_latency;
         for (const auto& text : load_changes) pl.load_changes.push_back(pfarm::parse_load_change(text, "--load-change"));
         if (!availability.empty() || !latency_readings.empty() || !benchmark.empty())
             pl.monitors = pfarm::tools::samples_from(static_cast<int>(pl.task_times.size()), availability,

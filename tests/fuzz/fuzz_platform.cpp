@@ -1,6 +1,6 @@
 // Fuzzes the simulator's platform file reader (pfarm/simulator.hpp load_platform, pfarm-sim --platform): the
 // input is the file. A platform it accepts is then simulated (50 tasks; gss, multi or dealdyn-mv by the input's
-// size, so that the monitors' readings are read too).
+// size, so that the monitors' readings are read too), and by the decentralised farm (gss: its atomic costs).
 // Invariants: a refusal is a pfarm::invalid_argument naming "--platform" and the file; an accepted platform has
 // task times finite and > 0, overhead and latency finite and >= 0, load changes of existing workers with finite
 // time >= 0 and factor > 0, and one monitor entry per worker or none; the simulator accepts every platform the
@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -34,6 +35,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check(c.worker >= 0 && c.worker < p && finite_at_least(c.time, 0.0) && std::isfinite(c.factor) && c.factor > 0.0,
               "a load change out of range");
     check(pl->monitors.empty() || static_cast<int>(pl->monitors.size()) == p, "monitors: not one per worker");
+    for (const auto& v : {pl->atomic_overhead, pl->atomic_latency})
+        check(!v || finite_at_least(*v, 0.0), "atomic_overhead or atomic_latency out of range");
     if (p > 256) return 0;  // the run below stays quick
 
     const char* techniques[] = {"gss", "multi", "dealdyn-mv"};
@@ -41,11 +44,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     pfarm::sim::workload wl;
     wl.tasks = 50;
     try {
-        const auto r = pfarm::sim::simulate(*pl, wl, technique, {});
-        pfarm::task_count handed = 0;
-        for (const auto& w : r.workers) handed += w.tasks;
-        check(handed == wl.tasks, std::string(technique) + ": " + std::to_string(handed) + " tasks computed, not 50");
-        check(std::isfinite(r.makespan) && r.makespan >= 0.0, std::string(technique) + ": makespan is not finite");
+        pfarm::sim::run_options decentralised;
+        decentralised.farmer = pfarm::sim::farmer_kind::decentralised;
+        for (const auto& [name, run] : {std::pair{std::string(technique), pfarm::sim::run_options{}},
+                                        std::pair{std::string("gss, decentralised"), decentralised}}) {
+            const auto r = pfarm::sim::simulate(*pl, wl, run.farmer == decentralised.farmer ? "gss" : technique, {}, run);
+            pfarm::task_count handed = 0;
+            for (const auto& w : r.workers) handed += w.tasks;
+            check(handed == wl.tasks, name + ": " + std::to_string(handed) + " tasks computed, not 50");
+            check(std::isfinite(r.makespan) && r.makespan >= 0.0, name + ": makespan is not finite");
+        }
     } catch (const pfarm::invalid_argument& e) {
         fail(std::string("load_platform accepted what simulate refuses: ") + e.what());
     } catch (const std::exception& e) {

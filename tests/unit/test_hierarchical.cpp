@@ -496,9 +496,6 @@ TEST(HierarchicalSimulator, BadOptionsNameTheirField) {
     auto r = hierarchical(2);
     r.master_technique = "nope";
     expect_invalid([&] { sim::simulate(p, w, "gss", {}, r); }, "master_technique");
-    r = {};
-    r.farmer = sim::farmer_kind::decentralised;
-    expect_invalid([&] { sim::simulate(p, w, "gss", {}, r); }, "farmer");
     auto bad = p;
     bad.master_overhead = -1.0;
     expect_invalid([&] { sim::simulate(bad, w, "gss", {}, hierarchical(2)); }, "master_overhead");

@@ -1,8 +1,10 @@
 // pfarm simulator: a discrete-event driver of the farmer state machine (DESIGN.md principle 1).
 //
 // The same pfarm::farmer that the MPI farmer drives runs here against simulated time, so what the simulator
-// predicts is what an MPI run does, for every technique, without mpirun. Two farms: flat (one farmer, simulator.cpp)
-// and hierarchical (a supermaster, K masters and their workers, simulator_hierarchical.cpp; docs/hierarchical.md).
+// predicts is what an MPI run does, for every technique, without mpirun. Three farms: flat (one farmer,
+// simulator.cpp), hierarchical (a supermaster, K masters and their workers, simulator_hierarchical.cpp;
+// docs/hierarchical.md) and decentralised (no farmer: every worker claims its chunks with atomic operations on a
+// window host's counters, the core's claim_session; simulator_decentralised.cpp).
 #pragma once
 
 #include "pfarm/calibration.hpp"
@@ -45,12 +47,27 @@ struct platform {
     std::optional<double> master_overhead;
     std::optional<double> supermaster_overhead;
     std::optional<double> master_latency;
+    /// Decentralised farm (run_options::farmer): the window host's service time per atomic operation (one at a
+    /// time: the counters are one memory location each) and the one-way latency between a worker and the host
+    /// (atomics, result puts, the end message). Defaults: default_atomic_overhead, default_atomic_latency.
+    std::optional<double> atomic_overhead;
+    std::optional<double> atomic_latency;
 };
+
+/// The decentralised farm's defaults, from this project's measurement of the raw claim loop
+/// (pfarm-bench-overhead (d), docs/skeleton.md "Claim rate": MPI_Fetch_and_op + MPI_Win_flush by 2 ranks on
+/// osc/sm, 5.83 M claims/s over both, the median of three runs): the host serialises them at most at that rate,
+/// 1 / 5.83 M = 0.17 us each, and a rank's claim took 2 / 5.83 M = 0.343 us = 2 x latency + service, so
+/// latency = 0.086 us one way. Reading the whole rate as the host's limit gives the largest service time the
+/// measurement allows (the two ranks may not have saturated it).
+inline constexpr double default_atomic_overhead = 0.17e-6;
+inline constexpr double default_atomic_latency = 0.086e-6;
 
 /// Reads a platform from JSON: {"task_times": [...], "overhead": x, "latency": y,
 /// "load_changes": [{"worker": 0, "time": 10.0, "factor": 2.0}, ...],
 /// "monitors": [{"availability": 0.5, "latency": 1e-4, "benchmark": 300}, ...],
-/// "master_overhead": x, "supermaster_overhead": x, "master_latency": y} (only task_times is required).
+/// "master_overhead": x, "supermaster_overhead": x, "master_latency": y, "atomic_overhead": x, "atomic_latency": y}
+/// (only task_times is required).
 /// Throws pfarm::invalid_argument naming `argument` (pfarm-sim passes its flag) with the file and the field in the
 /// message on malformed input.
 platform load_platform(const std::string& path, const std::string& argument = "platform");
@@ -108,6 +125,10 @@ struct result {
     std::vector<task_count> master_requests;
     std::vector<task_count> master_merged;
     std::vector<task_count> master_chunks;
+    /// Decentralised: the atomic operations the window host served, and of them the compare-and-swaps that lost
+    /// (another worker claimed first) and were retried.
+    task_count host_atomics = 0;
+    task_count lost_swaps = 0;
 };
 
 /// Which farm the simulator runs.
@@ -130,7 +151,9 @@ struct run_options {
     /// flat: one farmer serves every worker. hierarchical: a supermaster serves `masters` masters, each serving a
     /// contiguous group of workers (K groups as equal as possible, the first p mod K one larger) from its pool
     /// (pfarm/master_session.hpp); `technique` and `options` are the workers', `master_technique` the supermaster's.
-    /// decentralised: not simulated yet (an invalid_argument naming "farmer").
+    /// decentralised: no farmer; every worker claims its chunks from counters on a window host (the core's
+    /// claim_session, as the MPI driver), the techniques it refuses refused alike (pfarm::check_decentralised: the
+    /// same invalid_argument "technique" or "reclaim").
     farmer_kind farmer = farmer_kind::flat;
     int masters = 0;  ///< hierarchical: K, 1 <= K <= workers (invalid_argument naming "masters" otherwise)
     /// hierarchical: the supermaster's technique over the masters; empty: pfarm::default_master_technique()'s rule
@@ -145,7 +168,8 @@ struct run_options {
 /// the round trip, benchmark 1/task_time; simulator.cpp documents the whole model). Throws
 /// pfarm::invalid_argument on bad input, naming the field by its C++ name ("task_times", "latency",
 /// "load_changes", "monitors.availability", "tasks", "min_chunk"...; the platform's overhead is
-/// "platform.overhead", technique_options' is "overhead"), never a flag.
+/// "platform.overhead", technique_options' is "overhead"), never a flag. The decentralised farm's model is in
+/// simulator_decentralised.cpp.
 result simulate(const platform& platform, const workload& workload, const std::string& technique,
                 const technique_options& options, const run_options& run = {});
 

@@ -69,16 +69,14 @@ void share_technique(MPI_Comm comm, int rank, std::string& name, technique_optio
 
 namespace {
 
-/// Added to both counters when a rank fails: every later claim sees a value past any schedule and stops.
-constexpr std::int64_t poison = std::int64_t{1} << 62;
 constexpr MPI_Aint step_at = 0;   ///< by_step: the next scheduling step
 constexpr MPI_Aint next_at = 8;   ///< by_worker: the next task index
 constexpr MPI_Aint header_bytes = 64;
 constexpr std::size_t piece = std::size_t{1} << 30;  ///< one MPI_Get/MPI_Put moves at most this many bytes
 /// Results wait in a batch until it holds this many bytes or chunks (or the rank has no more work); a chunk with
-/// more results than this travels alone.
-constexpr std::size_t batch_bytes = std::size_t{256} << 10;
-constexpr std::size_t batch_chunks = 1024;
+/// more results than this travels alone (pfarm/claim_schedule.hpp: the simulator models the same batches).
+constexpr std::size_t batch_bytes = decentralised_batch_bytes;
+constexpr std::size_t batch_chunks = decentralised_batch_chunks;
 
 // ---- one-sided memory ----
 
@@ -153,48 +151,32 @@ private:
     MPI_Aint in_at_ = 0, out_at_ = 0, in_size_ = 0, out_size_ = 0, bytes_ = 0;
 };
 
-/// One rank's claims. begin() issues the atomic operation of the next claim, end() completes it with the flush
-/// that also completes this rank's earlier puts, and returns the chunk (count 0: nothing more, the schedule's
-/// end or another rank's failure). Between the two the rank may compute (prefetch: the claim travels meanwhile).
+/// One rank's claims, the transport of a claim_session (pfarm/claim_schedule.hpp: the session says which atomic
+/// operation a claim issues and what the answer means). begin() issues the operation of the next claim, end()
+/// completes it with the flush that also completes this rank's earlier puts, and returns the chunk (count 0:
+/// nothing more, the schedule's end or another rank's failure). Between the two the rank may compute (prefetch:
+/// the claim travels meanwhile).
 class claimer {
 public:
-    claimer(farm_window& window, claim_form form, std::unique_ptr<technique> policy, int worker, int workers,
-            task_count tasks, task_count min_chunk)
-        : window_(window), form_(form), worker_(worker), tasks_(tasks), min_chunk_(min_chunk) {
-        if (form == claim_form::by_step) {
-            steps_.emplace(tasks, workers, std::move(policy), min_chunk);
-        } else {
-            policy_ = std::move(policy);
-            policy_->start({tasks, tasks, workers, nullptr});
-        }
-    }
+    claimer(farm_window& window, std::unique_ptr<technique> policy, int worker, int workers, task_count tasks,
+            task_count min_chunk)
+        : window_(window), schedule_(tasks, workers, std::move(policy), min_chunk), session_(schedule_, worker) {}
 
     void begin() {
-        if (form_ == claim_form::by_step) {
-            mpi::check(MPI_Fetch_and_op(&one_, &result_, MPI_INT64_T, 0, step_at, MPI_SUM, window_.get()), "MPI_Fetch_and_op");
-            return;
-        }
-        // by_worker: size the chunk from the last value seen (exact when nobody claimed since), swap it in if the
-        // index still holds that value; end() retries from the value found otherwise.
-        wanted_ = claim_for(*policy_, worker_, tasks_, guess_, min_chunk_);
-        if (wanted_.count == 0) return;  // the index only grows: guess_ >= tasks is the end for good
-        compare_ = guess_, desired_ = guess_ + wanted_.count;
-        mpi::check(MPI_Compare_and_swap(&desired_, &compare_, &result_, MPI_INT64_T, 0, next_at, window_.get()),
-                   "MPI_Compare_and_swap");
+        op_ = session_.begin();
+        const MPI_Aint at = op_.counter == claim_op::target::step ? step_at : next_at;
+        if (op_.what == claim_op::kind::fetch_and_add)
+            mpi::check(MPI_Fetch_and_op(&op_.operand, &result_, MPI_INT64_T, 0, at, MPI_SUM, window_.get()), "MPI_Fetch_and_op");
+        else if (op_.what == claim_op::kind::compare_and_swap)
+            mpi::check(MPI_Compare_and_swap(&op_.operand, &op_.compare, &result_, MPI_INT64_T, 0, at, window_.get()),
+                       "MPI_Compare_and_swap");
     }
 
     chunk end() {
         window_.flush();
-        if (form_ == claim_form::by_step) return result_ >= poison ? chunk{tasks_, 0} : steps_->at(result_);
         for (;;) {
-            if (wanted_.count == 0) return wanted_;
-            if (result_ == compare_) {
-                guess_ = desired_;
-                return wanted_;
-            }
-            if (result_ >= poison) return {tasks_, 0};
-            guess_ = result_;  // another rank claimed first: retry from what it left
-            begin();
+            if (const std::optional<chunk> c = session_.end(result_)) return *c;
+            begin();  // the swap lost: retry from the value found
             window_.flush();
         }
     }
@@ -203,33 +185,26 @@ public:
     void poison_counters() {
         std::int64_t ignored = 0;
         for (MPI_Aint at : {step_at, next_at})
-            mpi::check(MPI_Fetch_and_op(&poison, &ignored, MPI_INT64_T, 0, at, MPI_SUM, window_.get()), "MPI_Fetch_and_op");
+            mpi::check(MPI_Fetch_and_op(&claim_poison, &ignored, MPI_INT64_T, 0, at, MPI_SUM, window_.get()), "MPI_Fetch_and_op");
         window_.flush();
     }
 
     /// Tasks handed out so far, as rank 0 reads them for its progress line (by_step: the start of the next step).
     task_count handed_out() {
         std::int64_t value = 0;
-        mpi::check(MPI_Fetch_and_op(nullptr, &value, MPI_INT64_T, 0, form_ == claim_form::by_step ? step_at : next_at,
+        mpi::check(MPI_Fetch_and_op(nullptr, &value, MPI_INT64_T, 0, schedule_.form() == claim_form::by_step ? step_at : next_at,
                                     MPI_NO_OP, window_.get()),
                    "MPI_Fetch_and_op");
         window_.flush();
-        if (value >= poison) return tasks_;
-        if (form_ == claim_form::by_worker) return std::min(value, tasks_);
-        const chunk c = steps_->at(value);
-        return c.count == 0 ? tasks_ : c.first;
+        return session_.handed_out(value);
     }
 
 private:
-    static constexpr std::int64_t one_ = 1;
     farm_window& window_;
-    claim_form form_;
-    std::optional<step_schedule> steps_;
-    std::unique_ptr<technique> policy_;
-    int worker_;
-    task_count tasks_, min_chunk_;
-    std::int64_t result_ = 0, compare_ = 0, desired_ = 0, guess_ = 0;
-    chunk wanted_;
+    claim_schedule schedule_;
+    claim_session session_;
+    claim_op op_;  ///< the operation in flight: its operands stay here until the flush
+    std::int64_t result_ = 0;
 };
 
 /// A chunk as this rank saw it (its own clock since the farm's start).
@@ -300,8 +275,7 @@ public:
         const int workers = ranks_ - first_worker_;
         std::unique_ptr<technique> policy = make_technique(name, parameters, workers);
         const std::optional<double> k = policy->installment_factor();
-        const claim_form form = policy->decentralised();
-        claimer claims(window_, form, std::move(policy), rank_ - first_worker_, workers, tasks_, parameters.min_chunk);
+        claimer claims(window_, std::move(policy), rank_ - first_worker_, workers, tasks_, parameters.min_chunk);
         if (rank_ == 0) {  // the counters start at 0 and rank 0's input is in the window before anyone claims;
             // the whole window is zeroed now, so that its pages are mapped before the claims start (a first touch
             // by a put costs a page fault in the middle of the farm)
@@ -579,45 +553,11 @@ private:
     std::string failure_text_;
 };
 
-/// The techniques this mode serves with `parameters`, for the error message: the registry's answer, never a list
-/// kept here. A technique that needs a parameter to say (css's chunk, the weights) is tried with one.
-std::string served(const technique_options& parameters, int workers) {
-    std::string list;
-    for (const technique_info& t : techniques()) {
-        technique_options o = parameters;
-        if (!o.chunk) o.chunk = 1;
-        if (!o.overhead) o.overhead = 1.0;
-        if (!o.sigma) o.sigma = 1.0;
-        std::string note;
-        for (int attempt = 0; attempt < 2; ++attempt) {
-            try {
-                if (t.make(o, workers)->decentralised() != claim_form::none) {
-                    list += (list.empty() ? "" : ", ") + t.name + note;
-                    break;
-                }
-            } catch (const error&) {
-            }
-            if (!o.weights.empty()) break;
-            o.weights.assign(static_cast<std::size_t>(workers), 1.0);
-            note = " (with weights)";
-        }
-    }
-    return list;
-}
-
 }  // namespace
 
 void check_decentralised(const farm_options& options, const technique& policy, int workers) {
-    if (policy.decentralised() == claim_form::none) {
-        throw invalid_argument(
-            "technique", "'" + options.technique +
-                             "' cannot run with farmer = decentralised: its chunks depend on measured times, a "
-                             "calibration, readings or which worker asked before, which only a farmer collects; this "
-                             "mode serves " + served(options.parameters, workers));
-    }
-    if (options.reclaim)
-        throw invalid_argument("reclaim", "is not available with farmer = decentralised: no farmer knows the chunks in "
-                                          "flight to choose a victim and give its tasks to a thief");
+    // the technique and reclaim: the core's one list, which the simulator refuses too
+    pfarm::check_decentralised(policy, options.technique, options.parameters, workers, options.reclaim);
     if (!options.monitors.empty())
         throw invalid_argument("monitors", "are not available with farmer = decentralised: no request carries readings "
                                            "(leave monitors empty)");

@@ -1,0 +1,278 @@
+// pfarm simulator: the decentralised farm's event loop, a driver of the core's claim sessions (pfarm/claim_schedule.hpp:
+// one claim_session per worker over one claim_schedule, the claim rule the MPI driver runs,
+// skeleton/mpi/src/decentralised.cpp) in simulated time. No farmer; the model, decided once:
+//
+//   - The window host (rank 0 under MPI, computing nothing: farmer_computes off) holds the counters. It serves the
+//     atomic operations that reach it one at a time, in arrival order (ties by worker index), each taking
+//     `atomic_overhead` (default_atomic_overhead): the counters are one memory location each, so concurrent atomics
+//     on them are serialised. An operation acts on its counter when its service starts (claim_op, apply()), and its
+//     answer leaves when the service ends. Everything between a worker and the host (an atomic, a result put, the
+//     end message) takes `atomic_latency` (default_atomic_latency) one way.
+//   - A worker runs the MPI driver's loop: it issues its first claim at t = 0 and waits for the answer (the flush);
+//     the chunk computes at once (simulator.cpp's compute model: task costs, task times, load changes, a scripted
+//     availability); when it ends, the worker stages its results, issues its next claim and waits. With prefetch
+//     the next claim is issued when a chunk starts and its answer is read when the chunk ends. A compare-and-swap
+//     that lost is retried when its answer is read (after the chunk, with prefetch), from the value it found.
+//     The session reads an answer when the host serves the operation, not when it reaches the worker: the same
+//     thing (the worker does nothing with it in between), and one claim_schedule serves every worker in step order.
+//   - Results travel in batches (decentralised_batch_chunks chunks; the byte limit is not modelled, the simulator
+//     knows no result sizes). A batch is put when it closes; a put is complete one round trip after it is issued,
+//     so the flush that follows returns at the later of its claim's answer and that. After the claim that finds
+//     nothing, the rest of the batch is put and flushed (one round trip), then the end message leaves for the host.
+//   - Metrics: the makespan is when the host holds every result, the last end message's arrival (rank 0 then
+//     answers each rank with the outcome, not modelled). A trace record per chunk, in hand-out order (the order of
+//     first task): `sent` when its claim was issued, `started`/`finished` its compute, `received` when the flush that
+//     completed its batch's put returned on the worker, as the MPI driver records. Finish times, imbalance, the
+//     fluid bound as in the flat model; host_atomics and lost_swaps count the host's work.
+//   - Left out: the puts' bandwidth and their cost at the host (no result sizes, as the flat model's messages); the
+//     input fetch (MPI_Get and a flush per chunk) of a rank whose input is neither replicated nor an index range;
+//     each claim's local work on the worker (the task call, two clock reads, staging: about 1 us a claim on the
+//     development machine, docs/skeleton.md "Claim rate"), which runs in parallel on the workers.
+#include "pfarm/claim_schedule.hpp"
+#include "pfarm/metrics.hpp"
+#include "pfarm/registry.hpp"
+
+#include "simulator_model.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <queue>
+
+namespace pfarm::sim {
+
+namespace model {
+
+namespace {
+
+/// An event of the decentralised loop: an atomic reaching the host, its answer reaching the worker, a chunk
+/// ending, or the host's turn to serve. Ordered by time, then worker (the host's turn last), then creation order.
+struct devent {
+    enum class kind : std::uint8_t { to_host, answer, chunk_end, host_turn };
+    double time = 0.0;
+    int worker = 0;
+    std::uint64_t sequence = 0;
+    kind what = kind::to_host;
+    bool operator>(const devent& o) const {
+        if (time != o.time) return time > o.time;
+        if (worker != o.worker) return worker > o.worker;
+        return sequence > o.sequence;
+    }
+};
+
+using queue = std::priority_queue<devent, std::vector<devent>, std::greater<>>;
+
+/// A worker as the loop sees it: its claim session, the claim in flight, the chunk it computes, its batch.
+struct claimant {
+    claimant(claim_schedule& schedule, int worker) : session(schedule, worker) {}
+    claim_session session;
+    claim_op op;                   ///< the operation in flight (one at a time)
+    std::optional<chunk> answer;   ///< what the session read from the host's answer (nothing: a lost swap)
+    bool answered = false;         ///< the answer has reached the worker
+    bool waiting = false;          ///< in the flush: the answer acts as soon as it is here
+    double claim_sent = 0.0;       ///< when the claim in flight was first issued (a retry keeps it)
+    chunk current{0, 0};
+    double current_sent = 0.0, start = 0.0, end = 0.0;
+    double put_done = 0.0;         ///< the last put is complete (flushes wait for it)
+    std::size_t batch = 0;         ///< chunks staged since the last put
+    bool batch_sent = false;       ///< the batch was put at the chunk's end; the next flush completes it
+};
+
+}  // namespace
+
+result simulate_decentralised(const platform& given, const workload& wl, const std::string& technique,
+                              const technique_options& options, const run_options& run) {
+    validate(given);
+    platform pl = given;  // a scripted availability is the worker's CPU share: it stretches its task time
+    for (std::size_t j = 0; j < pl.monitors.size(); ++j)
+        if (pl.monitors[j].availability) pl.task_times[j] /= *pl.monitors[j].availability;
+    const std::vector<double> costs = task_costs(wl);
+    const int p = static_cast<int>(pl.task_times.size());
+    const auto up = static_cast<std::size_t>(p);
+    std::unique_ptr<pfarm::technique> policy = make_technique(technique, options, p);
+    check_decentralised(*policy, technique, options, p, run.reclaim);  // the MPI driver's refusals, the same list
+    const std::optional<double> k = policy->installment_factor();
+    claim_schedule schedule(wl.tasks, p, std::move(policy), options.min_chunk);
+    const double service = pl.atomic_overhead.value_or(default_atomic_overhead);
+    const double latency = pl.atomic_latency.value_or(default_atomic_latency);
+
+    std::vector<double> prefix(costs.size() + 1, 0.0);
+    for (std::size_t i = 0; i < costs.size(); ++i) prefix[i + 1] = prefix[i] + costs[i];
+    std::vector<worker_load> loads(up);
+    for (const auto& c : pl.load_changes) loads[static_cast<std::size_t>(c.worker)].changes.emplace_back(c.time, c.factor);
+    for (auto& l : loads)
+        std::stable_sort(l.changes.begin(), l.changes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+
+    result out;
+    out.total_work = prefix.back();
+    out.lower_bound = fluid_bound(pl, out.total_work);
+    out.workers.resize(up);
+    out.k = k;
+    std::vector<claimant> workers;
+    workers.reserve(up);
+    for (int j = 0; j < p; ++j) workers.emplace_back(schedule, j);
+
+    queue events, host;
+    std::uint64_t sequence = 0;
+    const auto push = [&](queue& q, double time, int worker, devent::kind what) {
+        devent e;
+        e.time = time, e.worker = worker, e.what = what, e.sequence = sequence++;
+        q.push(e);
+    };
+    std::int64_t step_counter = 0, next_counter = 0;  // the host's counters
+    bool turn_pending = false;
+    double host_free = 0.0;
+
+    // Worker j issues its claim's operation at t (a retry keeps the claim's first time); an operation the session
+    // decided alone (nothing left) is answered at once.
+    const auto issue = [&](std::size_t j, double t) {
+        auto& w = workers[j];
+        w.op = w.session.begin();
+        w.answered = false;
+        if (w.op.what == claim_op::kind::none) {
+            w.answer = w.session.end(0);
+            w.answered = true;
+            return;
+        }
+        push(host, t + latency, static_cast<int>(j), devent::kind::to_host);
+        if (!turn_pending) {
+            push(events, std::max(t + latency, host_free), std::numeric_limits<int>::max(), devent::kind::host_turn);
+            turn_pending = true;
+        }
+    };
+    const auto new_claim = [&](std::size_t j, double t) {
+        workers[j].claim_sent = t;
+        issue(j, t);
+    };
+    // Worker j's batch got to the host: the flush that completed its put returned at t (its records' `received`).
+    std::vector<std::vector<std::size_t>> batches(run.keep_trace ? up : 0);  // per worker: its batch's records
+    const auto batch_received = [&](std::size_t j, double t) {
+        if (!run.keep_trace) return;
+        for (std::size_t i : batches[j]) out.trace[i].received = t;
+        batches[j].clear();
+    };
+
+    // Worker j starts chunk c at t (its claim's flush returned).
+    const auto start_chunk = [&](std::size_t j, chunk c, double t) {
+        auto& w = workers[j];
+        w.current = c;
+        w.current_sent = w.claim_sent;
+        w.start = t;
+        const auto first = static_cast<std::size_t>(c.first);
+        const double base = (prefix[first + static_cast<std::size_t>(c.count)] - prefix[first]) * pl.task_times[j];
+        w.end = loads[j].changes.empty() ? t + base : compute_end(loads[j], t, base);
+        push(events, w.end, static_cast<int>(j), devent::kind::chunk_end);
+        if (run.prefetch) new_claim(j, t);  // the next claim travels while this chunk computes
+    };
+    // Worker j is in its flush and its answer is here at t: retry a lost swap, or go on with the chunk claimed.
+    const auto resolve = [&](std::size_t j, double t) {
+        auto& w = workers[j];
+        if (!w.answer) {  // the swap lost: the session retries from the value it found, still in the flush
+            issue(j, t);
+            return;
+        }
+        const chunk c = *w.answer;
+        w.answered = false;
+        w.waiting = false;
+        const double flushed = std::max(t, w.put_done);  // the flush also completes the batch put before it
+        if (w.batch_sent) {
+            batch_received(j, flushed);
+            w.batch_sent = false;
+        }
+        if (c.count > 0) {
+            start_chunk(j, c, flushed);
+            return;
+        }
+        double done = flushed;
+        if (w.batch > 0) {  // the rest of the batch: put and flushed, one round trip
+            done += 2.0 * latency;
+            batch_received(j, done);
+            w.batch = 0;
+        }
+        out.makespan = std::max(out.makespan, done + latency);  // the end message reaches the host
+    };
+    // Worker j is in its flush at t: its answer acts if it is here (a retry the session decides alone, nothing
+    // left, is here at once).
+    const auto settle = [&](std::size_t j, double t) {
+        auto& w = workers[j];
+        while (w.waiting && w.answered) resolve(j, t);
+    };
+
+    for (std::size_t j = 0; j < up; ++j) {
+        new_claim(j, 0.0);
+        workers[j].waiting = true;
+        settle(j, 0.0);
+    }
+
+    while (!events.empty()) {
+        const devent e = events.top();
+        events.pop();
+        const auto j = static_cast<std::size_t>(e.worker);
+        switch (e.what) {
+        case devent::kind::host_turn: {
+            turn_pending = false;
+            const devent m = host.top();
+            host.pop();
+            auto& w = workers[static_cast<std::size_t>(m.worker)];
+            std::int64_t& counter = w.op.counter == claim_op::target::step ? step_counter : next_counter;
+            const std::int64_t value = apply(w.op, counter);
+            ++out.host_atomics;
+            w.answer = w.session.end(value);
+            if (!w.answer) ++out.lost_swaps;
+            host_free = e.time + service;
+            push(events, host_free + latency, m.worker, devent::kind::answer);
+            if (!host.empty()) {
+                push(events, std::max(host.top().time, host_free), std::numeric_limits<int>::max(), devent::kind::host_turn);
+                turn_pending = true;
+            }
+            break;
+        }
+        case devent::kind::answer:
+            workers[j].answered = true;
+            settle(j, e.time);
+            break;
+        case devent::kind::chunk_end: {
+            auto& w = workers[j];
+            auto& r = out.workers[j];
+            r.chunks.push_back(w.current.count);
+            r.tasks += w.current.count;
+            r.finish = w.end;
+            ++out.chunks;
+            if (run.keep_trace) {
+                batches[j].push_back(out.trace.size());
+                out.trace.push_back({static_cast<int>(j), w.current.first, w.current.count, w.current_sent, w.start, w.end,
+                                     0.0, false, {}});
+            }
+            if (++w.batch == decentralised_batch_chunks) {  // the batch is full: put now, completed by the next flush
+                w.batch = 0;
+                w.batch_sent = true;
+                w.put_done = e.time + 2.0 * latency;
+            }
+            if (!run.prefetch) new_claim(j, e.time);
+            w.waiting = true;
+            settle(j, e.time);
+            break;
+        }
+        case devent::kind::to_host:
+            break;  // never in `events`
+        }
+    }
+
+    task_count total = 0;
+    for (const auto& r : out.workers) total += r.tasks;
+    for (const auto& w : workers)
+        if (w.waiting || turn_pending) throw internal_error("simulator: a decentralised worker waits with no event left");
+    if (total != wl.tasks)
+        throw internal_error("simulator: the decentralised farm computed " + std::to_string(total) + " of " +
+                             std::to_string(wl.tasks) + " tasks (technique '" + technique + "')");
+    std::sort(out.trace.begin(), out.trace.end(), [](const chunk_trace& a, const chunk_trace& b) { return a.first < b.first; });
+    std::vector<double> finish(up);
+    for (std::size_t j = 0; j < up; ++j) finish[j] = out.workers[j].finish;
+    out.percent_imbalance = pfarm::percent_imbalance(finish);
+    out.cov = pfarm::coefficient_of_variation(finish);
+    return out;
+}
+
+}  // namespace model
+
+}  // namespace pfarm::sim
