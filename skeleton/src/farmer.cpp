@@ -25,8 +25,10 @@ farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy,
                int max_outstanding, bool reclaim, bool pool, const calibration_result* learned)
     : tasks_(pool ? 0 : tasks), min_chunk_(min_chunk), policy_(std::move(policy)), max_outstanding_(max_outstanding),
       reclaim_(reclaim), pool_(pool), expected_(tasks) {
-    if (max_outstanding < 1 || max_outstanding > 2)
-        throw invalid_argument("max_outstanding", "is " + std::to_string(max_outstanding) + "; expected 1 or 2");
+    if (max_outstanding < 1 || max_outstanding > (reclaim ? 2 : max_held))
+        throw invalid_argument("max_outstanding", "is " + std::to_string(max_outstanding) + "; expected 1.." +
+                                                      std::to_string(reclaim ? 2 : max_held) +
+                                                      (reclaim ? " with reclaim" : ""));
     if (tasks < 1) throw invalid_argument("tasks", "is " + std::to_string(tasks) + "; expected >= 1");
     if (workers < 1) throw invalid_argument("workers", "is " + std::to_string(workers) + "; expected >= 1");
     if (min_chunk < 1)
@@ -90,6 +92,18 @@ decision farmer::assign(int worker, task_count first, task_count count, bool cal
     ++w.version;
     w.reclaimable = reclaim_ && !calibration_task;  // a new chunk may be asked, even after a 0 answer
     return {decision::kind::assign, c, calibration_task};
+}
+
+inline void farmer::pop_oldest(worker_state& w) {
+    // On every completion's path: two chunks at most (prefetch) shift without a loop; a master's deeper pipeline
+    // (max_held) loops.
+    w.in_flight[0] = w.in_flight[1];
+    w.assigned_at[0] = w.assigned_at[1];
+    if (w.held > 2) [[unlikely]]
+        for (int i = 2; i < w.held; ++i) w.in_flight[i - 1] = w.in_flight[i], w.assigned_at[i - 1] = w.assigned_at[i];
+    --w.held;
+    w.in_flight[w.held] = {};
+    ++w.version;
 }
 
 decision farmer::stop_worker(int worker) {
@@ -311,11 +325,7 @@ const completion& farmer::complete(int worker, double seconds, const resource_sa
         throw internal_error("farmer: worker " + std::to_string(worker) + " completed a chunk that was cancelled");
     const chunk c = w.in_flight[0];
     const task_count count = c.count;
-    w.in_flight[0] = w.in_flight[1];
-    w.in_flight[1] = {};
-    w.assigned_at[0] = w.assigned_at[1];
-    ++w.version;
-    --w.held;
+    pop_oldest(w);
     completion_.deliver.clear();
     completion_.cancel.clear();
     task_count counted = count;  // tasks completed for the first time
@@ -378,6 +388,9 @@ void farmer::set_stragglers(const straggler_rule& rule) {
         throw invalid_argument("stragglers", "slack is " + std::to_string(rule.slack) + "; expected a finite value >= 0");
     if (rule.factor > 0.0 && pool_)
         throw invalid_argument("stragglers", "are not handled by a hierarchical master (pool mode)");
+    if (rule.factor > 0.0 && max_outstanding_ > 2)
+        throw invalid_argument("stragglers", "re-execute one of two chunks at most; max_outstanding is " +
+                                                 std::to_string(max_outstanding_));
     straggle_ = rule;
 }
 
@@ -460,11 +473,7 @@ void farmer::drop(int worker) {
     if (!w.cancelled || w.held == 0)
         throw internal_error("farmer: worker " + std::to_string(worker) + " dropped a chunk that was not cancelled");
     w.cancelled = false;
-    w.in_flight[0] = w.in_flight[1];
-    w.in_flight[1] = {};
-    w.assigned_at[0] = w.assigned_at[1];
-    ++w.version;
-    --w.held;
+    pop_oldest(w);
 }
 
 void farmer::run_queue_changed(int worker, double queue) {

@@ -18,7 +18,8 @@ reply_message reply(reply_message::kind what) {
 
 farmer_session::farmer_session(task_count tasks, int workers, std::unique_ptr<technique> policy,
                                const farmer_session_options& options)
-    : farmer_(tasks, workers, std::move(policy), options.min_chunk, options.prefetch ? 2 : 1, options.reclaim,
+    : farmer_(tasks, workers, std::move(policy), options.min_chunk,
+              options.depth > 0 ? options.depth : options.prefetch ? 2 : 1, options.reclaim,
                options.pool, options.learned),
       options_(options) {
     needs_ = farmer_.policy().needs();
@@ -184,6 +185,15 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
     throw internal_error("farmer session: message kind " + std::to_string(static_cast<int>(m.what)));
 }
 
+inline farmer_session::held_chunk farmer_session::pop_held(int worker) {
+    auto& w = workers_[static_cast<std::size_t>(worker)];
+    const held_chunk h = w.held[0];
+    w.held[0] = w.held[1];  // two at most but for a hierarchical master's deeper pipeline (farmer::max_held)
+    if (const int n = farmer_.held(worker); n > 2) [[unlikely]]
+        for (int i = 2; i < n; ++i) w.held[i - 1] = w.held[i];
+    return h;
+}
+
 void farmer_session::accept(int worker, const request_message& m) {
     auto& w = workers_[static_cast<std::size_t>(worker)];
     if (farmer_.held(worker) == 0)
@@ -197,9 +207,8 @@ void farmer_session::accept(int worker, const request_message& m) {
         discard(worker);
         return;
     }
-    const held_chunk h = w.held[0];  // the oldest chunk in flight; farmer_.complete() below drops it there too
+    const held_chunk h = pop_held(worker);  // the oldest chunk in flight; farmer_.complete() below drops it there too
     const task_count size = w.chunks[h.size_index];
-    w.held[0] = w.held[1];
     if (options_.keep_records) {
         chunk_trace& r = records_[h.record_index];
         if (r.first != m.done.first || r.count != m.done.count)
@@ -229,8 +238,7 @@ void farmer_session::accept(int worker, const request_message& m) {
 
 void farmer_session::discard(int worker) {
     auto& w = workers_[static_cast<std::size_t>(worker)];
-    const held_chunk h = w.held[0];
-    w.held[0] = w.held[1];
+    const held_chunk h = pop_held(worker);
     farmer_.drop(worker);
     // It counts nowhere: not in the worker's chunks, not in the records (the chunk's results came from elsewhere).
     w.chunks.erase(h.size_index);

@@ -20,7 +20,8 @@ farmer_session_options pooled(farmer_session_options o) {
 master_session::master_session(int workers, std::unique_ptr<technique> policy, const master_session_options& options)
     : group_(options.expected, workers, std::move(policy), pooled(options.group)),
       up_(worker_session_options{.prefetch = true,
-                                 .prefetch_lead = std::numeric_limits<double>::infinity(),
+                                 .prefetch_lead = 0.0,  // it asks at ask_ahead() only (depth > 2)
+                                 .depth = master_depth,
                                  .readings_each = options.readings_each,
                                  .readings_calibration = options.readings_calibration}),
       powers_(options.powers) {
@@ -98,25 +99,34 @@ task_count master_session::next_unhanded(const chunk& c) const {
     return c.first + c.count - left;
 }
 
+bool master_session::refill_due() const {
+    // The next chunk is due once the hand-out has reached the newest chunk held (the first one: once half of it is
+    // handed out), whether the older chunks' results are in or not.
+    const chunk& newest = held_.back().work;
+    const task_count left = newest.first + newest.count - next_unhanded(newest);  // its tasks still in the pool
+    if (pool_left() != left) return false;                                        // an older chunk is still served
+    return received_.size() > 1 || left <= std::max<task_count>(1, newest.count / 2);
+}
+
 void master_session::settle(double now) {
     while (up_.computing() && !held_.empty() && !up_.ended()) {
         const held_chunk& h = held_.front();
         if (h.work != up_.current())
             throw internal_error("master session: the up session computes a chunk it does not hold first");
-        if (h.done == h.work.count) {  // every result is in: the chunk ends, its results go up
-            const double arrived = h.arrived;
-            held_.pop_front();
-            take_up(up_.on_chunk_done(now - arrived, arrived, now));
-            continue;
+        const bool due = refill_due() && !up_.request_out();
+        if (h.done != h.work.count) {  // its last results are still coming; the refill does not wait for them
+            if (due) take_up(up_.ask_ahead());
+            return;
         }
-        if (up_.ask_at() >= 0) {
-            const task_count next = next_unhanded(h.work);
-            if (next >= up_.ask_at()) {
-                take_up(up_.on_boundary(next));
-                continue;
-            }
+        // Every result of its oldest chunk is in: they go up with the next request, now when it is due, or at once
+        // when no request will come (a stop came); else they wait for it.
+        if (up_.asks_ahead()) {
+            if (!due) return;
+            take_up(up_.ask_ahead(true));
         }
-        break;
+        const double arrived = h.arrived;
+        held_.pop_front();
+        take_up(up_.on_chunk_done(now - arrived, arrived, now));
     }
 }
 

@@ -6,8 +6,9 @@
 //     to its master exactly as to the flat farmer (its session, its compute model, reclaim, prefetch; `latency`
 //     one way).
 //   - Every master and the supermaster is one server, like the flat farmer: it serves the messages that reached it
-//     one at a time in arrival order (ties by sender: workers by index, then masters by index; a victim's answer to
-//     a reclaim first). A master's inbox holds its workers' messages and the supermaster's replies; serving one is
+//     one at a time in arrival order (ties by sender: workers by index, then masters by index), a master the
+//     supermaster's replies first (they refill its pool), then a victim's answer to a reclaim (as the MPI driver
+//     does, skeleton/mpi/src/hierarchical.cpp). A master's inbox holds its workers' messages and the supermaster's replies; serving one is
 //     master_session::on_message() or on_reply(), and each answer among its actions (a reply to a worker, a worker
 //     parked, a message up) takes `master_overhead` (default `overhead`), one after the other. The supermaster
 //     serves the masters' messages with farmer_session::on_message(), each answer taking `supermaster_overhead`
@@ -93,7 +94,7 @@ result simulate_hierarchical(const platform& given, const workload& wl, const st
     }
     const technique_options top_options = master_options(options, groups, top_name, run.master_technique.empty());
     farmer_session top(wl.tasks, k, make_technique(top_name, top_options, k),
-                       {.min_chunk = top_options.min_chunk, .prefetch = true, .reclaim = false, .request_cost = 0.0,
+                       {.min_chunk = top_options.min_chunk, .prefetch = true, .depth = master_depth, .reclaim = false, .request_cost = 0.0,
                         .keep_records = false, .pool = false, .stragglers = {}, .clock = {}});
     const technique_needs& top_needs = top.needs();
 
@@ -276,7 +277,7 @@ result simulate_hierarchical(const platform& given, const workload& wl, const st
     };
 
     const auto servers = static_cast<std::size_t>(k + 1);
-    std::vector<queue> inbox(servers), answers(servers);
+    std::vector<queue> inbox(servers), answers(servers), replies(servers);  // served replies first, then answers
     std::vector<bool> turn_pending(servers, false);
     std::vector<double> free_at(servers, 0.0);
     const auto turn = [&](int s, double t) {
@@ -296,16 +297,16 @@ result simulate_hierarchical(const platform& given, const workload& wl, const st
         case hevent::kind::turn: {
             const auto s = static_cast<std::size_t>(e.server);
             turn_pending[s] = false;
-            auto& from = answers[s].empty() ? inbox[s] : answers[s];
+            auto& from = !replies[s].empty() ? replies[s] : !answers[s].empty() ? answers[s] : inbox[s];
             const hevent m = from.top();
             from.pop();
             free_at[s] = serve(e.server, m, e.time);
-            if (!inbox[s].empty() || !answers[s].empty()) turn(e.server, free_at[s]);
+            if (!inbox[s].empty() || !answers[s].empty() || !replies[s].empty()) turn(e.server, free_at[s]);
             break;
         }
         case hevent::kind::to_server: {
             const auto s = static_cast<std::size_t>(e.server);
-            (e.answer_first ? answers[s] : inbox[s]).push(e);
+            (e.from < 0 ? replies[s] : e.answer_first ? answers[s] : inbox[s]).push(e);
             if (!turn_pending[s]) turn(e.server, std::max(e.time, free_at[s]));
             break;
         }

@@ -9,7 +9,34 @@
 
 namespace pfarm {
 
-worker_session::worker_session(const worker_session_options& options) : options_(options) {}
+worker_session::worker_session(const worker_session_options& options) : options_(options) {
+    if (options.depth < 0 || options.depth > farmer::max_held)
+        throw invalid_argument("depth", "is " + std::to_string(options.depth) + "; expected 0 (from prefetch) or 1.." +
+                                            std::to_string(farmer::max_held));
+    depth_ = options.depth > 0 ? options.depth : options.prefetch ? 2 : 1;
+    driver_asks_ = depth_ > 2;
+}
+
+void worker_session::push_ahead(const reply_message& r) {
+    if (static_cast<int>(ahead_count_) + 1 >= std::max(depth_, 2)) [[unlikely]]
+        too_many_ahead();
+    ahead_[ahead_count_++] = r;
+}
+
+void worker_session::too_many_ahead() const {
+    throw internal_error("worker session: more replies ahead than its depth (" + std::to_string(depth_) + ") allows");
+}
+
+reply_message worker_session::pop_ahead() {
+    const reply_message r = ahead_[0];
+    if (--ahead_count_ > 0) [[unlikely]]  // more than one ahead: a hierarchical master (depth > 2)
+        for (std::size_t i = 0; i < ahead_count_; ++i) ahead_[i] = ahead_[i + 1];
+    return r;
+}
+
+int worker_session::held() const noexcept {
+    return (computing_ || holds_results_ ? 1 : 0) + static_cast<int>(ahead_count_) + (out_ ? 1 : 0);
+}
 
 worker_action& worker_session::add(worker_action::kind what) {
     if (used_ == slots_.size()) throw internal_error("worker session: more than four actions for one event");
@@ -42,7 +69,7 @@ void worker_session::ask(request_message::kind kind, bool with_results) {
 
 worker_session::actions worker_session::start() {
     used_ = 0;
-    prefetching_ = options_.prefetch;
+    prefetching_ = depth_ > 1;
     ask(request_message::kind::ask, false);
     return {slots_.data(), used_};
 }
@@ -55,11 +82,11 @@ void worker_session::begin(const reply_message& r) {
     // Ask for the chunk after this one before it ends, unless one is asked already or this is the calibration
     // task: prefetch_lead before its end, estimated from the last chunk's pace (halfway with none yet).
     ask_at_ = -1;
-    if (prefetching_ && !asked_ahead_ && !r.calibration) {
+    if (prefetching_ && !driver_asks_ && !out_ && !r.calibration) {
         const task_count at = plan_ask(r);
         if (at <= r.work.first) {
             ask(request_message::kind::ask, false);
-            asked_ahead_ = true;
+            out_ = true;
         } else {
             ask_at_ = at;
         }
@@ -84,19 +111,20 @@ void worker_session::advance(const reply_message& r) {
     switch (r.what) {
     case reply_message::kind::assign:
         // The results go now; the request for the chunk after r's goes with them when it is due at once (short
-        // tasks), else alone, prefetch_lead before r's chunk ends (begin()).
-        asked_ahead_ = false;
-        if (plan_ask(r) <= r.work.first) {
+        // tasks; depth > 2: when the driver asked while it held `depth` chunks), else alone, prefetch_lead before
+        // r's chunk ends (begin(); depth > 2: at ask_ahead()).
+        if (!out_ && (driver_asks_ ? wanted_ : plan_ask(r) <= r.work.first)) {
             ask(request_message::kind::ask, true);
-            asked_ahead_ = true;
+            out_ = true;
         } else {
             ask(request_message::kind::results, true);
         }
+        wanted_ = false;
         begin(r);
         return;
     case reply_message::kind::later:  // the pool is empty: ask again with nothing in hand, and never ahead
         ask(request_message::kind::ask, true);
-        prefetching_ = asked_ahead_ = false;
+        prefetching_ = wanted_ = false;
         return;
     case reply_message::kind::stop:
         ask(request_message::kind::final, true);
@@ -121,16 +149,17 @@ worker_session::actions worker_session::on_reply(const reply_message& r) {
         return {slots_.data(), used_};
     }
     if (failed_) return {slots_.data(), used_};  // replies in flight when it failed: it waits for the abort
-    if (computing_) {              // prefetch: the reply for the chunk after the current one
-        if (ahead_) throw internal_error("worker session: two replies ahead");
-        ahead_ = r;
+    if (computing_) {              // prefetch: the reply for the chunk after those it holds
+        out_ = false;
+        push_ahead(r);
         return {slots_.data(), used_};
     }
-    if (holds_results_) {  // its chunk ended before this reply came
+    if (holds_results_) {  // its chunk ended before this reply came (none was ahead)
+        out_ = false;
         advance(r);
         return {slots_.data(), used_};
     }
-    asked_ahead_ = false;  // (a chunk cancelled while its request ahead was out: this is its answer)
+    out_ = false;  // (a chunk cancelled while its request ahead was out: this is its answer)
     switch (r.what) {
     case reply_message::kind::assign: begin(r); break;
     case reply_message::kind::stop: ended_ = true; break;
@@ -152,12 +181,11 @@ worker_session::actions worker_session::on_chunk_done(double seconds, double sta
     ask_at_ = -1;  // not reached (a chunk shrunk by a reclaim): the results go with a plain request
     seconds_ = seconds, started_ = started, finished_ = finished;
     if (current_.count > 0 && !current_calibration_) seconds_per_task_ = seconds / static_cast<double>(current_.count);
-    if (!asked_ahead_) {
+    if (ahead_count_ > 0) {
+        advance(pop_ahead());
+    } else if (!out_) {
         ask(request_message::kind::ask, true);
-    } else if (ahead_) {
-        const reply_message r = *ahead_;
-        ahead_.reset();
-        advance(r);
+        wanted_ = false;
     }  // else the reply asked ahead has not come: advance() when it does
     return {slots_.data(), used_};
 }
@@ -172,11 +200,12 @@ worker_session::actions worker_session::on_reclaim(const reply_message& r, task_
         asked.share = r.share;
         asked.thief_seconds = r.thief_seconds;
         asked.thief_busy = r.thief_busy;
-        const bool prefetched = ahead_ && ahead_->what == reply_message::kind::assign;
-        given = victim_gives(asked, seconds_per_task, current_, next_task, prefetched ? ahead_->work : chunk{});
+        // (reclaim: depth 2 at most, farmer.hpp, so at most one reply ahead)
+        const bool prefetched = ahead_count_ > 0 && ahead_[0].what == reply_message::kind::assign;
+        given = victim_gives(asked, seconds_per_task, current_, next_task, prefetched ? ahead_[0].work : chunk{});
         if (given.count > 0) {  // the unstarted end of the chunk it computes, or of the prefetched one
             if (given.first + given.count == current_.first + current_.count) current_.count -= given.count;
-            else ahead_->work.count -= given.count;
+            else ahead_[0].work.count -= given.count;
         }
     }
     // A request ahead planned past the new end of its chunk goes before its last task, or now.
@@ -188,7 +217,7 @@ worker_session::actions worker_session::on_reclaim(const reply_message& r, task_
     a.message.done = given;
     if (ask_now) {
         ask(request_message::kind::ask, false);
-        asked_ahead_ = true;
+        out_ = true;
         ask_at_ = -1;
     }
     return {slots_.data(), used_};
@@ -205,14 +234,12 @@ void worker_session::cancel(chunk c) {
     worker_action& a = add(worker_action::kind::send);
     a.message.what = request_message::kind::dropped;
     a.message.done = c;
-    if (!asked_ahead_) {
+    if (!out_ && ahead_count_ == 0) {
         ask(request_message::kind::ask, false);
         return;
     }
-    if (!ahead_) return;  // its answer comes as to a worker with nothing in hand
-    const reply_message r = *ahead_;
-    ahead_.reset();
-    asked_ahead_ = false;
+    if (ahead_count_ == 0) return;  // its answer comes as to a worker with nothing in hand
+    const reply_message r = pop_ahead();
     switch (r.what) {
     case reply_message::kind::assign: begin(r); return;
     case reply_message::kind::stop: ended_ = true; return;  // the farmer retires it on `dropped`
@@ -229,7 +256,25 @@ worker_session::actions worker_session::on_boundary(task_count next_task) {
     if (ask_at_ >= 0 && computing_ && !failed_ && next_task >= ask_at_) {
         ask_at_ = -1;
         ask(request_message::kind::ask, false);
-        asked_ahead_ = true;
+        out_ = true;
+    }
+    return {slots_.data(), used_};
+}
+
+bool worker_session::asks_ahead() const noexcept {
+    return driver_asks_ && prefetching_ && !ended_ && !failed_ &&
+           (ahead_count_ == 0 || ahead_[ahead_count_ - 1].what == reply_message::kind::assign);
+}
+
+worker_session::actions worker_session::ask_ahead(bool with_results) {
+    used_ = 0;
+    if (!asks_ahead() || out_ || !computing_ || current_calibration_) return {slots_.data(), used_};
+    if (!with_results && held() < depth_) {
+        ask(request_message::kind::ask, false);
+        out_ = true;
+        wanted_ = false;
+    } else {
+        wanted_ = true;  // it goes with the results of the chunk computed (advance(), on_chunk_done())
     }
     return {slots_.data(), used_};
 }

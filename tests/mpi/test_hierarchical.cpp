@@ -11,8 +11,9 @@
 //               and gss, with
 //               and without prefetch; fixed results and results of any size): reclaims move tasks, each task once
 //   requests    the supermaster's requests (farm_report::farmer_requests) against the flat farmer's on the same run
-//               (ss, one task per request): a small fraction; each master's answered requests add up; past a master's
-//               first two requests, each carries the results of its chunk before (one message, seed 002 Remark 3)
+//               (ss, one task per request): a small fraction; each master's answered requests add up; a chunk's
+//               results go with a master's next request (one message, seed 002 Remark 3) but for the chunks it still
+//               held when its stop came (at most master_depth per master)
 //   failure     a task that throws on a worker ends the farm with worker_error naming the task and the rank that ran
 //               it, on every rank (plain, prefetch, reclaim), as in the flat farm; tasks failing at once in two
 //               groups, and during multi's calibration; a streamed result's callback that
@@ -22,6 +23,7 @@
 //   nodes       masters = 0: one master per node; on one node, one master (rank 1) over every other rank
 #include "mpi_check.hpp"
 #include "pfarm/farm.hpp"
+#include "pfarm/master_session.hpp"
 #include "pfarm/mpi.hpp"
 #include "pfarm/registry.hpp"
 
@@ -310,11 +312,11 @@ void requests() {
                 h.master_ranks.size());
     for (auto n : h.master_requests) std::printf(" %lld", static_cast<long long>(n));
     std::printf("\n");
-    // Seed 002, Remark 3: past a master's first two requests (its first chunk and the one ahead), each carries the
-    // results of the chunk before.
+    // Seed 002, Remark 3: a chunk's results go up with a master's next request; only the chunks a master still held
+    // when its stop came (at most master_depth - 1) go alone, and its first request and its stop's carry none.
     const auto masters = static_cast<long long>(h.master_ranks.size());
-    CHECK(merged >= h.farmer_requests - 2 * masters, "%lld of %lld requests up carried results", merged,
-          static_cast<long long>(h.farmer_requests));
+    CHECK(merged >= h.farmer_requests - masters * pfarm::master_depth, "%lld of %lld requests up carried results",
+          merged, static_cast<long long>(h.farmer_requests));
     CHECK(a.farmer_requests >= tasks, "the flat farmer answered %lld requests for %lld tasks of ss",
           static_cast<long long>(a.farmer_requests), static_cast<long long>(tasks));
     CHECK(h.farmer_requests > 0 && h.farmer_requests * 20 <= a.farmer_requests,

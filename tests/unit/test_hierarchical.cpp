@@ -1,5 +1,6 @@
-// The hierarchical farmer (issue 14): the farmer's pool mode, the master session (refill before the pool runs dry,
-// every task once under random event orders, merged up-messages, failures), and the simulator's hierarchical runs
+// The hierarchical farmer (issue 14): the farmer's pool mode, the master session (refill before the pool runs dry and
+// without waiting for an older chunk's last result, every task once under random event orders, merged up-messages,
+// failures), and the simulator's hierarchical runs
 // (every technique with 2 and 4 masters, the supermaster's request count against the flat farmer's, the weighted
 // H-techniques, options and errors).
 #include "test_support.hpp"
@@ -108,6 +109,7 @@ struct random_farm {
     std::vector<pfarm::worker_session> workers;
     std::vector<message> bag;
     std::vector<task_count> computed, delivered_top;
+    int deepest = 0;  ///< the most chunks a master held at once (its up session's)
     std::mt19937_64 random;
 
     random_farm(task_count n, int k, int p, const std::string& technique, bool prefetch, bool reclaim, std::uint64_t seed)
@@ -115,7 +117,7 @@ struct random_farm {
         auto top_options = pfarm::master_options(runnable_options(), groups(k, p));
         top = std::make_unique<pfarm::farmer_session>(
             n, k, pfarm::make_technique(pfarm::default_master_technique(technique), top_options, k),
-            pfarm::farmer_session_options{.min_chunk = top_options.min_chunk, .prefetch = true});
+            pfarm::farmer_session_options{.min_chunk = top_options.min_chunk, .prefetch = true, .depth = pfarm::master_depth});
         for (int m = 0; m < k; ++m) {
             pfarm::master_session_options o;
             o.group.prefetch = prefetch;
@@ -205,6 +207,7 @@ struct random_farm {
                 auto& master = *masters[static_cast<std::size_t>(m.group)];
                 if (m.from_top) from_master(m.group, master.on_reply(m.reply, now));
                 else from_master(m.group, master.on_message(m.who - first_of[static_cast<std::size_t>(m.group)], m.request, now));
+                deepest = std::max(deepest, master.up().held());
                 break;
             }
             case message::to::worker: {
@@ -227,6 +230,7 @@ struct random_farm {
 class MasterSessionRandom : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MasterSessionRandom, EveryTaskOnceUnderRandomEventOrders) {
+    int deepest = 0;
     for (std::uint64_t seed = 1; seed <= 6; ++seed) {
         const bool prefetch = seed % 2 == 0, reclaim = seed % 3 == 0;
         random_farm farm(157, seed % 2 == 0 ? 2 : 3, 8, GetParam(), prefetch, reclaim, seed);
@@ -241,14 +245,18 @@ TEST_P(MasterSessionRandom, EveryTaskOnceUnderRandomEventOrders) {
             ASSERT_EQ(farm.delivered_top[static_cast<std::size_t>(t)], 1) << "task " << t << " reached the supermaster once";
         }
         EXPECT_TRUE(farm.top->decisions().done());
+        EXPECT_LE(farm.deepest, pfarm::master_depth);
+        deepest = std::max(deepest, farm.deepest);
     }
+    EXPECT_GT(deepest, 2) << "some master held more than two chunks (the refill rule)";
 }
 
 INSTANTIATE_TEST_SUITE_P(Techniques, MasterSessionRandom,
                          ::testing::Values("ss", "gss", "fss", "tss", "static", "dtss", "dgss", "multi", "dealdyn-sm",
                                            "n-gss", "awf-c", "css"));
 
-/// A master with one worker, driven by hand: it asks for more before its pool runs dry, and merges.
+/// A master with two workers, driven by hand: it asks for more before its pool runs dry, and a chunk's results go up
+/// with a later request (merged).
 TEST(MasterSession, RefillsBeforeThePoolRunsDryAndMergesResultsWithTheNextRequest) {
     pfarm::master_session_options o;
     o.expected = 40;
@@ -267,48 +275,122 @@ TEST(MasterSession, RefillsBeforeThePoolRunsDryAndMergesResultsWithTheNextReques
     ASSERT_GE(acts.size(), 1u);
     EXPECT_EQ(acts[0].what, pfarm::master_action::kind::send);
     EXPECT_EQ(acts[0].reply.work, (chunk{0, 1}));
-    // Worker 1 asks, worker 0 returns task 0 and asks..., until the up request for the next chunk goes.
-    task_count asked_with_left = -1;
+    // Worker 1 asks, worker 0 returns task 0 and asks..., until an up request goes; the supermaster's replies come
+    // at once (chunks of 10 after the first).
     chunk held[2] = {{0, 1}, {}};
     double t = 2.0;
-    for (int round = 0; round < 12 && asked_with_left < 0; ++round) {
-        for (int w = 0; w < 2 && asked_with_left < 0; ++w) {
+    task_count asked_with_left = -1, next = 10;
+    bool merged = false;
+    for (int round = 0; round < 40 && !merged; ++round) {
+        for (int w = 0; w < 2 && !merged; ++w) {
             pfarm::request_message r;
             r.done = held[w];
             r.seconds = 1.0, r.started = t - 1.0, r.finished = t;
-            const auto& out = m.on_message(w, r, t += 1.0);
+            std::vector<pfarm::master_action> out = m.on_message(w, r, t += 1.0);
             for (const auto& x : out) {
                 if (x.what == pfarm::master_action::kind::send) held[x.worker] = x.reply.work;
-                if (x.what == pfarm::master_action::kind::up && x.message.what == pfarm::request_message::kind::ask)
-                    asked_with_left = m.pool_left();
+                if (x.what != pfarm::master_action::kind::up) continue;
+                EXPECT_EQ(x.message.what, pfarm::request_message::kind::ask);
+                if (asked_with_left < 0) asked_with_left = m.pool_left();
+                if (x.message.done.count > 0) {
+                    EXPECT_EQ(x.message.done, (chunk{0, 10})) << "the first chunk's results, with a request";
+                    merged = true;
+                    continue;
+                }
+                pfarm::reply_message b;
+                b.work = {next, 10};
+                next += 10;
+                for (const auto& y : m.on_reply(b, t += 1.0))
+                    if (y.what == pfarm::master_action::kind::send) held[y.worker] = y.reply.work;
             }
         }
     }
     ASSERT_GE(asked_with_left, 0) << "the master asked for more";
     EXPECT_GT(asked_with_left, 0) << "before its pool ran dry";
-    EXPECT_EQ(m.up_requests(), 2);
-    // The next chunk comes; once the first one's results are all in, they go up with the next request.
-    pfarm::reply_message b;
-    b.work = {10, 10};
-    m.on_reply(b, t += 1.0);
-    bool merged = false;
-    for (int round = 0; round < 20 && !merged; ++round) {
-        for (int w = 0; w < 2 && !merged; ++w) {
-            pfarm::request_message r;
-            r.done = held[w];
-            r.seconds = 1.0, r.started = t - 1.0, r.finished = t;
-            for (const auto& x : m.on_message(w, r, t += 1.0)) {
-                if (x.what == pfarm::master_action::kind::send) held[x.worker] = x.reply.work;
-                if (x.what == pfarm::master_action::kind::up) {
-                    EXPECT_EQ(x.message.what, pfarm::request_message::kind::ask) << "results travel with the next request";
-                    EXPECT_EQ(x.message.done, (chunk{0, 10}));
-                    merged = true;
-                }
-            }
-        }
-    }
     EXPECT_TRUE(merged);
     EXPECT_EQ(m.merged_requests(), 1);
+    EXPECT_EQ(m.up_messages(), m.up_requests()) << "no results went alone";
+}
+
+/// The refill rule (docs/hierarchical.md "Refill rule"): a master asks for its next chunk once the hand-out reaches
+/// the newest chunk it holds, even while an older chunk's last result is still out (a long task), up to
+/// master_depth chunks; then the request waits and goes with that chunk's results.
+TEST(MasterSession, TheRefillDoesNotWaitForAnOlderChunksLastResult) {
+    pfarm::master_session_options o;
+    o.expected = 100;
+    pfarm::master_session m(2, pfarm::make_technique("ss", {}, 2), o);
+    m.start(0.0);
+    double t = 1.0;
+    task_count next = 0, requests_out = 1;  // the first ask is out
+    chunk held[2] = {};
+    std::vector<pfarm::master_action> out;
+    const auto take = [&](const std::vector<pfarm::master_action>& acts) {
+        out.assign(acts.begin(), acts.end());
+        for (const auto& x : out) {
+            if (x.what == pfarm::master_action::kind::send) held[x.worker] = x.reply.work;
+            if (x.what == pfarm::master_action::kind::up && x.message.what == pfarm::request_message::kind::ask)
+                ++requests_out;
+        }
+    };
+    const auto answer_up = [&] {  // the supermaster answers every request out with a chunk of 4
+        while (requests_out > 0) {
+            --requests_out;
+            pfarm::reply_message r;
+            r.work = {next, 4};
+            next += 4;
+            take(m.on_reply(r, t += 1.0));
+        }
+    };
+    answer_up();
+    pfarm::request_message ask;
+    take(m.on_message(0, ask, t += 1.0));
+    take(m.on_message(1, ask, t += 1.0));
+    ASSERT_EQ(held[1], (chunk{1, 1})) << "worker 1 holds task 1 of the first chunk, and keeps it (a long task)";
+    // Worker 0 computes everything else; the master keeps asking while task 1 is out, until it holds master_depth
+    // chunks and its pool is empty.
+    for (int step = 0; step < 200; ++step) {
+        answer_up();
+        pfarm::request_message r;
+        r.done = held[0];
+        r.seconds = 1.0, r.started = t - 1.0, r.finished = t;
+        held[0] = {};
+        take(m.on_message(0, r, t += 1.0));
+        if (held[0].count == 0) break;  // parked: the pool is empty
+    }
+    EXPECT_EQ(static_cast<int>(m.chunks_received().size()), pfarm::master_depth)
+        << "it asked for more while task 1 was out, up to master_depth chunks";
+    EXPECT_EQ(m.up_requests(), pfarm::master_depth) << "one per chunk; the next one waits: it holds master_depth";
+    EXPECT_EQ(m.merged_requests(), 0) << "the first chunk's results are not in";
+    EXPECT_EQ(m.pool_left(), 0);
+    // Task 1's result comes: the first chunk is complete, and its results go up with the request that waited.
+    pfarm::request_message r;
+    r.done = {1, 1};
+    r.seconds = 1.0, r.started = 0.0, r.finished = t;
+    take(m.on_message(1, r, t += 1.0));
+    bool up = false;
+    for (const auto& x : out)
+        if (x.what == pfarm::master_action::kind::up) {
+            EXPECT_EQ(x.message.what, pfarm::request_message::kind::ask);
+            EXPECT_EQ(x.message.done, (chunk{0, 4}));
+            up = true;
+        }
+    EXPECT_TRUE(up);
+    EXPECT_EQ(m.up_requests(), pfarm::master_depth + 1);
+    EXPECT_EQ(m.merged_requests(), 1);
+}
+
+TEST(MasterSession, DepthNeedsNoReclaimAndABoundedWorkerSession) {
+    using pfarm::testing::expect_invalid;
+    expect_invalid([] { pfarm::farmer f(10, 2, pfarm::make_technique("ss", {}, 2), 1, 3, true); }, "max_outstanding");
+    expect_invalid([] { pfarm::farmer f(10, 2, pfarm::make_technique("ss", {}, 2), 1, pfarm::farmer::max_held + 1); },
+                   "max_outstanding");
+    expect_invalid([] { pfarm::worker_session w({.prefetch = true, .depth = pfarm::farmer::max_held + 1}); }, "depth");
+    pfarm::farmer f(10, 2, pfarm::make_technique("ss", {}, 2), 1, 3);
+    expect_invalid([&] { f.set_stragglers({2.0, 0.0}); }, "stragglers");
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(f.request(0).work, (chunk{i, 1}));
+    f.complete(0, 1.0);
+    EXPECT_EQ(f.in_flight(0, 0), (chunk{1, 1})) << "the oldest completes first";
+    EXPECT_EQ(f.held(0), 2);
 }
 
 TEST(MasterSession, AWorkerFailureAbortsTheGroupAndGoesUp) {
@@ -424,7 +506,12 @@ TEST(HierarchicalSimulator, TheSupermasterAnswersAFewPercentOfTheFlatFarmersRequ
     task_count up = 0, merged = 0;
     for (std::size_t m = 0; m < hier.master_requests.size(); ++m) up += hier.master_requests[m], merged += hier.master_merged[m];
     EXPECT_EQ(up, hier.farmer_requests) << "every request the supermaster served came from a master";
-    EXPECT_GE(merged, up - 2 * 4) << "all but the first two requests of a master carry results";
+    task_count chunks = 0;
+    for (task_count c : hier.master_chunks) chunks += c;
+    EXPECT_EQ(hier.farmer_messages, hier.farmer_requests + chunks - merged)
+        << "each chunk's results went up in one message: with a request, else alone or final";
+    EXPECT_GE(merged, up - 4 * pfarm::master_depth)
+        << "a chunk's results go with a request but for those held when the stop came (seed 002, Remark 3)";
     expect_every_task_once(hier, w.tasks);
 }
 

@@ -12,8 +12,10 @@
 //   the loop is over when   f.done()
 //
 // A worker holds at most `max_outstanding` chunks (1, or 2 with prefetch: it asks for the next chunk before
-// computing the current one); complete() always completes its oldest chunk. Calibration tasks are one at a
-// time whatever the limit.
+// computing the current one; up to max_held for a hierarchical master facing its supermaster, which asks for a
+// chunk while older ones' results are still coming: master_session.hpp "Refill rule"); complete() always
+// completes its oldest chunk. Calibration tasks are one at a time whatever the limit. Reclaim and stragglers
+// take back or re-execute one of two chunks at most: with them the limit is 1 or 2.
 //
 // Reclaim (work take-back, optional, docs/skeleton.md "Reclaim"): once every task is handed out, a worker
 // that asks with nothing in hand gets `reclaim` instead of `stop` while some other worker (the victim) is
@@ -117,8 +119,12 @@ struct release_outcome {
 
 class farmer {
 public:
-    /// `tasks` >= 1 (else invalid_argument "tasks"), `workers` >= 1 (else invalid_argument "workers").
-    /// `reclaim` turns work take-back on (with max_outstanding 1 or 2). `learned`: a calibration kept from an
+    /// The most chunks a worker may hold (max_outstanding).
+    static constexpr int max_held = 8;
+
+    /// `tasks` >= 1 (else invalid_argument "tasks"), `workers` >= 1 (else invalid_argument "workers"),
+    /// 1 <= max_outstanding <= max_held, at most 2 with reclaim (else invalid_argument "max_outstanding").
+    /// `reclaim` turns work take-back on. `learned`: a calibration kept from an
     /// earlier farm of the same loop (pfarm/schedule.hpp), one fitness per worker: a technique that calibrates
     /// starts from it at once, with no calibration tasks (null, or another worker count: it calibrates).
     farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk = 1,
@@ -181,7 +187,8 @@ public:
     /// Reclaims answered with at least one task, and tasks moved by them.
     task_count reclaims() const noexcept { return reclaims_; }
     task_count reclaimed_tasks() const noexcept { return reclaimed_tasks_; }
-    /// How many chunks worker `worker` holds (0, 1 or 2), and the i-th of them, oldest first (shrunk by reclaims).
+    /// How many chunks worker `worker` holds (0 to max_outstanding), and the i-th of them, oldest first (shrunk by
+    /// reclaims).
     int held(int worker) const { return workers_.at(static_cast<std::size_t>(worker)).held; }
     chunk in_flight(int worker, int i) const { return workers_.at(static_cast<std::size_t>(worker)).in_flight[i]; }
     /// Whether worker `worker` is being asked to give tasks back (its answer is due).
@@ -195,12 +202,12 @@ public:
 private:
     enum class phase { calibrating, scheduling };
     struct worker_state {
-        chunk in_flight[2];                  ///< the chunks it holds, oldest first (shrunk by reclaims)
+        chunk in_flight[max_held];           ///< the chunks it holds, oldest first (shrunk by reclaims)
         int held = 0;                        ///< how many of them are in flight
         bool calibrated = false;             ///< its calibration task is done
         bool stopped = false;
         // Reclaim bookkeeping: what the farmer knows of its chunks and its speed.
-        double assigned_at[2] = {0.0, 0.0};  ///< when the chunks in flight were handed out (the driver's clock)
+        double assigned_at[max_held] = {};   ///< when the chunks in flight were handed out (the driver's clock)
         std::uint64_t version = 0;           ///< bumped whenever the chunks it holds change
         bool reclaimable = false;            ///< may still be asked to give tasks back
         int thief = -1;                      ///< a reclaim is pending: the worker waiting for its answer
@@ -232,6 +239,7 @@ private:
     }
     [[noreturn]] void bad_worker(int worker) const;
     decision assign(int worker, task_count first, task_count count, bool calibration_task, double now);
+    static void pop_oldest(worker_state& w);  ///< its oldest chunk in flight is gone (completed or dropped)
     chunk take_from_pool(task_count count);  ///< pool mode: the next `count` tasks, cut at the first range's end
     task_count loop_size() const noexcept { return pool_ ? expected_ : tasks_; }
     decision take_back(int worker, double now);

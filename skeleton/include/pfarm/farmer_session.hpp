@@ -49,6 +49,9 @@ namespace pfarm {
 struct farmer_session_options {
     task_count min_chunk = 1;
     bool prefetch = false;        ///< a worker may hold two chunks (it asks ahead)
+    /// The most chunks a worker may hold, when more than prefetch's two (up to farmer::max_held, without reclaim
+    /// and stragglers): a supermaster over hierarchical masters (master_depth, master_session.hpp). 0: from prefetch.
+    int depth = 0;
     bool reclaim = false;         ///< work take-back (farmer.hpp "Reclaim")
     double request_cost = 0.0;    ///< reclaim: one request's round trip, what a reclaim must win (seconds)
     bool keep_records = false;    ///< keep a chunk_trace per chunk (records())
@@ -131,7 +134,7 @@ private:
         std::size_t record_index = 0;  ///< its entry in records_ (keep_records)
     };
     struct worker_state {
-        held_chunk held[2];  ///< where the farmer's chunks in flight (farmer::held, in_flight) are recorded, oldest first
+        held_chunk held[farmer::max_held];  ///< where the farmer's chunks in flight (farmer::held, in_flight) are recorded, oldest first
         bool awaiting = false;   ///< has a request with no reply yet (parked, or a thief)
         bool stop_sent = false;
         bool retired = false;
@@ -161,6 +164,7 @@ private:
     void abort_all();
     void retire(int worker);
     void send(int worker, const reply_message& r) { actions_.push_back({farmer_action::kind::send, worker, r, {}}); }
+    held_chunk pop_held(int worker);  ///< where its oldest chunk is recorded, which leaves the farmer's chunks in flight
 
     farmer farmer_;
     farmer_session_options options_;

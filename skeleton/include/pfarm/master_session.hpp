@@ -11,15 +11,18 @@
 //
 //   - a chunk the supermaster assigns joins the pool when its reply arrives (even while the up session still
 //     computes the previous chunk: the reply it holds "ahead");
-//   - the up session "computes" a chunk while its tasks are out in the group: the chunk's boundary is the pool's
-//     hand-out position in it, and the chunk ends when its last result is in (its time: from its arrival to then);
-//   - refill rule: the up session asks ahead (prefetch) with an infinite lead, so a master asks for its next
-//     chunk when half of its first chunk is handed out, and afterwards whenever it starts serving a chunk: while
-//     the request is out its pool still holds the rest of the chunk being served. Every up message after the first
-//     ask is then one message carrying a chunk's results and the next request (seed 002, Remark 3); a `stop` from
-//     the supermaster closes the pool (the workers are stopped, or take tasks back, once it is empty);
+//   - the up session "computes" a chunk while its tasks are out in the group; the chunk ends when its last result is
+//     in (its time: from its arrival to then);
+//   - refill rule: a master asks for its next chunk once the hand-out reaches the newest chunk it holds (its first
+//     chunk: once half of it is handed out), whether the older chunks' last results are in or not: while the request
+//     is out its pool still holds the rest of that chunk. The up session has depth master_depth (worker_session.hpp
+//     "Depth"; the supermaster allows as many chunks per master): the chunks whose last results are still coming
+//     (a long task) do not hold the refill back, up to master_depth chunks; with that many held, the request waits
+//     for the oldest chunk's results and goes with them. A `stop` from the supermaster closes the pool (the workers
+//     are stopped, or take tasks back, once it is empty);
 //   - results go up in the order the chunks came (the up session completes its oldest chunk first): a chunk
-//     finished early waits at the master for the one before it;
+//     finished early waits at the master for the one before it; a complete chunk's results go with the master's
+//     next request (seed 002, Remark 3: one message), or at once when none will come (a stop came);
 //   - readings: when the supermaster's technique needs them, a master's request carries its group's: run queue
 //     sum V_j / sum (V_j / Q_j) over its workers' latest readings (so that the weighted schemes' A = V / Q of the
 //     master is the sum of its workers' A_j), availability their mean, benchmark their sum, latency their maximum,
@@ -51,6 +54,12 @@
 #include <vector>
 
 namespace pfarm {
+
+/// The most supermaster chunks a master holds at once, asked for included (the supermaster's
+/// farmer_session_options::depth): those whose last results are still coming, the one it serves, the next one.
+/// 8: on the Mandelbrot profile at 8,192 workers and 16 masters no master needed more (4 gave 1.180 of the bound,
+/// 8 and 16 both 1.163; docs/hierarchical.md "Refill rule").
+inline constexpr int master_depth = farmer::max_held;
 
 struct master_session_options {
     /// Facing down: the group's farm (min_chunk, prefetch, reclaim, request_cost, keep_records); `pool` is set by
@@ -109,6 +118,7 @@ private:
     void take_group(const std::vector<farmer_action>& actions);
     void take_up(worker_session::actions actions);
     void settle(double now);
+    bool refill_due() const;
     void credit(chunk results);
     void read(int worker, const request_message& m);
     resource_sample readings() const;
@@ -138,8 +148,7 @@ std::string default_master_technique(const std::string& technique);
 /// the workers' options with weights, times and run queues per master: a master's weight is the sum of its
 /// workers' (their count when no weights are given), its time per task 1 / sum (1 / t_j), its run queue
 /// sum V / sum (V / Q); min_chunk at least the largest group, so that a chunk gives each worker of a group a task
-/// (a master holds at most two chunks, the one whose results it gathers and the one it serves: a smaller chunk
-/// runs its pool dry while the previous chunk's last results come in). When `top` is the default fss
+/// (a smaller chunk runs a master's pool dry before its next request is answered). When `top` is the default fss
 /// (`defaulted`) and no factor is given, x = 4: a stage hands out a quarter of what is left, because a chunk is
 /// a whole group's work at once and its cost is not known beforehand (x = 2 gave a master of the Mandelbrot
 /// profile's costly middle columns 1.5 times its share: docs/hierarchical.md).

@@ -14,6 +14,7 @@
 //                                  perform(s.on_reclaim(r, next_task, seconds_per_task));
 //                                  // current() may have shrunk: compute only up to its end
 //   about to start task ask_at() of the chunk computed (prefetch):  perform(s.on_boundary(ask_at()));
+//   with depth > 2, when the driver wants one more chunk:           perform(s.ask_ahead());
 //   a cancel (stragglers), between two tasks or when computing nothing: perform(s.on_reply(r)), then compute
 //                                  current() from its start if it changed, nothing if !computing()
 //   a task threw (or a monitor failed: task -1):  perform(s.on_failure(task, what));
@@ -28,12 +29,18 @@
 // chunk waits for the calibration barrier), prefetch_lead before its end (ask_at()), so the reply arrives while
 // it computes; the chunk's results then travel with the request after. After `later` it asks only with nothing
 // in hand.
+// Depth (a hierarchical master facing its supermaster, master_session.hpp): with depth d > 2 it may hold d chunks,
+// the one it computes and up to d - 1 replies ahead, and it asks ahead only when the driver says so
+// (ask_ahead(): one request out at a time, none during a calibration task; it goes with the results of the chunk
+// computed when d chunks are held, or when the driver says so because it ends that chunk next). A chunk's results
+// go when the driver ends it: with that request, else alone (`results`) while replies ahead remain, else with a
+// plain request.
 #pragma once
 
+#include "pfarm/farmer.hpp"
 #include "pfarm/protocol.hpp"
 
 #include <array>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -46,8 +53,11 @@ struct worker_session_options {
     /// estimate of a request's round trip, with a margin). It asks before the task from which about this much
     /// of the chunk is left (estimated from its previous chunk's seconds per task; halfway through its first),
     /// so that the farmer commits the next chunk as late as it can without the worker waiting for it. Infinity:
-    /// ask at the start of every chunk but the first (a hierarchical master keeps one chunk ahead, master_session.hpp).
+    /// ask at the start of every chunk but the first.
     double prefetch_lead = 0.0;
+    /// The most chunks it holds (computed and ahead): 0 for 2 with prefetch, else 1; 3..farmer::max_held: asks
+    /// ahead by ask_ahead() only (a hierarchical master).
+    int depth = 0;
     bool readings_each = false;         ///< every request carries readings (technique_needs::with_every_request)
     bool readings_calibration = false;  ///< a calibration result carries readings (technique_needs::with_calibration)
 };
@@ -79,6 +89,16 @@ public:
     actions on_boundary(task_count next_task);
     /// Before which task of the chunk computed the request ahead goes (-1: none pending).
     task_count ask_at() const noexcept { return ask_at_; }
+    /// Depth > 2: ask for one more chunk now, or with the results of the chunk computed when it holds `depth` chunks
+    /// already or `with_results` is set (the driver ends that chunk next); nothing while a request is out, during a
+    /// calibration task, once !asks_ahead().
+    actions ask_ahead(bool with_results = false);
+    /// Depth > 2: whether a request ahead may still go (not after a `stop` or `later` came, nor after the end).
+    bool asks_ahead() const noexcept;
+    /// A request ahead is out, not answered yet.
+    bool request_out() const noexcept { return out_; }
+    /// Chunks it holds: the one computed (or whose results it holds), the replies ahead, a request out.
+    int held() const noexcept;
 
     bool ended() const noexcept { return ended_; }
     bool aborted() const noexcept { return aborted_; }
@@ -86,8 +106,8 @@ public:
     /// The chunk being computed (its end moves earlier when a reclaim takes tasks back).
     chunk current() const noexcept { return current_; }
     bool current_is_calibration() const noexcept { return current_calibration_; }
-    /// A reply that arrived while computing (prefetch), not used yet.
-    const std::optional<reply_message>& ahead() const noexcept { return ahead_; }
+    /// Replies that arrived while computing (prefetch), not used yet, oldest first.
+    std::span<const reply_message> ahead() const noexcept { return {ahead_.data(), ahead_count_}; }
 
 private:
     void ask(request_message::kind kind, bool with_results);
@@ -100,15 +120,23 @@ private:
     worker_action& add(worker_action::kind what);  ///< the next action slot, reset
     std::array<worker_action, 4> slots_;              ///< reused: an action holds a whole message
     std::size_t used_ = 0;
+    void push_ahead(const reply_message& r);
+    reply_message pop_ahead();
+    [[noreturn]] void too_many_ahead() const;
+
+    int depth_ = 1;              ///< options_.depth resolved
+    bool driver_asks_ = false;   ///< depth > 2: asks ahead at ask_ahead() only
     bool prefetching_ = false;
-    bool asked_ahead_ = false;   ///< a request for the chunk after the current one is out
+    bool out_ = false;           ///< a request ahead is out, not answered yet
+    bool wanted_ = false;        ///< depth > 2: the driver asked while it held `depth` chunks: it goes with the next results
     bool computing_ = false;     ///< current_ is being computed
     bool holds_results_ = false; ///< current_'s results are not sent yet
     bool current_calibration_ = false;
     bool failed_ = false, ended_ = false, aborted_ = false;
     chunk current_;
     double seconds_ = 0.0, started_ = 0.0, finished_ = 0.0;
-    std::optional<reply_message> ahead_;
+    std::array<reply_message, farmer::max_held - 1> ahead_;  ///< replies ahead, oldest first
+    std::size_t ahead_count_ = 0;
     task_count ask_at_ = -1;       ///< prefetch: the task before which to ask ahead
     double seconds_per_task_ = 0.0;  ///< of its last chunk (0: none yet)
 };

@@ -19,7 +19,8 @@
 //     session decides) and a results buffer per chunk, which its workers' results fill as its session delivers them
 //     (a worker's chunk may span two of them: the pool merges ranges that follow each other);
 //   - the chunk's results go up in the message the session says (an `up` action with the chunk in `done`): its
-//     next request with them, in one message (seed 002, Remark 3), or its final results;
+//     next request with them, in one message (seed 002, Remark 3), alone (`results`, while later chunks are held),
+//     or its final results;
 //   - a worker's failure goes up with the worker's task and text; this transport adds the worker's rank (the
 //     session's failed_worker()), so that every rank throws what the flat farmer's ranks throw.
 // Times: every session runs on rank 0's clock (each rank's offset from clock_offsets, broadcast), so the groups'
@@ -196,7 +197,8 @@ public:
         : up_(up), in_(in), out_(out), kernel_(kernel), setup_(setup), h_(h), progress_(options.progress, setup.config.tasks),
           session_(setup.config.tasks, h.groups(), make_technique(top.name, top.options, h.groups()),
                    {.min_chunk = top.options.min_chunk,
-                    .prefetch = true,  // a master holds two chunks: the one its workers finish, the one it serves
+                    .prefetch = true,
+                    .depth = master_depth,  // a master holds up to this many chunks (master_session.hpp "Refill rule")
                     .reclaim = false,
                     .request_cost = 0.0,
                     .keep_records = false,
