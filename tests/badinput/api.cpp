@@ -97,7 +97,23 @@ struct api_case {
     /// pfarm::error whose message contains TEXT).
     std::string expect;
     std::function<void()> call;
+    /// The outcome comes from a std::bad_alloc that pfarm catches: skipped where operator new never throws it.
+    bool needs_bad_alloc = false;
 };
+
+/// AddressSanitizer's operator new never throws std::bad_alloc: an allocation beyond its limit (1 TiB) ends the
+/// process with a report, by design. A build with it (the sanitize preset) skips the cases that need the throw.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool new_throws_bad_alloc = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool new_throws_bad_alloc = false;
+#else
+constexpr bool new_throws_bad_alloc = true;
+#endif
+#else
+constexpr bool new_throws_bad_alloc = true;
+#endif
 
 pfarm::farm_options with(const std::function<void(pfarm::farm_options&)>& set) {
     pfarm::farm_options o;
@@ -147,7 +163,7 @@ std::vector<api_case> table(int ranks) {
                      std::vector<std::vector<int>> out;
                      pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, 1LL << 50}, out,
                                  [](pfarm::task_count) { return std::vector<int>(1, 1); }, {.technique = "ss"});
-                 }});
+                 }, /*needs_bad_alloc=*/true});
     t.push_back({"more_workers_than_tasks", "ok", [] {
                      std::vector<double> in(rank_ == 0 ? 1 : 0, 3.0), out(in.size());
                      pfarm::farm(MPI_COMM_WORLD, in, out, [](const double& x, double& y) { y = x; }, {.technique = "multi"});
@@ -295,8 +311,13 @@ int run_table() {
     if (rank_ == 0) make_fixtures();
     MPI_Barrier(MPI_COMM_WORLD);
     const std::vector<api_case> cases = table(size_);
-    int passed = 0;
+    int passed = 0, skipped = 0;
     for (const api_case& c : cases) {
+        if (c.needs_bad_alloc && !new_throws_bad_alloc) {
+            if (rank_ == 0) std::printf("case %-36s skipped: AddressSanitizer's operator new never throws std::bad_alloc\n", c.name.c_str());
+            ++skipped;
+            continue;
+        }
         std::map<std::string, std::string> before;
         if (rank_ == 0) before = snapshot();
         const std::string got = outcome(c.call);
@@ -322,7 +343,9 @@ int run_table() {
         passed += everywhere == size_ && untouched;
         if (rank_ == 0 && c.expect == "ok") fs::remove(in_work("new.journal"));
     }
-    if (rank_ == 0) std::printf("%d of %zu cases as expected on all %d ranks\n", passed, cases.size(), size_);
+    if (rank_ == 0)
+        std::printf("%d of %zu cases as expected on all %d ranks (%d skipped)\n", passed,
+                    cases.size() - static_cast<std::size_t>(skipped), size_, skipped);
     return verdict("badinput api (C++)");
 }
 
