@@ -14,7 +14,13 @@ endif()
 
 # --- the fixtures ---------------------------------------------------------------------------------------------
 file(REMOVE_RECURSE "${WORK}")
-file(MAKE_DIRECTORY "${WORK}/folder" "${WORK}/blocked/summary.csv.tmp" "${WORK}/blocked-experiments/experiments/exp_000000.dat.tmp")
+file(MAKE_DIRECTORY "${WORK}/folder" "${WORK}/blocked/summary.csv.tmp")
+# Every experiment file of calcium.experiment_write_fails is blocked (its temporary name is a folder): results
+# arrive in any order, and an experiment finished before the failing one is written whole and kept (finished work,
+# not a half-written file); blocking them all makes the first write fail whichever it is.
+foreach(i RANGE 0 7)
+  file(MAKE_DIRECTORY "${WORK}/blocked-experiments/experiments/exp_00000${i}.dat.tmp")
+endforeach()
 file(WRITE "${WORK}/existing.csv" "keep me\n")
 file(WRITE "${WORK}/existing.pgm" "keep me\n")
 file(WRITE "${WORK}/empty.txt" "")
