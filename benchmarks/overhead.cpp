@@ -594,7 +594,7 @@ void print(const results& r, const settings& s) {
     row("(a) raw MPI ping-pong, rank 1 -> 0 -> 1", r.raw, "");
     row("(a') raw, received as the farm does", r.raw_posted, "receive posted ahead: MPI_Wait + MPI_Get_count + MPI_Irecv");
     char verdict[64];
-    std::snprintf(verdict, sizeof verdict, "target %s (trimmed %.2f <= %.1f)", ratio <= target_ratio ? "met" : "MISSED",
+    std::snprintf(verdict, sizeof verdict, "target %s (trimmed %.2f <= %.2f)", ratio <= target_ratio ? "met" : "MISSED",
                   ratio, target_ratio);
     row("(b) pfarm flat farmer, ss, 1 worker", r.flat, verdict);
     row("(c) pfarm flat farmer with prefetch", r.prefetch, "");
