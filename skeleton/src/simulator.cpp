@@ -392,10 +392,7 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     if (!run.master_technique.empty())
         throw invalid_argument("master_technique", "is '" + run.master_technique + "'; only farmer = hierarchical has masters");
     if (run.farmer == farmer_kind::decentralised) return simulate_decentralised(given, wl, technique, options, run);
-    validate(given);
-    platform pl = given;  // a scripted availability is the worker's CPU share: it stretches its task time
-    for (std::size_t j = 0; j < pl.monitors.size(); ++j)
-        if (pl.monitors[j].availability) pl.task_times[j] /= *pl.monitors[j].availability;
+    const platform pl = effective_platform(given);
     const std::vector<double> costs = task_costs(wl);
     const int p = static_cast<int>(pl.task_times.size());
     const auto up = static_cast<std::size_t>(p);
@@ -404,19 +401,9 @@ result simulate(const platform& given, const workload& wl, const std::string& te
                          .request_cost = pl.overhead + 2.0 * pl.latency, .keep_records = run.keep_trace, .stragglers = {}, .clock = {}});
     const technique_needs& needs = farm.needs();
 
-    std::vector<double> prefix(costs.size() + 1, 0.0);
-    for (std::size_t i = 0; i < costs.size(); ++i) prefix[i + 1] = prefix[i] + costs[i];
-
-    std::vector<worker_load> loads(up);
-    for (const auto& c : pl.load_changes) loads[static_cast<std::size_t>(c.worker)].changes.emplace_back(c.time, c.factor);
-    for (auto& l : loads)
-        std::stable_sort(l.changes.begin(), l.changes.end(),
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
-
-    result out;
-    out.total_work = prefix.back();
-    out.lower_bound = fluid_bound(pl, out.total_work);
-    out.workers.resize(up);
+    const std::vector<double> prefix = prefix_sums(costs);
+    std::vector<worker_load> loads = worker_loads(pl);
+    result out = result_for(pl, prefix.back());
     std::vector<worker_state> state;
     state.reserve(up);
     for (std::size_t j = 0; j < up; ++j)

@@ -82,10 +82,7 @@ struct claimant {
 
 result simulate_decentralised(const platform& given, const workload& wl, const std::string& technique,
                               const technique_options& options, const run_options& run) {
-    validate(given);
-    platform pl = given;  // a scripted availability is the worker's CPU share: it stretches its task time
-    for (std::size_t j = 0; j < pl.monitors.size(); ++j)
-        if (pl.monitors[j].availability) pl.task_times[j] /= *pl.monitors[j].availability;
+    const platform pl = effective_platform(given);
     const std::vector<double> costs = task_costs(wl);
     const int p = static_cast<int>(pl.task_times.size());
     const auto up = static_cast<std::size_t>(p);
@@ -96,17 +93,9 @@ result simulate_decentralised(const platform& given, const workload& wl, const s
     const double service = pl.atomic_overhead.value_or(default_atomic_overhead);
     const double latency = pl.atomic_latency.value_or(default_atomic_latency);
 
-    std::vector<double> prefix(costs.size() + 1, 0.0);
-    for (std::size_t i = 0; i < costs.size(); ++i) prefix[i + 1] = prefix[i] + costs[i];
-    std::vector<worker_load> loads(up);
-    for (const auto& c : pl.load_changes) loads[static_cast<std::size_t>(c.worker)].changes.emplace_back(c.time, c.factor);
-    for (auto& l : loads)
-        std::stable_sort(l.changes.begin(), l.changes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-
-    result out;
-    out.total_work = prefix.back();
-    out.lower_bound = fluid_bound(pl, out.total_work);
-    out.workers.resize(up);
+    const std::vector<double> prefix = prefix_sums(costs);
+    std::vector<worker_load> loads = worker_loads(pl);
+    result out = result_for(pl, prefix.back());
     out.k = k;
     std::vector<claimant> workers;
     workers.reserve(up);

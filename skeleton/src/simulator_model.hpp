@@ -117,6 +117,43 @@ inline double fluid_bound(const platform& pl, double work) {
     return t + (work - done) / rate;
 }
 
+// --- what every event loop starts from -----------------------------------------------------------------
+
+/// The platform a simulation runs on: `given` validated, and a scripted availability (the worker's CPU share)
+/// stretching that worker's time per task.
+inline platform effective_platform(const platform& given) {
+    validate(given);
+    platform pl = given;
+    for (std::size_t j = 0; j < pl.monitors.size(); ++j)
+        if (pl.monitors[j].availability) pl.task_times[j] /= *pl.monitors[j].availability;
+    return pl;
+}
+
+/// prefix[i]: the cost of tasks [0, i), so a chunk's base work is one subtraction.
+inline std::vector<double> prefix_sums(const std::vector<double>& costs) {
+    std::vector<double> prefix(costs.size() + 1, 0.0);
+    for (std::size_t i = 0; i < costs.size(); ++i) prefix[i + 1] = prefix[i] + costs[i];
+    return prefix;
+}
+
+/// Each worker's load changes, sorted by time.
+inline std::vector<worker_load> worker_loads(const platform& pl) {
+    std::vector<worker_load> loads(pl.task_times.size());
+    for (const auto& c : pl.load_changes) loads[static_cast<std::size_t>(c.worker)].changes.emplace_back(c.time, c.factor);
+    for (auto& l : loads)
+        std::stable_sort(l.changes.begin(), l.changes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    return loads;
+}
+
+/// A result before the run: its total work, the fluid bound and one entry per worker.
+inline result result_for(const platform& pl, double total_work) {
+    result out;
+    out.total_work = total_work;
+    out.lower_bound = fluid_bound(pl, total_work);
+    out.workers.resize(pl.task_times.size());
+    return out;
+}
+
 // --- the event loop --------------------------------------------------------------------------------------
 
 /// An event: a message reaching the farmer (a request or final results, a victim's answer to a reclaim), a

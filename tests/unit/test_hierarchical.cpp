@@ -28,13 +28,7 @@ namespace sim = pfarm::sim;
 using pfarm::chunk;
 using pfarm::task_count;
 
-pfarm::technique_options runnable_options() {
-    pfarm::technique_options o;
-    o.chunk = 7;
-    o.overhead = 0.5;
-    o.sigma = 0.3;
-    return o;
-}
+using pfarm::testing::runnable_options;
 
 // --- the farmer's pool mode -----------------------------------------------------------------------------------
 

@@ -45,14 +45,7 @@ sim::workload make_workload(task_count tasks, workload_shape shape = workload_sh
     return w;
 }
 
-/// Options under which every registered technique runs: its required parameters set (the others ignore them).
-pfarm::technique_options runnable_options() {
-    pfarm::technique_options o;
-    o.chunk = 7;       // css: chunk size (required)
-    o.overhead = 0.5;  // fsc: scheduling overhead h
-    o.sigma = 0.3;     // fsc: task-time standard deviation
-    return o;
-}
+using pfarm::testing::runnable_options;
 
 sizes prefix(const pfarm::chunk_sizes& all, std::size_t n) {
     const sizes s = all.to_vector();

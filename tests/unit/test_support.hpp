@@ -2,6 +2,7 @@
 #pragma once
 
 #include "pfarm/error.hpp"
+#include "pfarm/technique.hpp"
 
 #include <gtest/gtest.h>
 
@@ -22,6 +23,15 @@ std::string expect_invalid(F&& body, const std::string& argument) {
         return e.what();
     }
     return {};
+}
+
+/// Options under which every registered technique runs: its required parameters set (the others ignore them).
+inline technique_options runnable_options() {
+    technique_options o;
+    o.chunk = 7;       // css: chunk size (required)
+    o.overhead = 0.5;  // fsc: scheduling overhead h
+    o.sigma = 0.3;     // fsc: task-time standard deviation
+    return o;
 }
 
 }  // namespace pfarm::testing
