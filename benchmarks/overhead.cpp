@@ -28,8 +28,11 @@
 //   (d) the decentralised farm's claim rate (farmer = decentralised, ss, every rank computing, replicated input,
 //       empty tasks: one claim per task) beside a raw loop of MPI_Fetch_and_op + MPI_Win_flush on a counter on
 //       rank 0 by every rank, interleaved: claims per second over all ranks, from the first claim to the last
-//       (both stamped by a profiling wrapper of MPI_Fetch_and_op, so both are timed alike); target 0.8; and the
-//       claim path alone: the raw loop turning each claimed step into its chunk with the core's step_schedule.
+//       (both stamped by a profiling wrapper of MPI_Fetch_and_op, so both are timed alike); target 0.8; the
+//       claim path alone: the raw loop turning each claimed step into its chunk with the core's step_schedule;
+//       the claim path with the farm's chores by hand (the task called through std::function, its result
+//       staged, two clock reads for the busy time); and the raw loop's claims in a row by one rank, on which its
+//       rate counts (docs/skeleton.md "Claim rate").
 // Three statistics per measurement, from the gaps between consecutive requests arriving at rank 0 (with one
 // worker, each gap is one per-chunk round trip): the median gap (blind to a cost paid every few chunks), the
 // trimmed mean (the mean of the gaps up to the 99th percentile: it counts such costs, a page fault as a vector
@@ -58,6 +61,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -394,7 +398,8 @@ timing empty_farm(MPI_Comm comm, long long tasks, bool prefetch, bool farmer_com
 /// with MPI_Fetch_and_op and MPI_Win_flush until it reads `tasks` or more, in one MPI_Win_lock_all epoch.
 /// `replay`: the raw loop also turns each step into its chunk with the core's step_schedule (ss), as the farm's
 /// claims do: the claim path alone, without the farm's task call, results and clock reads.
-double claim_rate(MPI_Comm world, long long tasks, bool farm, bool replay = false) {
+double claim_rate(MPI_Comm world, long long tasks, bool farm, bool replay = false, bool chores = false,
+                  double* mean_run = nullptr) {
     std::vector<double> in, out;
     MPI_Win win = MPI_WIN_NULL;
     std::int64_t* counter = nullptr;
@@ -424,13 +429,30 @@ double claim_rate(MPI_Comm world, long long tasks, bool farm, bool replay = fals
         int size = 1;
         MPI_Comm_size(world, &size);
         pfarm::step_schedule steps(tasks, size, pfarm::make_technique("ss", {}, size), 1);
-        long long sum = 0;
+        long long sum = 0, mine = 0, runs = 0;
+        std::int64_t previous = -2;
+        const std::function<void(const double&, double&)> task = [](const double& x, double& y) { y = x; };
+        std::vector<double> staged(chores ? static_cast<std::size_t>(tasks) : 0);
+        double busy = 0.0;
         for (std::int64_t old = 0; old < tasks;) {
             check(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, 0, MPI_SUM, win), "MPI_Fetch_and_op");
             check(MPI_Win_flush(0, win), "MPI_Win_flush");
+            if (old >= tasks) break;
+            ++mine, runs += old != previous + 1, previous = old;
             if (replay) sum += steps.at(old).count;
+            if (chores) {  // the farm's own work per claim, by hand: the task, its result staged, its busy time
+                const double started = MPI_Wtime();
+                task(1.0, staged[static_cast<std::size_t>(mine - 1)]);
+                busy += MPI_Wtime() - started;
+            }
         }
         if (replay && sum > tasks) throw pfarm::internal_error("claim path: more tasks claimed than exist");
+        if (chores && busy < 0.0) throw pfarm::internal_error("claim chores: negative busy time");
+        if (mean_run) {  // claims in a row by one rank, over every rank
+            long long both[2] = {mine, runs}, all[2] = {0, 0};
+            check(MPI_Allreduce(both, all, 2, MPI_LONG_LONG, MPI_SUM, world), "MPI_Allreduce");
+            *mean_run = all[1] > 0 ? static_cast<double>(all[0]) / static_cast<double>(all[1]) : 0.0;
+        }
     }
     claims.on = false;
     if (!farm) {
@@ -480,6 +502,8 @@ struct results {
     series raw_all, all;                   ///< every rank asking; gaps between any two requests
     double calls[2][5] = {};  ///< per chunk on the farmer [0] and the worker [1]: send recv probe iprobe get_count
     std::vector<double> claim_rate, raw_claim_rate, path_claim_rate;  ///< (d), claims per second, per repetition
+    std::vector<double> chores_claim_rate;  ///< (d) the raw loop doing the farm's per-claim work by hand
+    std::vector<double> raw_mean_run;       ///< (d) the raw loop's claims in a row by one rank
     /// The median over the repetitions of `a` / raw, each repetition's pair measured back to back.
     double claim_ratio(const std::vector<double>& a) const {
         std::vector<double> ratios;
@@ -538,6 +562,9 @@ std::string json(const results& r, const settings& s) {
       << ",\"decentralised_claim_rate_ratio\":" << r.claim_ratio()
       << ",\"claim_path_rate_per_s\":" << median(r.path_claim_rate)
       << ",\"claim_path_rate_ratio\":" << r.claim_ratio(r.path_claim_rate)
+      << ",\"claim_chores_rate_per_s\":" << median(r.chores_claim_rate)
+      << ",\"claim_chores_rate_ratio\":" << r.claim_ratio(r.chores_claim_rate)
+      << ",\"raw_claims_in_a_row\":" << median(r.raw_mean_run)
       << ",\"target_claim_rate_ratio\":" << target_rate_ratio
       << ",\"meets_claim_rate_target\":" << (r.claim_ratio() >= target_rate_ratio ? "true" : "false") << "}";
     return o.str();
@@ -547,7 +574,8 @@ bool sane(const results& r) {
     for (const series* x : {&r.raw, &r.raw_posted, &r.flat, &r.prefetch, &r.raw_all, &r.all})
         for (double v : {x->gap_us(), x->mean_us()})
             if (!std::isfinite(v) || !(v > 0.0)) return false;
-    for (double v : {median(r.claim_rate), median(r.raw_claim_rate), median(r.path_claim_rate)})
+    for (double v : {median(r.claim_rate), median(r.raw_claim_rate), median(r.path_claim_rate), median(r.chores_claim_rate),
+                     median(r.raw_mean_run)})
         if (!std::isfinite(v) || !(v > 0.0)) return false;
     const double v = r.computes.mean_us();
     return std::isfinite(v) && v > 0.0 && r.request_bytes > 0 && r.reply_bytes > 0;
@@ -619,6 +647,10 @@ void print(const results& r, const settings& s) {
                 target_rate_ratio);
     std::printf("    %10.0f the claim path alone (the same loop turning each step into its chunk: step_schedule), %5.2f\n",
                 median(r.path_claim_rate), r.claim_ratio(r.path_claim_rate));
+    std::printf("    %10.0f the claim path and the farm's chores by hand (task call, result staged, 2 clock reads), %5.2f\n",
+                median(r.chores_claim_rate), r.claim_ratio(r.chores_claim_rate));
+    std::printf("    the raw loop's claims in a row by one rank: %.2f (its rate counts on them; any work between claims"
+                " breaks them)\n", median(r.raw_mean_run));
     if (s.verbose)
         for (std::size_t i = 0; i < r.claim_rate.size(); ++i)
             std::printf("    repetition %zu: %10.0f decentralised, %10.0f raw, %5.2f; claim path %10.0f, %5.2f\n", i,
@@ -725,11 +757,17 @@ int run(int argc, char** argv) {
     claim_rate(world, std::min<long long>(claim_total, 2000), true);  // warm-up: the window's first touch
     claim_rate(world, std::min<long long>(claim_total, 2000), false);
     for (int rep = 0; rep < s.repetitions; ++rep) {
-        for (int k = 0; k < 3; ++k) {
-            switch ((rep + k) % 3) {
-                case 0: r.raw_claim_rate.push_back(claim_rate(world, claim_total, false)); break;
+        for (int k = 0; k < 4; ++k) {
+            switch ((rep + k) % 4) {
+                case 0: {
+                    double run = 0.0;
+                    r.raw_claim_rate.push_back(claim_rate(world, claim_total, false, false, false, &run));
+                    r.raw_mean_run.push_back(run);
+                    break;
+                }
                 case 1: r.claim_rate.push_back(claim_rate(world, claim_total, true)); break;
-                default: r.path_claim_rate.push_back(claim_rate(world, claim_total, false, true)); break;
+                case 2: r.path_claim_rate.push_back(claim_rate(world, claim_total, false, true)); break;
+                default: r.chores_claim_rate.push_back(claim_rate(world, claim_total, false, true, true)); break;
             }
             sleeping_barrier(world);
         }
