@@ -7,6 +7,7 @@
 #include "pfarm/registry.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <string>
 
 namespace pfarm {
@@ -60,7 +61,7 @@ chunk claim_for(technique& policy, int worker, task_count tasks, task_count next
 }
 
 claim_schedule::claim_schedule(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk)
-    : form_(policy ? policy->decentralised() : claim_form::none), tasks_(tasks), min_chunk_(min_chunk) {
+    : form_(policy ? policy->decentralised() : claim_form::none), tasks_(tasks), min_chunk_(min_chunk), workers_(workers) {
     if (form_ == claim_form::by_step) {
         steps_.emplace(tasks, workers, std::move(policy), min_chunk);
         return;
@@ -98,7 +99,13 @@ claim_op claim_session::begin() {
         return op_;
     }
     // by_worker: size the chunk from the last value seen (exact when nobody claimed since) and swap it in if the
-    // index still holds that value; end() retries from the value found otherwise.
+    // index still holds that value; end() retries from the value found otherwise. After a backoff, the value
+    // found is read afresh first.
+    if (refresh_) {
+        refresh_ = false;
+        op_ = {claim_op::kind::read, claim_op::target::next, 0, 0};
+        return op_;
+    }
     wanted_ = schedule_.from(worker_, guess_);
     if (wanted_.count == 0) {  // the index only grows: guess_ >= tasks is the end for good
         op_ = {};
@@ -111,14 +118,34 @@ claim_op claim_session::begin() {
 std::optional<chunk> claim_session::end(std::int64_t value) {
     if (schedule_.form() == claim_form::by_step)
         return value >= claim_poison ? chunk{schedule_.tasks(), 0} : schedule_.step(value);
-    if (op_.what == claim_op::kind::none) return wanted_;
+    backoff_ = 0;
+    if (op_.what == claim_op::kind::read) {  // a retry's fresh start: swap from this value now
+        if (value >= claim_poison) return chunk{schedule_.tasks(), 0};
+        guess_ = value;
+        return std::nullopt;
+    }
+    if (op_.what == claim_op::kind::none) {
+        streak_ = 0;
+        return wanted_;
+    }
     if (value == op_.compare) {
         guess_ = op_.operand;
+        streak_ = 0;
         return wanted_;
     }
     if (value >= claim_poison) return chunk{schedule_.tasks(), 0};
-    guess_ = value;  // another rank claimed first: retry from what it left
+    guess_ = value;  // another rank claimed first: retry from what it left, after a backoff (claim_session::backoff)
     ++lost_;
+    const auto cap = std::max<std::uint32_t>(claim_backoff_cap,
+                                             static_cast<std::uint32_t>(std::bit_width(static_cast<unsigned>(schedule_.workers()))));
+    streak_ = std::min(streak_ + 1, cap);
+    random_ += 0x9E3779B97F4A7C15ull;  // splitmix64
+    std::uint64_t z = random_;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    backoff_ = static_cast<std::uint32_t>(z & ((std::uint64_t{1} << streak_) - 1));
+    refresh_ = backoff_ > 0;
     return std::nullopt;
 }
 

@@ -12,7 +12,8 @@
 //     the chunk computes at once (simulator.cpp's compute model: task costs, task times, load changes, a scripted
 //     availability); when it ends, the worker stages its results, issues its next claim and waits. With prefetch
 //     the next claim is issued when a chunk starts and its answer is read when the chunk ends. A compare-and-swap
-//     that lost is retried when its answer is read (after the chunk, with prefetch), from the value it found.
+//     that lost is retried when its answer is read (after the chunk, with prefetch), from the value it found, after
+//     the session's backoff (claim_session::backoff) in round trips of one atomic (2 atomic_latency + atomic_overhead).
 //     The session reads an answer when the host serves the operation, not when it reaches the worker: the same
 //     thing (the worker does nothing with it in between), and one claim_schedule serves every worker in step order.
 //   - Results travel in batches (decentralised_batch_chunks chunks; the byte limit is not modelled, the simulator
@@ -46,9 +47,9 @@ namespace model {
 namespace {
 
 /// An event of the decentralised loop: an atomic reaching the host, its answer reaching the worker, a chunk
-/// ending, or the host's turn to serve. Ordered by time, then worker (the host's turn last), then creation order.
+/// ending, the host's turn to serve, or a lost swap's backoff ending. Ordered by time, then worker (the host's turn last), then creation order.
 struct devent {
-    enum class kind : std::uint8_t { to_host, answer, chunk_end, host_turn };
+    enum class kind : std::uint8_t { to_host, answer, chunk_end, host_turn, retry };
     double time = 0.0;
     int worker = 0;
     std::uint64_t sequence = 0;
@@ -156,8 +157,12 @@ result simulate_decentralised(const platform& given, const workload& wl, const s
     // Worker j is in its flush and its answer is here at t: retry a lost swap, or go on with the chunk claimed.
     const auto resolve = [&](std::size_t j, double t) {
         auto& w = workers[j];
-        if (!w.answer) {  // the swap lost: the session retries from the value it found, still in the flush
-            issue(j, t);
+        if (!w.answer) {  // the swap lost (or a retry's read came back): the session retries, still in the flush,
+            // after its backoff in atomic round trips
+            const double wait = static_cast<double>(w.session.backoff()) * (2.0 * latency + service);
+            w.answered = false;
+            if (wait > 0.0) push(events, t + wait, static_cast<int>(j), devent::kind::retry);
+            else issue(j, t);
             return;
         }
         const chunk c = *w.answer;
@@ -207,7 +212,6 @@ result simulate_decentralised(const platform& given, const workload& wl, const s
             const std::int64_t value = apply(w.op, counter);
             ++out.host_atomics;
             w.answer = w.session.end(value);
-            if (!w.answer) ++out.lost_swaps;
             host_free = e.time + service;
             push(events, host_free + latency, m.worker, devent::kind::answer);
             if (!host.empty()) {
@@ -242,6 +246,10 @@ result simulate_decentralised(const platform& given, const workload& wl, const s
             settle(j, e.time);
             break;
         }
+        case devent::kind::retry:
+            issue(j, e.time);
+            settle(j, e.time);
+            break;
         case devent::kind::to_host:
             break;  // never in `events`
         }
@@ -249,6 +257,7 @@ result simulate_decentralised(const platform& given, const workload& wl, const s
 
     task_count total = 0;
     for (const auto& r : out.workers) total += r.tasks;
+    for (const auto& w : workers) out.lost_swaps += w.session.lost_swaps();
     for (const auto& w : workers)
         if (w.waiting || turn_pending) throw internal_error("simulator: a decentralised worker waits with no event left");
     if (total != wl.tasks)

@@ -68,6 +68,7 @@ public:
 
     claim_form form() const { return form_; }
     task_count tasks() const { return tasks_; }
+    int workers() const { return workers_; }
     /// by_step: the chunk of step `step` (step_schedule::at: steps asked in increasing order).
     chunk step(task_count step);
     /// by_worker: the chunk `worker` claims when tasks [0, next) are handed out (claim_for).
@@ -76,6 +77,7 @@ public:
 private:
     claim_form form_;
     task_count tasks_, min_chunk_;
+    int workers_;
     std::optional<step_schedule> steps_;
     std::unique_ptr<technique> policy_;
 };
@@ -89,6 +91,7 @@ struct claim_op {
         none,              ///< nothing to issue: the claim is decided (a by_worker rank saw the end)
         fetch_and_add,     ///< MPI_Fetch_and_op, MPI_SUM of `operand`
         compare_and_swap,  ///< MPI_Compare_and_swap: `operand` replaces the counter if it holds `compare`
+        read,              ///< MPI_Fetch_and_op, MPI_NO_OP: the counter's value, unchanged (a retry's fresh start)
     };
     enum class target : std::uint8_t { step, next };  ///< the step counter (by_step) or the next task index (by_worker)
     kind what = kind::none;
@@ -107,7 +110,8 @@ std::int64_t apply(const claim_op& op, std::int64_t& counter);
 /// poisoned the counters), or nothing when the swap lost, after which begin() retries from the value found.
 class claim_session {
 public:
-    claim_session(claim_schedule& schedule, int worker) : schedule_(schedule), worker_(worker) {}
+    claim_session(claim_schedule& schedule, int worker)
+        : schedule_(schedule), worker_(worker), random_(0x9E3779B97F4A7C15ull * (static_cast<std::uint64_t>(worker) + 1)) {}
 
     claim_op begin();
     /// `value`: the answer to the operation begin() gave (ignored when it was `none`).
@@ -116,6 +120,13 @@ public:
     task_count handed_out(std::int64_t value);
     /// Compare-and-swaps of this rank that lost (another rank claimed first) and were retried.
     task_count lost_swaps() const { return lost_; }
+    /// After end() gave nothing: how long to wait before the retry's begin(), in round trips of one atomic (the
+    /// driver's unit: the MPI driver measures it, the simulator knows it). After the n-th lost swap in a row of a
+    /// claim, binary exponential backoff: uniform in [0, 2^min(n, cap)) with cap = max(claim_backoff_cap, bits of
+    /// the workers), from a generator seeded by the worker, so that a simulated run repeats; a retry after a wait
+    /// first reads the index afresh (claim_op::kind::read, then end() gives nothing with no wait) and swaps from
+    /// that, since the value the lost swap found has aged meanwhile. 0 otherwise.
+    std::uint32_t backoff() const { return backoff_; }
 
 private:
     claim_schedule& schedule_;
@@ -124,7 +135,15 @@ private:
     chunk wanted_{0, 0};      ///< by_worker: the chunk the swap in flight claims
     std::int64_t guess_ = 0;  ///< by_worker: the next task index this rank last saw
     task_count lost_ = 0;
+    std::uint32_t streak_ = 0;   ///< losses in a row of the claim in progress
+    std::uint32_t backoff_ = 0;  ///< the wait before its retry, in atomic round trips
+    std::uint64_t random_;       ///< splitmix64 state
+    bool refresh_ = false;       ///< the retry starts by reading the index (it waited)
 };
+
+/// The least cap of the backoff after lost swaps: up to 2^10 - 1 atomic round trips (about 0.35 ms at the
+/// simulator's default 0.34 us); more workers than 2^10 raise it to their bit width.
+inline constexpr std::uint32_t claim_backoff_cap = 10;
 
 /// Results travel in batches (the MPI driver; the simulator models the same): a rank stages its chunks' results
 /// and puts them when the batch holds this many bytes or chunks, or when it has no more work; a chunk with more

@@ -160,7 +160,18 @@ class claimer {
 public:
     claimer(farm_window& window, std::unique_ptr<technique> policy, int worker, int workers, task_count tasks,
             task_count min_chunk)
-        : window_(window), schedule_(tasks, workers, std::move(policy), min_chunk), session_(schedule_, worker) {}
+        : window_(window), schedule_(tasks, workers, std::move(policy), min_chunk), session_(schedule_, worker) {
+        if (schedule_.form() != claim_form::by_worker) return;
+        // A lost swap's backoff is counted in atomic round trips: the fastest of four reads of the index.
+        for (int i = 0; i < 4; ++i) {
+            std::int64_t value = 0;
+            const double t = MPI_Wtime();
+            mpi::check(MPI_Fetch_and_op(nullptr, &value, MPI_INT64_T, 0, next_at, MPI_NO_OP, window_.get()),
+                       "MPI_Fetch_and_op");
+            window_.flush();
+            round_trip_ = std::min(round_trip_, MPI_Wtime() - t);
+        }
+    }
 
     void begin() {
         op_ = session_.begin();
@@ -170,13 +181,19 @@ public:
         else if (op_.what == claim_op::kind::compare_and_swap)
             mpi::check(MPI_Compare_and_swap(&op_.operand, &op_.compare, &result_, MPI_INT64_T, 0, at, window_.get()),
                        "MPI_Compare_and_swap");
+        else if (op_.what == claim_op::kind::read)
+            mpi::check(MPI_Fetch_and_op(nullptr, &result_, MPI_INT64_T, 0, at, MPI_NO_OP, window_.get()), "MPI_Fetch_and_op");
     }
 
     chunk end() {
         window_.flush();
         for (;;) {
             if (const std::optional<chunk> c = session_.end(result_)) return *c;
-            begin();  // the swap lost: retry from the value found
+            // The swap lost: wait the session's backoff, then retry (after a wait, from a fresh read of the index).
+            if (const std::uint32_t slots = session_.backoff(); slots > 0)
+                for (const double until = MPI_Wtime() + slots * round_trip_; MPI_Wtime() < until;) {
+                }
+            begin();
             window_.flush();
         }
     }
@@ -205,6 +222,7 @@ private:
     claim_session session_;
     claim_op op_;  ///< the operation in flight: its operands stay here until the flush
     std::int64_t result_ = 0;
+    double round_trip_ = 1.0;  ///< by_worker: one atomic's round trip, measured at construction (the backoff's unit)
 };
 
 /// A chunk as this rank saw it (its own clock since the farm's start).
