@@ -1,18 +1,17 @@
 // pfarm MPI engine: rank 0's side, the MPI transport of a farmer_session (farmer_session.hpp owns every rule:
 // the barrier, parking, chunks in flight, reclaim, stop, abort, records and metrics). This file only receives
 // requests, stores the results the session accepts, sends the replies it decides, and, when the farmer
-// computes, runs a worker_session for rank 0 in process, between two of whose tasks it serves the requests.
+// computes, runs rank 0's own worker (own_worker.hpp), between two of whose tasks it serves the requests.
 #include "engine.hpp"
 #include "messages.hpp"
+#include "own_worker.hpp"
 #include "results.hpp"
 #include "wire.hpp"
 
 #include "pfarm/farmer_session.hpp"
 #include "pfarm/mpi.hpp"
-#include "pfarm/worker_session.hpp"
 
 #include <chrono>
-#include <deque>
 #include <limits>
 #include <thread>
 
@@ -41,17 +40,13 @@ public:
                     // A chunk is overdue past its predicted time x factor plus a few round trips (at least 1 ms).
                     .stragglers = {setup.config.straggler_factor, std::max(4.0 * round_trip, 1e-3)},
                     .clock = [t0] { return now() - t0; }}),
-          // Rank 0's own worker asks nothing ahead: in process, a request costs nothing to wait for.
-          own_({.prefetch = false,
-                .prefetch_lead = 0.0,
-                .readings_each = setup.config.readings_each != 0,
-                .readings_calibration = setup.config.readings_calibration != 0}),
+          own_(kernel, setup, monitors, 0, [t0] { return now() - t0; }),
           inbox_(comm, setup.config.reclaim != 0, setup.config.gentle_wait != 0) {}
 
     farm_report run() {
         const double cpu0 = cpu_seconds();
         try {
-            if (offset_ == 0) perform_own(own_.start()), serve_own();  // its first request is there at once
+            if (offset_ == 0) own_.start(), serve_own();  // its first request is there at once
             while (!session_.over()) {
                 if (own_.computing()) {
                     compute_own_task();
@@ -74,7 +69,7 @@ public:
         } catch (const std::exception& e) {
             // The farmer itself failed (a calibration that cannot proceed, an MPI error): every worker is
             // stopped, the one whose request was being handled included; the others as they ask.
-            local_.clear();
+            while (own_.has_request()) own_.take();
             perform(session_.abort(e.what()));
             while (!session_.over()) handle(*inbox_.next(true));
             finish_transport();
@@ -151,7 +146,7 @@ private:
             if (a.what == farmer_action::kind::deliver) {
                 deliver = true;
             } else if (a.what == farmer_action::kind::send) {
-                if (a.worker + offset_ == 0) deliver_own(a.reply);
+                if (a.worker + offset_ == 0) own_.on_reply(a.reply);
                 else send(a.worker + offset_, a.reply);
             }
         }
@@ -161,8 +156,8 @@ private:
             const bool own = a.worker + offset_ == 0;
             // a.results may be part of the message's chunk (stragglers): its results start at delivering_.first.
             if (kernel_.streamed())  // to the sink; rank 0's own results are in its own buffer
-                kernel_.deliver(view_of(kernel_, a.results.first, a.results.count, own ? own_results_.payload() : results_,
-                                        own ? own_results_.index_bytes() : index_bytes_, delivering_.first));
+                kernel_.deliver(view_of(kernel_, a.results.first, a.results.count, own ? own_.results().payload() : results_,
+                                        own ? own_.results().index_bytes() : index_bytes_, delivering_.first));
             else if (!own && results_)  // rank 0 computes into out_ directly; a large payload is there already
                 std::memcpy(out_ + static_cast<std::size_t>(a.results.first) * kernel_.out_bytes,
                             results_ + static_cast<std::size_t>(a.results.first - delivering_.first) * kernel_.out_bytes,
@@ -220,78 +215,21 @@ private:
 
     // --- rank 0's own worker (farmer computes) ------------------------------------------------------------
 
-    /// A reply to rank 0's own worker: a reclaim is answered between two of its tasks (now, since the farmer
-    /// serves requests only between them).
-    void deliver_own(const reply_message& r) {
-        if (r.what == reply_message::kind::reclaim) {
-            const task_count done = own_next_ - own_.current().first;
-            perform_own(own_.on_reclaim(r, own_next_, done > 0 ? own_compute_ / static_cast<double>(done) : 0.0));
-        } else {
-            perform_own(own_.on_reply(r));
-        }
-    }
-
-    /// The own worker's actions: a chunk to compute, or requests queued for the session (served by serve_own,
-    /// after the session's current actions).
-    void perform_own(worker_session::actions actions) {
-        for (const worker_action& a : actions) {
-            if (a.what == worker_action::kind::compute) {
-                own_next_ = a.work.first;
-                own_compute_ = 0.0;
-                own_started_ = clock();
-                continue;
-            }
-            local_.push_back(a.message);
-            if (a.readings) {
-                local_.back().has_sample = true;
-                local_.back().sample = monitors_.read(a.calibration);
-            }
-        }
-    }
-
     void serve_own() {
-        while (!local_.empty()) {
-            const request_message m = std::move(local_.front());
-            local_.pop_front();
+        while (own_.has_request()) {
+            const request_message m = own_.take();
             delivering_ = m.done;
             perform(session_.on_message(0, m));
         }
     }
 
+    /// Rank 0's own worker's next task: computed in place in out_, or into its own buffer when results are streamed
+    /// (delivered from there when the session accepts them).
     void compute_own_task() {
-        const task_count i = own_next_;
-        const chunk c = own_.current();
-        const double start = now();
-        try {
-            const std::byte* input = in_ + static_cast<std::size_t>(i) * kernel_.in_bytes;
-            if (!kernel_.streamed()) {
-                kernel_.run(i, input, out_ + static_cast<std::size_t>(i) * kernel_.out_bytes);
-            } else {  // into its own buffer, delivered when the chunk's results are served; made room for at its start
-                if (i == c.first) own_results_.begin(kernel_, c.count);
-                own_results_.run(i, i - c.first, input);
-            }
-        } catch (const std::exception& e) {
-            perform_own(own_.on_failure(i, e.what()));
-            serve_own();
-            return;
-        } catch (...) {
-            perform_own(own_.on_failure(i, "unknown exception"));
-            serve_own();
-            return;
-        }
-        own_compute_ += now() - start;
-        if (++own_next_ < own_.current().first + own_.current().count) return;
-        // Emulated slowdown of rank 0: sleep in slices, serving requests meanwhile.
-        double extra = setup_.emulated.active() ? setup_.emulated.owed(0, own_started_, own_compute_) : 0.0;
-        const double seconds = own_compute_ + extra;
-        while (extra > 0.0) {
-            const double slice = std::min(extra, 2e-4), s0 = now();
-            std::this_thread::sleep_for(std::chrono::duration<double>(slice));
-            drain_messages();
-            if (!own_.computing() || own_.current().first != c.first) return;  // cancelled meanwhile (stragglers)
-            extra -= now() - s0;
-        }
-        perform_own(own_.on_chunk_done(seconds, own_started_, clock()));
+        const task_count i = own_.next();
+        own_.compute_one(in_ + static_cast<std::size_t>(i) * kernel_.in_bytes,
+                         kernel_.streamed() ? nullptr : out_ + static_cast<std::size_t>(i) * kernel_.out_bytes,
+                         [this] { drain_messages(); });
         serve_own();
     }
 
@@ -339,17 +277,13 @@ private:
     progress_reporter progress_;
     std::optional<calibration_result> learned_;      ///< from farm_options::schedule: no calibration tasks
     farmer_session session_;
-    worker_session own_;
-    std::deque<request_message> local_;  ///< the own worker's requests, waiting for the session
-    task_count own_next_ = 0;
-    double own_compute_ = 0.0, own_started_ = 0.0;
+    own_worker own_;                                 ///< rank 0's own worker, when the farmer computes
     farmer_inbox inbox_;
     request_message message_;
     chunk delivering_;                    ///< the chunk whose results the message being handled carries
     const std::byte* results_ = nullptr;  ///< the results in the message being handled (null: in place already)
     std::size_t index_bytes_ = 0;         ///< their index, with results of any size
     wire_buffer large_;                   ///< streamed results too large for their request, received here
-    chunk_results own_results_;           ///< rank 0's own chunk's results, when results are streamed
     wire_buffer send_;
     std::vector<MPI_Request> pending_;    ///< inputs sent without blocking
 };

@@ -1,0 +1,129 @@
+// pfarm MPI engine, internal: a scheduling rank's own worker (farm_options::farmer_computes), the in-process
+// transport of a worker_session for the rank that also serves requests: the flat farmer (farmer_side.cpp), the
+// supermaster and each master (hierarchical.cpp). It is worker 0 of that rank's session. It computes its chunk one
+// task per compute_one() call, so the driver serves the other ranks' messages between two of its tasks; its
+// requests wait here until the driver hands them to its session (take()); the replies the session gives worker 0
+// come back through on_reply(), a reclaim answered at once (the rank is between two of its tasks). It asks nothing
+// ahead: in process, a request costs nothing to wait for. Every rule (prefetch, reclaim, failure) is the session's.
+#pragma once
+
+#include "engine.hpp"
+#include "results.hpp"
+
+#include "pfarm/worker_session.hpp"
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <string>
+#include <thread>
+
+namespace pfarm::detail {
+
+class own_worker {
+public:
+    /// The own worker of rank `rank` (its emulated slowdown); `clock` reads the farm's clock (rank 0's).
+    own_worker(const task_kernel& kernel, const shared_setup& setup, sampler& monitors, int rank,
+               std::function<double()> clock)
+        : kernel_(kernel), setup_(setup), monitors_(monitors), rank_(rank), clock_(std::move(clock)),
+          session_({.prefetch = false,
+                    .prefetch_lead = 0.0,
+                    .readings_each = setup.config.readings_each != 0,
+                    .readings_calibration = setup.config.readings_calibration != 0}) {}
+
+    /// Its first request (queued).
+    void start() { perform(session_.start()); }
+
+    /// A reply its session gave worker 0 (a reclaim included: answered now, between two of its tasks).
+    void on_reply(const reply_message& r) {
+        if (r.what == reply_message::kind::reclaim) {
+            const task_count done = next_ - session_.current().first;
+            perform(session_.on_reclaim(r, next_, done > 0 ? compute_ / static_cast<double>(done) : 0.0));
+        } else {
+            perform(session_.on_reply(r));
+        }
+    }
+
+    bool computing() const noexcept { return session_.computing(); }
+    chunk current() const noexcept { return session_.current(); }
+    /// The task compute_one() runs next.
+    task_count next() const noexcept { return next_; }
+
+    /// Its requests for the session, oldest first; a request with results carries them in results() (or in place).
+    bool has_request() const noexcept { return !queue_.empty(); }
+    request_message take() {
+        request_message m = std::move(queue_.front());
+        queue_.pop_front();
+        return m;
+    }
+
+    /// The results of the chunk it computed last, when they were not computed in place (compute_one's `out` null).
+    chunk_results& results() noexcept { return results_; }
+
+    /// Runs task next() of its chunk, its input at `input`, its fixed-size result into `out` (null: into results(),
+    /// where results of any size always go). A task that throws becomes its session's failure. After the chunk's
+    /// last task it sleeps the emulated slowdown owed (in slices of 0.2 ms, calling `serve` after each so the driver
+    /// answers the other ranks meanwhile) and tells its session the chunk is done.
+    void compute_one(const std::byte* input, std::byte* out, const std::function<void()>& serve) {
+        const task_count i = next_;
+        const chunk c = session_.current();
+        if (i == c.first) {  // the chunk's first task
+            compute_ = 0.0;
+            started_ = clock_();
+            if (!out) results_.begin(kernel_, c.count);
+        }
+        const double start = now();
+        try {
+            if (out) kernel_.run(i, input, out);
+            else results_.run(i, i - c.first, input);
+        } catch (const std::exception& e) {
+            perform(session_.on_failure(i, e.what()));
+            return;
+        } catch (...) {
+            perform(session_.on_failure(i, "unknown exception"));
+            return;
+        }
+        compute_ += now() - start;
+        if (++next_ < session_.current().first + session_.current().count) return;
+        double extra = setup_.emulated.active() ? setup_.emulated.owed(rank_, started_, compute_) : 0.0;
+        const double seconds = compute_ + extra;
+        while (extra > 0.0) {
+            const double slice = std::min(extra, 2e-4), s0 = now();
+            std::this_thread::sleep_for(std::chrono::duration<double>(slice));
+            serve();
+            if (!session_.computing() || session_.current().first != c.first) return;  // cancelled meanwhile (stragglers)
+            extra -= now() - s0;
+        }
+        perform(session_.on_chunk_done(seconds, started_, clock_()));
+    }
+
+private:
+    /// Its session's actions: a chunk to compute from its first task, or a request queued with the readings it
+    /// must carry.
+    void perform(worker_session::actions actions) {
+        for (const worker_action& a : actions) {
+            if (a.what == worker_action::kind::compute) {
+                next_ = a.work.first;
+                continue;
+            }
+            queue_.push_back(a.message);
+            if (a.readings) {
+                queue_.back().has_sample = true;
+                queue_.back().sample = monitors_.read(a.calibration);
+            }
+        }
+    }
+
+    const task_kernel& kernel_;
+    const shared_setup& setup_;
+    sampler& monitors_;
+    int rank_;
+    std::function<double()> clock_;
+    worker_session session_;
+    std::deque<request_message> queue_;  ///< its requests, waiting for the session
+    chunk_results results_;
+    task_count next_ = 0;
+    double compute_ = 0.0, started_ = 0.0;  ///< its chunk's compute time so far, its start (the farm's clock)
+};
+
+}  // namespace pfarm::detail
