@@ -18,7 +18,7 @@ void add_farm_options(CLI::App& app, farm_options& o) {
     o.progress = progress_mode::automatic;
     add_technique_options(app, o.technique, o.parameters, false);
     app.get_option("--technique")->required(false)->default_str(o.technique);
-    app.add_flag("--farmer-computes", o.farmer_computes, "rank 0 computes chunks too");
+    app.add_flag("--farmer-computes", o.farmer_computes, "rank 0 computes chunks too (hierarchical: the supermaster and every master)");
     app.add_flag("--prefetch", o.prefetch, "workers ask for the next chunk before computing the current one");
     app.add_flag("--reclaim", o.reclaim,
                  "work take-back: once every task is handed out, an idle worker takes unstarted tasks back from the "
@@ -101,14 +101,18 @@ void print_report(std::ostream& out, const farm_report& r) {
     for (int q = 0; q < r.ranks; ++q) {
         const auto i = static_cast<std::size_t>(q);
         if (r.tasks_per_rank[i] == 0 && q == 0 && !r.sequential) continue;
+        out << "  rank " << q << ": ";
         const auto master = std::find(r.master_ranks.begin(), r.master_ranks.end(), q);
         if (master != r.master_ranks.end()) {
             const auto g = static_cast<std::size_t>(master - r.master_ranks.begin());
-            out << "  rank " << q << ": master, answered " << (g < r.master_requests.size() ? r.master_requests[g] : 0)
-                << " requests\n";
-            continue;
+            out << "master, answered " << (g < r.master_requests.size() ? r.master_requests[g] : 0) << " requests";
+            if (r.tasks_per_rank[i] == 0) {  // (it computes only with farmer_computes)
+                out << "\n";
+                continue;
+            }
+            out << ", and ";
         }
-        out << "  rank " << q << ": " << r.tasks_per_rank[i] << " tasks in " << r.chunks_per_rank[i].size()
+        out << r.tasks_per_rank[i] << " tasks in " << r.chunks_per_rank[i].size()
             << " chunks, busy " << std::setprecision(3) << r.busy_per_rank[i] << " s\n";
     }
 }

@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
     o.reclaim = 0;
 
     /* The hierarchical farmer from C (3 ranks: rank 0 the supermaster, one master per node: rank 1, worker rank 2),
-     * with the supermaster's own technique; then a failing task, and farmer_computes refused, named. */
+     * with the supermaster's own technique, and with farmer_computes (every rank computes); then a failing task. */
     o.technique = "ss";
     o.farmer = "hierarchical";
     o.master_technique = "gss";
@@ -98,10 +98,12 @@ int main(int argc, char **argv) {
     CHECK(pfarm_run(fails_at_7, iin, n, MPI_INT, iout, n, MPI_INT, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_WORKER &&
               pfarm_error_task() == 7 && strstr(pfarm_error_message(), "seven is not allowed") != NULL,
           "a failing task, hierarchical: not PFARM_ERROR_WORKER naming task 7");
-    o.farmer_computes = 1;
-    CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_ARGUMENT &&
-              names("farmer_computes"),
-          "farmer_computes with the hierarchical farmer accepted or not named");
+    o.farmer_computes = 1; /* the supermaster and the master compute too */
+    for (int i = 0; i < n; ++i) out[i] = -1.0;
+    CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, &r) == PFARM_OK,
+          "hierarchical run with farmer_computes");
+    if (rank == 0)
+        for (int i = 0; i < n; ++i) CHECK(out[i] == in[i] * in[i] * in[i], "wrong output, hierarchical with farmer_computes");
     o.farmer_computes = 0;
     o.master_technique = "nope";
     CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_ARGUMENT &&

@@ -4,9 +4,12 @@
 //               each task exactly once (counted where it ran, summed), the outputs equal a sequential run's, in
 //               order; only worker ranks compute (rank 0 and the masters none); the report's per-rank tasks and
 //               chunks add up; with a trace, its records cover [0, tasks) once
+//   computes    the same with farmer_computes: the supermaster and the masters compute too (their own workers), each
+//               rank's report counts what it ran, and over the techniques rank 0 and each master ran tasks
 //   shapes      index ranges, replicated input, several outputs per task, results of any size (collected and
 //               streamed), inputs and results too large for one message at both levels (they follow on their own
-//               tags), an emulated slowdown, a journal that resumes computing nothing
+//               tags), an emulated slowdown, a journal that resumes computing nothing; plain, prefetch + reclaim,
+//               and farmer_computes with prefetch + reclaim
 //   reclaim     reclaim inside the groups (1 ms tasks, a worker 4 times slower in each group; static at both levels
 //               and gss, with
 //               and without prefetch; fixed results and results of any size): reclaims move tasks, each task once
@@ -17,9 +20,10 @@
 //   failure     a task that throws on a worker ends the farm with worker_error naming the task and the rank that ran
 //               it, on every rank (plain, prefetch, reclaim), as in the flat farm; tasks failing at once in two
 //               groups, and during multi's calibration; a streamed result's callback that
-//               throws on rank 0 ends it too; the next farm on the same communicator runs
-//   errors      what the mode refuses, the same invalid_argument on every rank: too many masters, farmer_computes,
-//               a learned schedule, an unknown supermaster technique, fewer than 3 ranks
+//               throws on rank 0 ends it too; the next farm on the same communicator runs; with farmer_computes, a
+//               task that throws on rank 0's own worker or on a master's names that rank
+//   errors      what the mode refuses, the same invalid_argument on every rank: too many masters, a learned
+//               schedule, an unknown supermaster technique, fewer than 3 ranks, weights not one per computing rank
 //   nodes       masters = 0: one master per node; on one node, one master (rank 1) over every other rank
 #include "mpi_check.hpp"
 #include "pfarm/farm.hpp"
@@ -67,8 +71,10 @@ bool is_master(const pfarm::farm_report& r, int rank) {
     return std::find(r.master_ranks.begin(), r.master_ranks.end(), rank) != r.master_ranks.end();
 }
 
-void techniques() {
+/// `computes`: with farm_options::farmer_computes.
+void techniques(bool computes) {
     const int tasks = 131;
+    std::vector<long long> ran_by(static_cast<std::size_t>(size_), 0);  // tasks each rank ran, over every technique
     std::vector<double> in(static_cast<std::size_t>(rank_ == 0 ? tasks : 0)), expected(static_cast<std::size_t>(tasks));
     for (int i = 0; i < tasks; ++i) expected[static_cast<std::size_t>(i)] = f(0.1 * i);
     for (std::size_t i = 0; i < in.size(); ++i) in[i] = 0.1 * static_cast<double>(i);
@@ -80,6 +86,7 @@ void techniques() {
             auto o = hierarchical(t.name);
             o.reclaim = mode >= 1;
             o.prefetch = mode == 2;
+            o.farmer_computes = computes;
             o.record_trace = (position++ % 3) == 0;
             std::vector<double> out(static_cast<std::size_t>(rank_ == 0 ? tasks : 0), -1.0);
             std::vector<int> runs(static_cast<std::size_t>(tasks), 0);
@@ -97,7 +104,9 @@ void techniques() {
             }
             const int not_once = count_not_once(runs);
             const long long ran = std::accumulate(runs.begin(), runs.end(), 0LL);
-            if (rank_ == 0 || is_master(r, rank_)) CHECK(ran == 0, "%s: rank %d computed %lld tasks", label.c_str(), rank_, ran);
+            ran_by[static_cast<std::size_t>(rank_)] += ran;
+            if (!computes && (rank_ == 0 || is_master(r, rank_)))
+                CHECK(ran == 0, "%s: rank %d computed %lld tasks", label.c_str(), rank_, ran);
             else CHECK(r.tasks_per_rank[static_cast<std::size_t>(rank_)] == ran, "%s: rank %d ran %lld, its report says %lld",
                        label.c_str(), rank_, ran, static_cast<long long>(r.tasks_per_rank[static_cast<std::size_t>(rank_)]));
             if (rank_ != 0) continue;
@@ -106,7 +115,7 @@ void techniques() {
             for (int i = 0; i < tasks; ++i) wrong += out[static_cast<std::size_t>(i)] != expected[static_cast<std::size_t>(i)];
             CHECK(wrong == 0, "%s: %d outputs differ from the sequential run", label.c_str(), wrong);
             CHECK(r.master_ranks == (std::vector<int>{1, 4}), "%s: masters %zu", label.c_str(), r.master_ranks.size());
-            CHECK(r.workers == size_ - 3, "%s: %d workers", label.c_str(), r.workers);
+            CHECK(r.workers == (computes ? size_ : size_ - 3), "%s: %d workers", label.c_str(), r.workers);
             long long sum = 0;
             for (int q = 0; q < size_; ++q) {
                 const auto& chunks = r.chunks_per_rank[static_cast<std::size_t>(q)];
@@ -121,7 +130,7 @@ void techniques() {
             if (o.record_trace) {
                 std::vector<int> covered(static_cast<std::size_t>(tasks), 0);
                 for (const auto& c : r.trace) {
-                    CHECK(c.rank != 0 && !is_master(r, c.rank), "%s: a record on rank %d", label.c_str(), c.rank);
+                    CHECK(computes || (c.rank != 0 && !is_master(r, c.rank)), "%s: a record on rank %d", label.c_str(), c.rank);
                     for (auto i = c.first; i < c.first + c.count; ++i) ++covered[static_cast<std::size_t>(i)];
                 }
                 CHECK(std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; }), "%s: the trace does not "
@@ -129,6 +138,15 @@ void techniques() {
             }
         }
     }
+    if (!computes) return;
+    std::vector<long long> all(ran_by.size(), 0);
+    MPI_Reduce(ran_by.data(), all.data(), size_, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank_ != 0) return;
+    std::printf("computes: tasks run per rank over every technique:");
+    for (long long n : all) std::printf(" %lld", n);
+    std::printf("\n");
+    for (int q : {0, 1, 4})  // the supermaster and the two masters
+        CHECK(all[static_cast<std::size_t>(q)] > 0, "computes: rank %d ran no task", q);
 }
 
 /// Task i's result of any size: 0..22 elements, and 100 KiB for a few (more than one message holds).
@@ -153,10 +171,11 @@ struct big {  // 8 KiB: a chunk of 8 tasks no longer fits in one 64 KiB message
 void shapes() {
     const pfarm::task_count tasks = 97;
     for (const char* technique : {"gss", "ss", "multi", "fss"}) {
-        for (int mode = 0; mode < 2; ++mode) {
-            const std::string label = std::string(technique) + (mode ? "/prefetch+reclaim" : "");
+        for (int mode = 0; mode < 3; ++mode) {
+            const std::string label = std::string(technique) + (mode == 1 ? "/prefetch+reclaim" : mode == 2 ? "/computes" : "");
             auto o = hierarchical(technique);
-            o.prefetch = o.reclaim = mode == 1;
+            o.prefetch = o.reclaim = mode >= 1;
+            o.farmer_computes = mode == 2;
             // An index range, two outputs per task.
             std::vector<std::int64_t> two(static_cast<std::size_t>(2 * tasks), -1);
             std::vector<int> runs(static_cast<std::size_t>(tasks), 0);
@@ -394,6 +413,26 @@ void failure() {
         stopped = std::string(e.what()).find("disk full") != std::string::npos;
     }
     CHECK(stopped, "a throwing callback did not stop the farm with its message");
+    // farmer_computes: a task that throws on rank 0's own worker, or on master 1's, is that rank's failure.
+    for (int failing : {0, 1}) {
+        auto o = hierarchical("gss");
+        o.farmer_computes = true;
+        std::string what;
+        try {
+            std::vector<double> out(static_cast<std::size_t>(tasks));
+            pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out, [&](pfarm::task_count, double& y) {
+                if (rank_ == failing) throw std::runtime_error("bad parameter");
+                y = 1.0;
+            }, o);
+        } catch (const pfarm::worker_error& e) {
+            what = e.what();
+            CHECK(e.rank() == failing && e.message() == "bad parameter", "computes, rank %d fails: %s", failing, e.what());
+        } catch (const std::exception& e) {
+            CHECK(false, "computes, rank %d fails: not a worker_error: %s", failing, e.what());
+        }
+        CHECK(!what.empty(), "computes, rank %d fails: no error", failing);
+        if (rank_ == 0) std::printf("computes, rank %d fails: %s\n", failing, what.c_str());
+    }
     // The communicator is fine afterwards.
     std::vector<double> out(40);
     pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, 40}, out, [](pfarm::task_count i, double& y) { y = static_cast<double>(i); },
@@ -424,9 +463,10 @@ void expect_invalid(MPI_Comm comm, const std::string& label, const pfarm::farm_o
 void errors() {
     expect_invalid(MPI_COMM_WORLD, "too many masters", hierarchical("gss", (size_ - 1) / 2 + 1), "masters");
     expect_invalid(MPI_COMM_WORLD, "negative masters", hierarchical("gss", -1), "masters");
-    auto o = hierarchical("gss");
+    auto o = hierarchical("dgss");  // with farmer_computes, weights are one per computing rank: every rank
     o.farmer_computes = true;
-    expect_invalid(MPI_COMM_WORLD, "farmer computes", o, "farmer_computes");
+    o.parameters.weights.assign(static_cast<std::size_t>(size_ - 3), 1.0);
+    expect_invalid(MPI_COMM_WORLD, "weights with farmer computes", o, "weights");
     o = hierarchical("multi");
     pfarm::schedule learned;
     o.schedule = &learned;
@@ -468,7 +508,8 @@ int main(int argc, char** argv) {
     pfarm::mpi::environment env(&argc, &argv);
     find_rank();
     const std::string scenario = argc > 1 ? argv[1] : "";
-    if (scenario == "techniques") techniques();
+    if (scenario == "techniques") techniques(false);
+    else if (scenario == "computes") techniques(true);
     else if (scenario == "shapes") shapes();
     else if (scenario == "reclaim") reclaim();
     else if (scenario == "requests") requests();

@@ -2,8 +2,8 @@
 // section 4.2): "a worker session facing up and a farmer session facing down" (DESIGN.md principle 1).
 //
 // Roles: a supermaster (a plain farmer_session whose workers are the masters), K masters (one master_session each)
-// and the workers (plain worker_sessions, each talking to its master as to a flat farmer). A master computes
-// nothing: it keeps a task pool of the chunks the supermaster gave it, serves its workers from the pool with the
+// and the workers (plain worker_sessions, each talking to its master as to a flat farmer). The session computes
+// nothing (a driver may add the master's own worker as one of its group's workers: farmer_computes): it keeps a task pool of the chunks the supermaster gave it, serves its workers from the pool with the
 // workers' technique (its farmer session in pool mode, farmer.hpp "Pool"), gathers their results, and sends each
 // chunk's results up when every task of it is in. Nothing of the protocol is written again here: the down side is
 // farmer_session (barrier, parking, prefetch, reclaim within the group, records), the up side worker_session

@@ -90,7 +90,8 @@ typedef struct pfarm_options {
     int weight_count;
     const char *calibration;    /**< multi's calibration: "times", "univariate", "multivariate"; NULL: times */
     const char *trace;          /**< trace file, .csv or .json; NULL: none */
-    int farmer_computes;        /**< rank 0 computes too */
+    int farmer_computes;        /**< the ranks that schedule compute too: rank 0; hierarchical: the supermaster
+                                     and every master */
     int prefetch;               /**< workers ask for the next chunk before computing the current one */
     int replicated_input;       /**< every rank holds the input: only indices travel */
     int progress;               /**< 0 quiet, 1 plain lines, 2 a bar on a terminal */

@@ -141,10 +141,10 @@ farm_report run_decentralised(MPI_Comm comm, int rank, int ranks, const std::byt
 /// The hierarchical farm (hierarchical.cpp). On rank 0 inside agree(): plan_hierarchy gives each rank's group from
 /// farm_options::masters and `nodes` (per rank: the lowest rank on its node), or throws the invalid_argument every
 /// rank throws ("farmer": fewer than 3 ranks; "masters": more than (ranks - 1) / 2); hierarchy_workers counts the
-/// worker ranks of such a plan; check_hierarchical throws when the options ask for what this mode cannot do (it
+/// computing ranks of such a plan (with farmer_computes the supermaster and the masters too); check_hierarchical throws when the options ask for what this mode cannot do (it
 /// makes the supermaster's technique and each group's, so that their errors reach every rank before the farm).
 std::vector<int> plan_hierarchy(const farm_options& options, int ranks, const std::vector<int>& nodes);
-int hierarchy_workers(const std::vector<int>& group_of);
+int hierarchy_workers(const std::vector<int>& group_of, bool computes);
 void check_hierarchical(const farm_options& options, const task_kernel& kernel, task_count tasks,
                         const std::vector<int>& group_of);
 farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out,

@@ -4,9 +4,13 @@
 //   - rank 0, the supermaster: a farmer_session whose workers are the masters, with its own technique
 //     (farm_options::master_technique; default pfarm::default_master_technique, options pfarm::master_options);
 //   - K master ranks: a master_session each ("a worker session facing up and a farmer session facing down",
-//     master_session.hpp); a master computes nothing;
+//     master_session.hpp);
 //   - every other rank a worker: the flat farm's worker side, unchanged (worker_side.cpp), on its group's
 //     communicator, where its master is rank 0: a worker talks to its master exactly as to a flat farmer.
+// With farm_options::farmer_computes the supermaster and every master compute too, as the flat farmer does: each
+// runs its own worker (own_worker.hpp) as worker 0 of its session, between two of whose tasks it serves the others.
+// The supermaster's own worker is one more unit beside the masters (a group of one: its chunks come from the
+// supermaster's technique, weighted as one worker); a master's is one more worker of its group.
 //
 // Grouping (plan_hierarchy, on rank 0 inside agree()): masters = K splits ranks 1..N-1 into K contiguous blocks,
 // the first rank of each its master; masters = 0 gives one master per node (MPI_Comm_split_type with
@@ -28,6 +32,7 @@
 // sends its group's part of the report up to rank 0.
 #include "engine.hpp"
 #include "messages.hpp"
+#include "own_worker.hpp"
 #include "results.hpp"
 #include "wire.hpp"
 
@@ -42,20 +47,27 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace pfarm::detail {
 
 namespace {
 
-/// Who is who, from each rank's group (shared_setup::group_of; -1: rank 0, the supermaster).
+/// Who is who, from each rank's group (shared_setup::group_of; -1: rank 0, the supermaster) and whether the
+/// supermaster and the masters compute (farm_options::farmer_computes).
 struct hierarchy {
     std::vector<int> group_of;
+    bool computes = false;
     std::vector<int> master;                ///< per group: its master's rank, the lowest of the group
-    std::vector<std::vector<int>> members;  ///< per group: its workers' ranks, ascending
-    std::vector<int> worker_index;          ///< per rank: its index among every worker rank in rank order (-1: none)
+    /// per group: its workers' ranks, ascending (its master first when it computes: worker 0 of its session)
+    std::vector<std::vector<int>> members;
+    std::vector<int> worker_index;          ///< per rank: its index among every computing rank in rank order (-1: none)
     int workers = 0;
 
     int groups() const { return static_cast<int>(master.size()); }
+    /// The supermaster's session: its own worker (when it computes) is its worker 0, master g its worker g + own().
+    int own() const { return computes ? 1 : 0; }
+    int units() const { return groups() + own(); }
     std::vector<int> sizes() const {
         std::vector<int> s;
         for (const auto& m : members) s.push_back(static_cast<int>(m.size()));
@@ -63,9 +75,10 @@ struct hierarchy {
     }
 };
 
-hierarchy hierarchy_of(const std::vector<int>& group_of) {
+hierarchy hierarchy_of(const std::vector<int>& group_of, bool computes) {
     hierarchy h;
     h.group_of = group_of;
+    h.computes = computes;
     int groups = 0;
     for (int g : group_of) groups = std::max(groups, g + 1);
     h.master.assign(static_cast<std::size_t>(groups), -1);
@@ -73,11 +86,14 @@ hierarchy hierarchy_of(const std::vector<int>& group_of) {
     h.worker_index.assign(group_of.size(), -1);
     for (int r = 0; r < static_cast<int>(group_of.size()); ++r) {
         const int g = group_of[static_cast<std::size_t>(r)];
-        if (g < 0) continue;
+        if (g < 0) {  // rank 0
+            if (computes) h.worker_index[static_cast<std::size_t>(r)] = h.workers++;
+            continue;
+        }
         auto& master = h.master[static_cast<std::size_t>(g)];
-        if (master < 0) {
-            master = r;
-        } else {
+        const bool first = master < 0;
+        if (first) master = r;
+        if (!first || computes) {
             h.members[static_cast<std::size_t>(g)].push_back(r);
             h.worker_index[static_cast<std::size_t>(r)] = h.workers++;
         }
@@ -85,23 +101,29 @@ hierarchy hierarchy_of(const std::vector<int>& group_of) {
     return h;
 }
 
-/// A per-worker list (weights, times, run queues: one per worker rank, in rank order) for group g's workers; empty
-/// stays empty.
-std::vector<double> of_group(const std::vector<double>& list, const hierarchy& h, int g) {
+/// A per-worker list (weights, times, run queues: one per computing rank, in rank order) for the computing ranks
+/// `ranks`; empty stays empty.
+std::vector<double> of_ranks(const std::vector<double>& list, const hierarchy& h, const std::vector<int>& ranks) {
     if (list.empty()) return list;
     std::vector<double> out;
-    for (int r : h.members[static_cast<std::size_t>(g)]) out.push_back(list.at(static_cast<std::size_t>(h.worker_index[static_cast<std::size_t>(r)])));
+    for (int r : ranks) out.push_back(list.at(static_cast<std::size_t>(h.worker_index[static_cast<std::size_t>(r)])));
     return out;
 }
 
-/// The workers' options for group g (its slice of the per-worker lists).
-technique_options group_options(const technique_options& o, const hierarchy& h, int g) {
+/// The workers' options for computing ranks `ranks` (their slice of the per-worker lists).
+technique_options options_of(const technique_options& o, const hierarchy& h, const std::vector<int>& ranks) {
     technique_options s = o;
-    s.weights = of_group(o.weights, h, g), s.times = of_group(o.times, h, g), s.run_queue = of_group(o.run_queue, h, g);
+    s.weights = of_ranks(o.weights, h, ranks), s.times = of_ranks(o.times, h, ranks), s.run_queue = of_ranks(o.run_queue, h, ranks);
     return s;
 }
 
-/// The supermaster's technique and options over the masters (master_options over the groups, in group order).
+/// The workers' options for group g.
+technique_options group_options(const technique_options& o, const hierarchy& h, int g) {
+    return options_of(o, h, h.members[static_cast<std::size_t>(g)]);
+}
+
+/// The supermaster's technique and options over its units: its own worker first when it computes (a group of one:
+/// rank 0), then the masters (master_options over the groups, in group order).
 struct top_plan {
     std::string name;
     technique_options options;
@@ -112,23 +134,26 @@ top_plan top_of(const std::string& technique, const std::string& master_techniqu
     top_plan t;
     const bool defaulted = master_technique.empty();
     t.name = defaulted ? default_master_technique(technique) : master_technique;
-    technique_options grouped = o;  // the per-worker lists in group order: master_options reads groups contiguously
+    technique_options grouped = o;  // the per-worker lists in unit order: master_options reads units contiguously
     grouped.weights.clear(), grouped.times.clear(), grouped.run_queue.clear();
-    for (int g = 0; g < h.groups(); ++g) {
-        const technique_options s = group_options(o, h, g);
+    std::vector<int> sizes;
+    for (int u = 0; u < h.units(); ++u) {
+        const int g = u - h.own();
+        const technique_options s = g < 0 ? options_of(o, h, {0}) : group_options(o, h, g);
         grouped.weights.insert(grouped.weights.end(), s.weights.begin(), s.weights.end());
         grouped.times.insert(grouped.times.end(), s.times.begin(), s.times.end());
         grouped.run_queue.insert(grouped.run_queue.end(), s.run_queue.begin(), s.run_queue.end());
+        sizes.push_back(g < 0 ? 1 : static_cast<int>(h.members[static_cast<std::size_t>(g)].size()));
     }
-    t.options = master_options(grouped, h.sizes(), t.name, defaulted);
+    t.options = master_options(grouped, sizes, t.name, defaulted);
     return t;
 }
 
-/// The loop size group g's technique starts with: the loop times its share of the masters' weights.
-task_count expected_share(task_count tasks, const top_plan& top, int g) {
+/// The loop size group g's technique starts with: the loop times its share of the units' weights.
+task_count expected_share(task_count tasks, const top_plan& top, const hierarchy& h, int g) {
     double total = 0.0;
     for (double w : top.options.weights) total += w;
-    const double share = top.options.weights.at(static_cast<std::size_t>(g)) / total;
+    const double share = top.options.weights.at(static_cast<std::size_t>(g + h.own())) / total;
     return std::max<task_count>(1, std::llround(static_cast<double>(tasks) * share));
 }
 
@@ -189,27 +214,46 @@ constexpr std::size_t failure_rank_bytes = sizeof(std::int64_t);
 // ---- rank 0 --------------------------------------------------------------------------------------------------
 
 /// The supermaster: the MPI transport of a farmer_session over the masters (as farmer_side.cpp is over workers;
-/// it never computes and never reclaims). Results land in `out` or go to the sink, as in the flat farm.
+/// it never reclaims), and over its own worker (worker 0 of the session) when it computes. Results land in `out` or
+/// go to the sink, as in the flat farm.
 class supermaster {
 public:
     supermaster(MPI_Comm up, const std::byte* in, std::byte* out, const task_kernel& kernel, const farm_options& options,
-                const shared_setup& setup, const hierarchy& h, const top_plan& top, double t0)
-        : up_(up), in_(in), out_(out), kernel_(kernel), setup_(setup), h_(h), progress_(options.progress, setup.config.tasks),
-          session_(setup.config.tasks, h.groups(), make_technique(top.name, top.options, h.groups()),
+                const shared_setup& setup, const hierarchy& h, const top_plan& top, double t0, sampler& monitors,
+                bool keep_records)
+        : up_(up), in_(in), out_(out), kernel_(kernel), setup_(setup), h_(h), first_(1 - h.own()),
+          progress_(options.progress, setup.config.tasks),
+          session_(setup.config.tasks, h.units(), make_technique(top.name, top.options, h.units()),
                    {.min_chunk = top.options.min_chunk,
                     .prefetch = true,
                     .depth = master_depth,  // a master holds up to this many chunks (master_session.hpp "Refill rule")
                     .reclaim = false,
                     .request_cost = 0.0,
-                    .keep_records = false,
+                    .keep_records = keep_records && h.computes,  // its own worker's chunks (the trace's rank 0)
                     .stragglers = {},  // refused in a hierarchical farm (setup.cpp)
                     .clock = [t0] { return now() - t0; }}),
-          inbox_(up, false, setup.config.gentle_wait != 0) {}
+          inbox_(up, false, setup.config.gentle_wait != 0) {
+        if (h.computes) own_.emplace(kernel, setup, monitors, 0, [t0] { return now() - t0; });
+    }
 
     outcome run() {
         try {
-            while (!session_.over()) handle(*inbox_.next(true));
+            if (own_) own_->start(), serve_own();
+            while (!session_.over()) {
+                if (own_ && own_->computing()) {  // a task, then the masters' messages that came meanwhile
+                    const task_count i = own_->next();
+                    own_->compute_one(in_ + static_cast<std::size_t>(i) * kernel_.in_bytes,
+                                      kernel_.streamed() ? nullptr : out_ + static_cast<std::size_t>(i) * kernel_.out_bytes,
+                                      [this] { drain(); });
+                    serve_own();
+                    drain();
+                    continue;
+                }
+                handle(*inbox_.next(true));
+            }
         } catch (const std::exception& e) {  // it failed itself (an MPI error): every master is aborted
+            if (own_)
+                while (own_->has_request()) own_->take();
             perform(session_.abort(e.what()));
             while (!session_.over()) handle(*inbox_.next(true));
         }
@@ -229,6 +273,30 @@ public:
     task_count requests() const noexcept { return requests_; }
 
 private:
+    void drain() {
+        while (const received_message* m = inbox_.next(false)) handle(*m);
+    }
+
+    /// Its own worker's requests, to the session (worker 0); the results of its chunk are in out_ already, or in its
+    /// own buffer when they are streamed.
+    void serve_own() {
+        if (!own_ || serving_) return;
+        serving_ = true;
+        try {
+            while (own_->has_request()) {
+                const request_message m = own_->take();
+                if (m.what == request_message::kind::failure && !session_.aborting()) failed_rank_ = 0;
+                own_results_ = true;
+                perform(session_.on_message(0, m));
+                own_results_ = false;
+            }
+        } catch (...) {
+            serving_ = own_results_ = false;
+            throw;
+        }
+        serving_ = false;
+    }
+
     void handle(const received_message& m) {
         request_header h;
         std::memcpy(&h, m.data, sizeof h);
@@ -259,22 +327,30 @@ private:
                        "MPI_Recv");
         }
         if (message_.what == request_message::kind::ask) ++requests_;
-        perform(session_.on_message(master, message_));
+        perform(session_.on_message(master + h_.own(), message_));
     }
 
-    /// The replies first, then the results to store (farmer_side.cpp's order).
+    /// The replies first, then the results to store (farmer_side.cpp's order), then its own worker's requests.
     void perform(const std::vector<farmer_action>& actions) {
-        for (const farmer_action& a : actions)
-            if (a.what == farmer_action::kind::send) send(a.worker + 1, a.reply);
+        for (const farmer_action& a : actions) {
+            if (a.what != farmer_action::kind::send) continue;
+            if (a.worker + first_ == 0) own_->on_reply(a.reply);
+            else send(a.worker + first_, a.reply);
+        }
         for (const farmer_action& a : actions) {
             if (a.what != farmer_action::kind::deliver) continue;
-            if (kernel_.streamed())
+            if (own_results_) {  // computed in place in out_, or into its own buffer when streamed
+                if (kernel_.streamed())
+                    kernel_.deliver(view_of(kernel_, a.results.first, a.results.count, own_->results().payload(),
+                                            own_->results().index_bytes()));
+            } else if (kernel_.streamed())
                 kernel_.deliver(view_of(kernel_, a.results.first, a.results.count, results_, index_bytes_));
             else if (results_)
                 std::memcpy(out_ + static_cast<std::size_t>(a.results.first) * kernel_.out_bytes, results_,
                             static_cast<std::size_t>(a.results.count) * kernel_.out_bytes);
             progress_.update(session_.decisions().completed_tasks());
         }
+        serve_own();
     }
 
     /// A reply to a master with its chunk's inputs; inputs too large to travel in it follow without blocking.
@@ -307,8 +383,12 @@ private:
     const task_kernel& kernel_;
     const shared_setup& setup_;
     const hierarchy& h_;
+    int first_;  ///< upper-communicator rank of the session's worker 0: 0 (its own worker) when it computes, else 1
     progress_reporter progress_;
     farmer_session session_;
+    std::optional<own_worker> own_;      ///< rank 0's own worker, when it computes
+    bool serving_ = false;               ///< its own worker's requests are being handed to the session
+    bool own_results_ = false;           ///< the message being handled is its own worker's
     farmer_inbox inbox_;
     request_message message_;
     const std::byte* results_ = nullptr;
@@ -322,27 +402,40 @@ private:
 // ---- a master ------------------------------------------------------------------------------------------------
 
 /// A master: the MPI transport of a master_session, between the supermaster (upper communicator, rank 0) and its
-/// group (group communicator: itself rank 0, its workers 1..n).
+/// group (group communicator: itself rank 0, its workers 1..n). When it computes, its own worker is worker 0 of its
+/// group (`workers` starts with its own rank) and the others are their group rank.
 class master_side {
 public:
-    master_side(MPI_Comm up, MPI_Comm down, int rank, const task_kernel& kernel, const shared_setup& setup,
-                std::vector<int> workers, std::unique_ptr<technique> policy, const master_session_options& options,
-                double t0, const std::vector<double>& offsets)
-        : up_(up), down_(down), rank_(rank), kernel_(kernel), setup_(setup), workers_(std::move(workers)), t0_(t0),
-          offset_(offsets.at(static_cast<std::size_t>(rank))),
+    master_side(MPI_Comm up, MPI_Comm down, int rank, const std::byte* in, const task_kernel& kernel,
+                const shared_setup& setup, std::vector<int> workers, std::unique_ptr<technique> policy,
+                const master_session_options& options, double t0, const std::vector<double>& offsets, sampler& monitors)
+        : up_(up), down_(down), rank_(rank), in_(in), kernel_(kernel), setup_(setup), workers_(std::move(workers)),
+          first_(workers_.front() == rank ? 0 : 1), t0_(t0), offset_(offsets.at(static_cast<std::size_t>(rank))),
           session_(static_cast<int>(workers_.size()), std::move(policy), options),
           inputs_travel_(!setup.config.replicated && kernel.in_bytes > 0) {
         for (int r : workers_) offsets_.push_back(offsets.at(static_cast<std::size_t>(r)));
+        if (first_ == 0) own_.emplace(kernel, setup, monitors, rank, [this] { return clock(); });
     }
 
     outcome run() {
         post();
         try {
             perform(session_.start(clock()));
-            while (!session_.over()) next();
+            if (own_) own_->start(), serve_own();
+            while (!session_.over()) {
+                if (own_ && own_->computing()) {  // a task, then the messages that came meanwhile
+                    compute_own_task();
+                    while (next(false)) {}
+                    continue;
+                }
+                next(true);
+            }
         } catch (const std::exception& e) {  // the master itself failed: its group is aborted, the failure goes up
+            if (own_)
+                while (own_->has_request()) own_->take();
+            serving_ = false;
             perform(session_.abort(e.what()));
-            while (!session_.over()) next();
+            while (!session_.over()) next(true);
         }
         sends_.complete(true);
         for (posted_receive* p : {&reply_, &answer_, &request_}) p->cancel();
@@ -397,8 +490,8 @@ private:
     }
 
     /// The next message: the supermaster's reply first (it refills the pool), then a victim's answer (a thief waits
-    /// for it), then whatever comes.
-    void next() {
+    /// for it), then whatever comes. Not `block`: false at once when none has come.
+    bool next(bool block) {
         MPI_Status status;
         int index = -1;
         for (int i = 0; i < 2 && index < 0; ++i) {
@@ -407,13 +500,45 @@ private:
             mpi::check(MPI_Test(&requests_[i], &flag, &status), "MPI_Test");
             if (flag) index = i;
         }
-        if (index < 0) index = wait_any(3, requests_, status, true, setup_.config.gentle_wait != 0);
+        if (index < 0) index = wait_any(3, requests_, status, block, setup_.config.gentle_wait != 0);
+        if (index < 0) return false;
         posted_receive& p = index == 0 ? reply_ : index == 1 ? answer_ : request_;
         p.request() = MPI_REQUEST_NULL;
         p.completed(status);
         if (index == 0) take_reply();
         else take_request(p, index == 1 ? tag_released : tag_request, index);
         sends_.complete(false);
+        return true;
+    }
+
+    /// Its own worker's next task, its input from the chunk of the pool that holds it (or the caller's input), its
+    /// results into its own buffer (stored into their chunks when the session accepts them).
+    void compute_own_task() {
+        const task_count i = own_->next();
+        const std::byte* input = nullptr;
+        if (inputs_travel_) {
+            const held& c = holding(i);
+            input = c.inputs->data() + static_cast<std::size_t>(i - c.work.first) * kernel_.in_bytes;
+        } else {
+            input = in_ + static_cast<std::size_t>(i) * kernel_.in_bytes;  // replicated, or an index range
+        }
+        own_->compute_one(input, nullptr, [this] {
+            while (next(false)) {}
+        });
+        serve_own();
+    }
+
+    /// Its own worker's requests, to the session (worker 0), with their results in its own buffer.
+    void serve_own() {
+        if (!own_ || serving_) return;
+        serving_ = true;
+        while (own_->has_request()) {
+            const request_message m = own_->take();
+            payload_ = own_->results().payload();
+            index_bytes_ = own_->results().index_bytes();
+            perform(session_.on_message(0, m, clock()));
+        }
+        serving_ = false;
     }
 
     /// The supermaster's reply: a chunk's inputs are kept for the group; the receive is posted again before the
@@ -452,7 +577,7 @@ private:
     /// A worker's message (a request, or a victim's answer); its receive is posted again once it is handled.
     void take_request(posted_receive& p, int tag, int index) {
         try {
-            const int worker = p.source() - 1;
+            const int worker = p.source() - first_;
             request_header h;
             std::memcpy(&h, p.data(), sizeof h);
             decode(h, offsets_.at(static_cast<std::size_t>(worker)), message_);
@@ -483,13 +608,18 @@ private:
 
     /// The replies to workers first (they wait), then the results into their chunks' buffers, then the messages up
     /// (one may carry the chunk just completed).
+    /// Its own worker's replies are handed to it, and its requests to the session once these actions are done.
     void perform(const std::vector<master_action>& actions) {
-        for (const master_action& a : actions)
-            if (a.what == master_action::kind::send) send_down(a.worker, a.reply);
+        for (const master_action& a : actions) {
+            if (a.what != master_action::kind::send) continue;
+            if (a.worker + first_ == 0) own_->on_reply(a.reply);
+            else send_down(a.worker, a.reply);
+        }
         for (const master_action& a : actions)
             if (a.what == master_action::kind::deliver) store(a.results);
         for (const master_action& a : actions)
             if (a.what == master_action::kind::up) send_up(a.message);
+        serve_own();
     }
 
     struct held {
@@ -554,7 +684,7 @@ private:
     /// a worker still computing does not hold up the master.
     void send_down(int worker, const reply_message& r) {
         reply_header h = encode(r);
-        const int to = worker + 1;
+        const int to = worker + first_;
         const std::size_t payload =
             r.what == reply_message::kind::assign && inputs_travel_ ? static_cast<std::size_t>(r.work.count) * kernel_.in_bytes : 0;
         if (payload == 0) {
@@ -647,12 +777,16 @@ private:
 
     MPI_Comm up_, down_;
     int rank_;
+    const std::byte* in_;          ///< the caller's input (read by its own worker with replicated input or an index range)
     const task_kernel& kernel_;
     const shared_setup& setup_;
-    std::vector<int> workers_;     ///< its workers' ranks: worker i is rank i + 1 of the group communicator
+    std::vector<int> workers_;     ///< its workers' ranks: worker i is rank i + first_ of the group communicator
+    int first_;                    ///< 0 when it computes (its own worker is worker 0), else 1
     std::vector<double> offsets_;  ///< per worker: its clock minus rank 0's
     double t0_, offset_;           ///< its own clock's offset from rank 0's
     master_session session_;
+    std::optional<own_worker> own_;  ///< its own worker, when it computes
+    bool serving_ = false;           ///< its own worker's requests are being handed to the session
     bool inputs_travel_;
     std::deque<held> held_;        ///< the chunks whose inputs or results it keeps, in the order they came
     posted_receive reply_, answer_, request_;
@@ -711,6 +845,15 @@ farm_report assemble(const farm_options& options, int ranks, task_count tasks, c
             r.trace.push_back(t);
         }
         if (at != end) throw internal_error("hierarchical farm: master " + std::to_string(g) + "'s report does not add up");
+    }
+    if (h.computes) {  // rank 0's own worker: worker 0 of the supermaster's session
+        const farmer_session& s = top.session();
+        r.tasks_per_rank[0] = s.tasks_of(0);
+        r.chunks_per_rank[0] = s.chunks_of(0);
+        r.busy_per_rank[0] = s.busy_of(0);
+        r.finish_per_rank[0] = s.finish_of(0);
+        for (const chunk_trace& c : s.records())  // (kept only with a trace)
+            if (c.rank == 0) r.trace.push_back(c);
     }
     std::stable_sort(r.trace.begin(), r.trace.end(), [](const chunk_trace& a, const chunk_trace& b) { return a.sent < b.sent; });
     std::vector<double> finish;
@@ -773,15 +916,11 @@ std::vector<int> plan_hierarchy(const farm_options& options, int ranks, const st
     return group;
 }
 
-int hierarchy_workers(const std::vector<int>& group_of) { return hierarchy_of(group_of).workers; }
+int hierarchy_workers(const std::vector<int>& group_of, bool computes) { return hierarchy_of(group_of, computes).workers; }
 
 void check_hierarchical(const farm_options& options, const task_kernel& kernel, task_count tasks,
                         const std::vector<int>& group_of) {
     (void)kernel;
-    if (options.farmer_computes)
-        throw invalid_argument("farmer_computes",
-                               "is not available with farmer = hierarchical: the supermaster and the masters compute "
-                               "nothing, each serving requests as they come (docs/hierarchical.md); use flat");
     if (options.schedule)
         throw invalid_argument("farmer", "hierarchical does not learn a schedule (each group calibrates on its own, "
                                          "with its tasks); use flat with farm_options::schedule");
@@ -793,13 +932,13 @@ void check_hierarchical(const farm_options& options, const task_kernel& kernel, 
         }
     }
     if (group_of.empty()) return;  // one rank: the tasks run in order, nothing else to check
-    const hierarchy h = hierarchy_of(group_of);
+    const hierarchy h = hierarchy_of(group_of, options.farmer_computes);
     const top_plan top = top_of(options.technique, options.master_technique, options.parameters, h);
-    (void)make_technique(top.name, top.options, h.groups());
+    (void)make_technique(top.name, top.options, h.units());
     for (int g = 0; g < h.groups(); ++g) {
         (void)make_technique(options.technique, group_options(options.parameters, h, g),
                              static_cast<int>(h.members[static_cast<std::size_t>(g)].size()));
-        (void)expected_share(tasks, top, g);
+        (void)expected_share(tasks, top, h, g);
     }
 }
 
@@ -807,7 +946,7 @@ farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte
                              const task_kernel& kernel, const farm_options& options, const shared_setup& setup, double t0,
                              std::vector<double> offsets, double round_trip, sampler& monitors) {
     const double cpu0 = cpu_seconds();
-    const hierarchy h = hierarchy_of(setup.group_of);
+    const hierarchy h = hierarchy_of(setup.group_of, setup.config.farmer_computes != 0);
     // Rank 0's view on every rank: the workers' technique and parameters, the supermaster's technique, the records,
     // each rank's clock offset.
     std::string technique = options.technique, top_name = options.master_technique;
@@ -829,7 +968,7 @@ farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte
 
     const top_plan top = top_of(technique, top_name, parameters, h);
     if (rank == 0) {
-        supermaster s(up.comm, in, out, kernel, options, setup, h, top, t0);
+        supermaster s(up.comm, in, out, kernel, options, setup, h, top, t0, monitors, keep_records != 0);
         const outcome o = s.run();
         if (o.what != farm_outcome::kind::ok) throw_outcome(o);
         // The masters' parts of the report.
@@ -847,7 +986,7 @@ farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte
     // A master.
     const auto size = static_cast<int>(h.members[static_cast<std::size_t>(g)].size());
     const technique_options mine = group_options(parameters, h, g);
-    const technique_needs top_needs = make_technique(top.name, top.options, h.groups())->needs();
+    const technique_needs top_needs = make_technique(top.name, top.options, h.units())->needs();
     master_session_options mo;
     mo.group = {.min_chunk = parameters.min_chunk,
                 .prefetch = setup.config.prefetch != 0,
@@ -856,12 +995,12 @@ farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte
                 .keep_records = keep_records != 0,
                 .stragglers = {},
                 .clock = {}};  // the driver passes every time (rank 0's clock)
-    mo.expected = expected_share(setup.config.tasks, top, g);
+    mo.expected = expected_share(setup.config.tasks, top, h, g);
     mo.readings_each = !top_needs.with_every_request.empty();
     mo.readings_calibration = !top_needs.with_calibration.empty();
     mo.powers = mine.weights;
-    master_side m(up.comm, down.comm, rank, kernel, setup, h.members[static_cast<std::size_t>(g)],
-                  make_technique(technique, mine, size), mo, t0, offsets);
+    master_side m(up.comm, down.comm, rank, in, kernel, setup, h.members[static_cast<std::size_t>(g)],
+                  make_technique(technique, mine, size), mo, t0, offsets, monitors);
     const outcome o = m.run();
     if (o.what != farm_outcome::kind::ok) throw_outcome(o);
     const std::vector<double> part = m.packed();

@@ -136,7 +136,7 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
             int workers = ranks == 1 ? 1 : ranks - (options.farmer_computes ? 0 : 1);
             if (options.farmer == farmer_mode::hierarchical && ranks > 1) {  // one rank runs the tasks in order
                 s.group_of = plan_hierarchy(options, ranks, nodes);
-                workers = hierarchy_workers(s.group_of);
+                workers = hierarchy_workers(s.group_of, options.farmer_computes);
             }
             policy = make_technique(options.technique, options.parameters, workers);
             // Some parameters are checked only when a technique starts (tss's first and last against the tasks and

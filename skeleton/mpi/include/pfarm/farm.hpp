@@ -80,7 +80,9 @@ inline farmer_mode parse_farmer_mode(const std::string& name, const std::string&
 struct farm_options {
     std::string technique = "multi";       ///< any registry name (pfarm-chunks --help)
     technique_options parameters;          ///< the technique's parameters
-    bool farmer_computes = false;          ///< rank 0 computes chunks too, serving requests between tasks
+    /// The ranks that schedule compute chunks too, serving requests between two of their tasks: rank 0 (flat,
+    /// decentralised), the supermaster and every master (hierarchical; docs/hierarchical.md)
+    bool farmer_computes = false;
     bool prefetch = false;                 ///< a worker asks for its next chunk before computing the current one
     /// Work take-back (docs/skeleton.md "Reclaim"): once every task is handed out, an idle worker takes
     /// unstarted tasks back from the worker expected to finish last. Workers check for a reclaim between two
@@ -118,7 +120,7 @@ struct farm_options {
     /// with another key is refused.
     std::string journal_key;
     /// Who schedules: a flat farmer (default), hierarchical (docs/hierarchical.md: rank 0 the supermaster, `masters`
-    /// masters that compute nothing, every technique, reclaim within a group; not with farmer_computes or a learned
+    /// masters (computing only with farmer_computes), every technique, reclaim within a group; not with a learned
     /// schedule), or decentralised (docs/skeleton.md "Decentralised farm": the techniques whose chunks depend only on
     /// the scheduling step, or on the worker and what remains; no reclaim; no monitors).
     farmer_mode farmer = farmer_mode::flat;
@@ -161,7 +163,7 @@ struct farm_report {
     /// Requests for work (asks) that reached rank 0 over MPI: the flat farmer's from its workers, the hierarchical
     /// supermaster's from the masters (its load); 0 in the decentralised farm (no rank serves requests).
     task_count farmer_requests = 0;
-    std::vector<int> master_ranks;          ///< hierarchical: the masters' ranks (they compute nothing), by group
+    std::vector<int> master_ranks;          ///< hierarchical: the masters' ranks (computing only with farmer_computes), by group
     std::vector<task_count> master_requests;  ///< hierarchical, rank 0: the asks each master's workers sent it
     /// hierarchical, rank 0: of each master's requests up, those that carried a chunk's results (seed 002, Remark 3:
     /// results and the next request in one message)
