@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Prefetch against no prefetch, every technique, on issue 12's run (docs/performance.md "Prefetch no longer
+slows a run down").
+
+For each technique of the registry (read from `pfarm-chunks --help`, never a list kept here), runs
+`pfarm-mandelbrot --width 1500 --height 1500 --max-iterations 2000 --farmer-computes` on 2 ranks N times without
+and N times with `--prefetch`, the two modes in turn (pair i is run back to back, so a slow spell of a shared
+machine falls on both), and writes the makespans to a JSON file and a markdown table to stdout: the median of
+each mode, their ratio (the target: at most 1.05), and the median of the pairs' ratios.
+
+    python3 benchmarks/real/prefetch_mandelbrot.py [--pairs 9] [--build build/release]
+        [--out docs/measurements/prefetch-mandelbrot-2ranks.json] [--only tss,gss]
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+# Parameters a technique cannot run without on this loop (the app refuses it otherwise): awf-d and awf-e need the
+# scheduling overhead h per chunk, in task-time units; css needs its chunk size.
+EXTRA = {"awf-d": ["--overhead-h", "0.01"], "awf-e": ["--overhead-h", "0.01"], "css": ["--chunk", "8"]}
+
+
+def techniques(build):
+    text = subprocess.run([os.path.join(build, "skeleton/tools/pfarm-chunks"), "--help"], capture_output=True,
+                          text=True, check=False).stdout
+    listing = text.split("Techniques:", 1)[1]
+    return [m.group(1) for m in re.finditer(r"^  (\S+)\s", listing, re.M)]
+
+
+def makespan(build, technique, prefetch):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    command = ["mpiexec", "-n", "2", os.path.join(build, "apps/mandelbrot/pfarm-mandelbrot"), "--width", "1500",
+               "--height", "1500", "--max-iterations", "2000", "--technique", technique, "--farmer-computes",
+               "--quiet", "--json", "--output", os.devnull] + EXTRA.get(technique, []) + (["--prefetch"] if prefetch else [])
+    run = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if run.returncode != 0:
+        sys.exit(f"prefetch_mandelbrot: {technique}{' --prefetch' if prefetch else ''} failed ({run.returncode}): "
+                 f"{run.stderr.strip()[-400:]}")
+    return json.loads(run.stdout)["makespan"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=9, help="runs of each mode per technique (default 9)")
+    parser.add_argument("--build", default="build/release")
+    parser.add_argument("--out", default="docs/measurements/prefetch-mandelbrot-2ranks.json")
+    parser.add_argument("--only", default="", help="comma-separated techniques (default: all)")
+    args = parser.parse_args()
+    if args.pairs < 1:
+        sys.exit("prefetch_mandelbrot: --pairs: is %d; expected >= 1" % args.pairs)
+    names = techniques(args.build)
+    if args.only:
+        wanted = args.only.split(",")
+        unknown = [t for t in wanted if t not in names]
+        if unknown:
+            sys.exit("prefetch_mandelbrot: --only: unknown technique(s) " + ", ".join(unknown))
+        names = wanted
+    results = {}
+    for t in names:
+        plain, ahead = [], []
+        for _ in range(args.pairs):
+            plain.append(makespan(args.build, t, False))
+            ahead.append(makespan(args.build, t, True))
+        results[t] = {"plain": plain, "--prefetch": ahead}
+        print(f"{t}: {statistics.median(ahead) / statistics.median(plain):.3f}", file=sys.stderr, flush=True)
+    with open(args.out, "w") as f:
+        json.dump({"command": "pfarm-mandelbrot --width 1500 --height 1500 --max-iterations 2000 --farmer-computes, "
+                              "mpiexec -n 2, pairs run back to back", "pairs": args.pairs, "extra": EXTRA,
+                   "makespans": results}, f, indent=1)
+    print("| technique | without prefetch, median (s) | with prefetch, median (s) | ratio of medians | median of pair ratios |")
+    print("| --- | --- | --- | --- | --- |")
+    over = []
+    for t, r in results.items():
+        a, b = statistics.median(r["plain"]), statistics.median(r["--prefetch"])
+        pairs = statistics.median(y / x for x, y in zip(r["plain"], r["--prefetch"]))
+        if b / a > 1.05:
+            over.append(t)
+        print(f"| {t} | {a:.3f} | {b:.3f} | **{b / a:.3f}** | {pairs:.3f} |")
+    print(f"\nwithin 5%: {len(results) - len(over)} of {len(results)}" + (f"; over: {', '.join(over)}" if over else ""))
+
+
+if __name__ == "__main__":
+    main()
