@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """pfarm-run under mpiexec (issue 16), one scenario per call:
 
-  run_tests.py farm|kill|halt WORKDIR PFARM_RUN LAUNCHER... --
+  run_tests.py farm|kill|halt|hierarchical WORKDIR PFARM_RUN LAUNCHER... --
 
 farm  200 commands of random durations on 4 ranks, some failing, some killed by a signal, some failing once then
       succeeding on their retry, some timing out: every command runs exactly once per attempt, on the rank the job
@@ -13,6 +13,8 @@ kill  the whole job (mpiexec and every rank) is killed with SIGKILL part-way, wh
       runs the failed ones only, and its job log covers every command.
 halt  --halt-on-error: the first failure stops every rank from starting commands; the commands not started are
       logged as not run, and a rerun with the journal runs exactly them.
+hierarchical  --farmer hierarchical --masters 2 --farmer-computes on 5 ranks: 60 commands of 20 ms, each run exactly
+      once, on the rank the job log names; every rank ran some (the supermaster and the masters compute too).
 """
 import json
 import os
@@ -253,5 +255,26 @@ def scenario_halt():
     print(f"run_tests.py halt: {len(not_run)} of {n} commands not started after the failure; the rerun ran exactly those")
 
 
-{"farm": scenario_farm, "kill": scenario_kill, "halt": scenario_halt}[mode]()
+def scenario_hierarchical():
+    n, ranks = 60, 5
+    marker = path("marker")
+    commands = [f'echo "{i} $PFARM_TASK $PFARM_ATTEMPT $PFARM_RANK" >> {marker}; sleep 0.02' for i in range(n)]
+    write_commands(commands)
+    report = pfarm(["--farmer", "hierarchical", "--masters", "2", "--farmer-computes", "--joblog", path("joblog"),
+                    "--quiet", path("commands")], 0, ranks)
+    log = read_log("joblog")
+    check(sorted(log) == list(range(n)), f"the job log has {len(log)} commands, expected {n}")
+    ran = Counter()
+    for i, task, attempt, rank in marker_lines():
+        check(i == task and attempt == "1", f"command {i} ran with PFARM_TASK={task}, PFARM_ATTEMPT={attempt}")
+        check(rank == log[int(i)]["rank"], f"command {i} ran on rank {rank}; the job log says {log[int(i)]['rank']}")
+        ran[int(i)] += 1
+    check(all(ran[i] == 1 for i in range(n)), f"commands not run exactly once: {[i for i in range(n) if ran[i] != 1]}")
+    per_rank = Counter(int(log[i]["rank"]) for i in range(n))
+    check(all(per_rank[r] > 0 for r in range(ranks)), f"a rank ran no command: {dict(per_rank)}")
+    check(report["succeeded"] == n and sum(report["tasks_per_rank"]) == n, f"JSON report {report}")
+    print(f"run_tests.py hierarchical: {n} commands, each once; per rank {report['tasks_per_rank']}")
+
+
+{"farm": scenario_farm, "kill": scenario_kill, "halt": scenario_halt, "hierarchical": scenario_hierarchical}[mode]()
 print(f"run_tests.py {mode}: passed")
