@@ -155,6 +155,9 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
                 calibration_end_ = now();
                 reask_parked();
             }
+            // Stopped while this chunk was out, and its results sent before the stop came (a worker whose reply ahead
+            // was late sends them at once; worker_session.hpp): they were its last, no final follows.
+            if (w.stop_sent && farmer_.held(worker) == 0 && !farmer_.asked(worker) && !w.release_inferred) retire(worker);
             return actions_;
         }
         if (m.what == request_message::kind::final) {

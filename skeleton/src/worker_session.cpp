@@ -186,8 +186,19 @@ worker_session::actions worker_session::on_chunk_done(double seconds, double sta
     } else if (!out_) {
         ask(request_message::kind::ask, true);
         wanted_ = false;
-    }  // else the reply asked ahead has not come: advance() when it does
+    } else if (options_.results_early && !driver_asks_ && !merge_expected()) {
+        // The reply asked ahead has not come, and the request after it would not go at once (tasks long against
+        // prefetch_lead): nothing is to be gained by holding the results for it, so they go now, while the farmer
+        // answers. Held, they would leave only once the reply is in, and reach a farmer that serves between its own
+        // tasks (farmer_computes) one of its tasks later (docs/skeleton.md "Prefetch").
+        ask(request_message::kind::results, true);
+    }  // else advance() when the reply comes: the results may go with the next request
     return {slots_.data(), used_};
+}
+
+bool worker_session::merge_expected() const {
+    if (seconds_per_task_ <= 0.0) return true;  // no pace yet
+    return std::ceil(options_.prefetch_lead / seconds_per_task_) >= static_cast<double>(current_.count);
 }
 
 worker_session::actions worker_session::on_reclaim(const reply_message& r, task_count next_task,

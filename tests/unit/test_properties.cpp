@@ -277,3 +277,48 @@ INSTANTIATE_TEST_SUITE_P(Registry, EveryTechnique, ::testing::ValuesIn(technique
                          });
 
 }  // namespace
+
+namespace {
+
+/// A worker with prefetch whose first chunk [0, 10) ends (10 s, 1 s a task) before the reply asked ahead: the
+/// actions of on_chunk_done.
+pfarm::worker_session::actions chunk_ends_before_its_reply(pfarm::worker_session& w) {
+    w.start();
+    pfarm::reply_message r;
+    r.what = pfarm::reply_message::kind::assign;
+    r.work = {0, 10};
+    w.on_reply(r);
+    EXPECT_TRUE(w.computing());
+    EXPECT_GT(w.ask_at(), 0);
+    const auto ahead = w.on_boundary(w.ask_at());
+    EXPECT_EQ(ahead.size(), 1u);
+    EXPECT_EQ(ahead[0].message.what, pfarm::request_message::kind::ask);
+    EXPECT_EQ(ahead[0].message.done.count, 0);
+    return w.on_chunk_done(10.0, 0.0, 10.0);
+}
+
+}  // namespace
+
+TEST(WorkerSession, ResultsOfAChunkThatEndsBeforeItsReplyGoAtOnceUnlessARequestWouldGoWithThem) {
+    // Tasks long against the lead: no request would go at once after the reply, so the results go now.
+    pfarm::worker_session long_tasks({.prefetch = true, .prefetch_lead = 1e-3});
+    const auto now = chunk_ends_before_its_reply(long_tasks);
+    ASSERT_EQ(now.size(), 1u);
+    EXPECT_EQ(now[0].what, pfarm::worker_action::kind::send);
+    EXPECT_EQ(now[0].message.what, pfarm::request_message::kind::results);
+    EXPECT_EQ(now[0].message.done.first, 0);
+    EXPECT_EQ(now[0].message.done.count, 10);
+    // The reply then finds nothing in hand: the next chunk starts, with no results to send.
+    pfarm::reply_message next;
+    next.what = pfarm::reply_message::kind::assign;
+    next.work = {10, 10};
+    const auto after = long_tasks.on_reply(next);
+    ASSERT_EQ(after.size(), 1u);
+    EXPECT_EQ(after[0].what, pfarm::worker_action::kind::compute);
+    // Short tasks (the lead covers a chunk): the results wait for the reply, to go with the request after it.
+    pfarm::worker_session short_tasks({.prefetch = true, .prefetch_lead = 100.0});
+    EXPECT_EQ(chunk_ends_before_its_reply(short_tasks).size(), 0u);
+    // A driver that cannot send while the reply may come holds them too.
+    pfarm::worker_session held({.prefetch = true, .prefetch_lead = 1e-3, .results_early = false});
+    EXPECT_EQ(chunk_ends_before_its_reply(held).size(), 0u);
+}

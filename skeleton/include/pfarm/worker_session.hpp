@@ -27,8 +27,9 @@
 //   compute c          start computing chunk c (current()): the driver computes it task by task
 // With prefetch a worker asks for its next chunk while it computes one (not past its calibration task: the next
 // chunk waits for the calibration barrier), prefetch_lead before its end (ask_at()), so the reply arrives while
-// it computes; the chunk's results then travel with the request after. After `later` it asks only with nothing
-// in hand.
+// it computes; the chunk's results then travel with the request after, or alone (`results`) at once when its chunk
+// ends before the reply and tasks are long against prefetch_lead (the request after would not go at once: nothing
+// to merge them with). After `later` it asks only with nothing in hand.
 // Depth (a hierarchical master facing its supermaster, master_session.hpp): with depth d > 2 it may hold d chunks,
 // the one it computes and up to d - 1 replies ahead, and it asks ahead only when the driver says so
 // (ask_ahead(): one request out at a time, none during a calibration task; it goes with the results of the chunk
@@ -60,6 +61,11 @@ struct worker_session_options {
     int depth = 0;
     bool readings_each = false;         ///< every request carries readings (technique_needs::with_every_request)
     bool readings_calibration = false;  ///< a calibration result carries readings (technique_needs::with_calibration)
+    /// Prefetch: a chunk that ends before the reply asked ahead sends its results at once when no request would
+    /// go with them (`results`), rather than when the reply comes. Off where the driver cannot send while that
+    /// reply may be on its way (the MPI worker when replies carry inputs: two blocking sends of a size that waits
+    /// for its receive, one each way, would deadlock).
+    bool results_early = true;
 };
 
 struct worker_action {
@@ -115,6 +121,8 @@ private:
     void begin(const reply_message& r);
     void advance(const reply_message& r);
     task_count plan_ask(const reply_message& r) const;
+    /// Whether a request after the chunk just ended would go at once (its results may wait to go with it).
+    bool merge_expected() const;
 
     worker_session_options options_;
     worker_action& add(worker_action::kind what);  ///< the next action slot, reset

@@ -26,7 +26,10 @@ public:
           session_({.prefetch = setup.config.prefetch != 0,
                     .prefetch_lead = 2.0 * round_trip,
                     .readings_each = setup.config.readings_each != 0,
-                    .readings_calibration = setup.config.readings_calibration != 0}) {}
+                    .readings_calibration = setup.config.readings_calibration != 0,
+                    // A reply without inputs is a header: sent without waiting for its receive, it cannot deadlock
+                    // with results sent while it comes (worker_session_options::results_early).
+                    .results_early = setup.config.replicated != 0 || kernel.in_bytes == 0}) {}
 
     farm_report run(const farm_options& options, int ranks) {
         report_ = empty_report(options, ranks, setup_.config.tasks);
