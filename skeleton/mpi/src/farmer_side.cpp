@@ -69,7 +69,7 @@ public:
         } catch (const std::exception& e) {
             // The farmer itself failed (a calibration that cannot proceed, an MPI error): every worker is
             // stopped, the one whose request was being handled included; the others as they ask.
-            while (own_.has_request()) own_.take();
+            own_.drop_requests();
             perform(session_.abort(e.what()));
             while (!session_.over()) handle(*inbox_.next(true));
             finish_transport();
@@ -216,11 +216,10 @@ private:
     // --- rank 0's own worker (farmer computes) ------------------------------------------------------------
 
     void serve_own() {
-        while (own_.has_request()) {
-            const request_message m = own_.take();
+        own_.serve([this](const request_message& m) {
             delivering_ = m.done;
             perform(session_.on_message(0, m));
-        }
+        });
     }
 
     /// Rank 0's own worker's next task: computed in place in out_, or into its own buffer when results are streamed

@@ -252,8 +252,7 @@ public:
                 handle(*inbox_.next(true));
             }
         } catch (const std::exception& e) {  // it failed itself (an MPI error): every master is aborted
-            if (own_)
-                while (own_->has_request()) own_->take();
+            if (own_) own_->drop_requests();
             perform(session_.abort(e.what()));
             while (!session_.over()) handle(*inbox_.next(true));
         }
@@ -280,21 +279,18 @@ private:
     /// Its own worker's requests, to the session (worker 0); the results of its chunk are in out_ already, or in its
     /// own buffer when they are streamed.
     void serve_own() {
-        if (!own_ || serving_) return;
-        serving_ = true;
-        try {
-            while (own_->has_request()) {
-                const request_message m = own_->take();
-                if (m.what == request_message::kind::failure && !session_.aborting()) failed_rank_ = 0;
-                own_results_ = true;
+        if (!own_) return;
+        own_->serve([this](const request_message& m) {
+            if (m.what == request_message::kind::failure && !session_.aborting()) failed_rank_ = 0;
+            own_results_ = true;
+            try {
                 perform(session_.on_message(0, m));
+            } catch (...) {
                 own_results_ = false;
+                throw;
             }
-        } catch (...) {
-            serving_ = own_results_ = false;
-            throw;
-        }
-        serving_ = false;
+            own_results_ = false;
+        });
     }
 
     void handle(const received_message& m) {
@@ -387,7 +383,6 @@ private:
     progress_reporter progress_;
     farmer_session session_;
     std::optional<own_worker> own_;      ///< rank 0's own worker, when it computes
-    bool serving_ = false;               ///< its own worker's requests are being handed to the session
     bool own_results_ = false;           ///< the message being handled is its own worker's
     farmer_inbox inbox_;
     request_message message_;
@@ -431,9 +426,7 @@ public:
                 next(true);
             }
         } catch (const std::exception& e) {  // the master itself failed: its group is aborted, the failure goes up
-            if (own_)
-                while (own_->has_request()) own_->take();
-            serving_ = false;
+            if (own_) own_->drop_requests();
             perform(session_.abort(e.what()));
             while (!session_.over()) next(true);
         }
@@ -530,15 +523,12 @@ private:
 
     /// Its own worker's requests, to the session (worker 0), with their results in its own buffer.
     void serve_own() {
-        if (!own_ || serving_) return;
-        serving_ = true;
-        while (own_->has_request()) {
-            const request_message m = own_->take();
+        if (!own_) return;
+        own_->serve([this](const request_message& m) {
             payload_ = own_->results().payload();
             index_bytes_ = own_->results().index_bytes();
             perform(session_.on_message(0, m, clock()));
-        }
-        serving_ = false;
+        });
     }
 
     /// The supermaster's reply: a chunk's inputs are kept for the group; the receive is posted again before the
@@ -786,7 +776,6 @@ private:
     double t0_, offset_;           ///< its own clock's offset from rank 0's
     master_session session_;
     std::optional<own_worker> own_;  ///< its own worker, when it computes
-    bool serving_ = false;           ///< its own worker's requests are being handed to the session
     bool inputs_travel_;
     std::deque<held> held_;        ///< the chunks whose inputs or results it keeps, in the order they came
     posted_receive reply_, answer_, request_;

@@ -2,7 +2,7 @@
 // transport of a worker_session for the rank that also serves requests: the flat farmer (farmer_side.cpp), the
 // supermaster and each master (hierarchical.cpp). It is worker 0 of that rank's session. It computes its chunk one
 // task per compute_one() call, so the driver serves the other ranks' messages between two of its tasks; its
-// requests wait here until the driver hands them to its session (take()); the replies the session gives worker 0
+// requests wait here until the driver hands them to its session (serve()); the replies the session gives worker 0
 // come back through on_reply(), a reclaim answered at once (the rank is between two of its tasks). It asks nothing
 // ahead: in process, a request costs nothing to wait for. Every rule (prefetch, reclaim, failure) is the session's.
 #pragma once
@@ -49,13 +49,25 @@ public:
     /// The task compute_one() runs next.
     task_count next() const noexcept { return next_; }
 
-    /// Its requests for the session, oldest first; a request with results carries them in results() (or in place).
-    bool has_request() const noexcept { return !queue_.empty(); }
-    request_message take() {
-        request_message m = std::move(queue_.front());
-        queue_.pop_front();
-        return m;
+    /// Hands its queued requests, oldest first, to `hand` (the driver gives each to its session as worker 0's; a
+    /// request with results carries them in results(), or in place). The session's answers may queue more, handed in
+    /// the same call; a call made while handing (the driver's actions serve it again) returns at once.
+    void serve(const std::function<void(const request_message&)>& hand) {
+        if (serving_) return;
+        serving_ = true;
+        struct done {
+            bool& flag;
+            ~done() { flag = false; }
+        } guard{serving_};
+        while (!queue_.empty()) {
+            const request_message m = std::move(queue_.front());
+            queue_.pop_front();
+            hand(m);
+        }
     }
+
+    /// The farm is aborting: the requests it queued go nowhere.
+    void drop_requests() noexcept { queue_.clear(); }
 
     /// The results of the chunk it computed last, when they were not computed in place (compute_one's `out` null).
     chunk_results& results() noexcept { return results_; }
@@ -121,6 +133,7 @@ private:
     std::function<double()> clock_;
     worker_session session_;
     std::deque<request_message> queue_;  ///< its requests, waiting for the session
+    bool serving_ = false;               ///< serve() is handing them
     chunk_results results_;
     task_count next_ = 0;
     double compute_ = 0.0, started_ = 0.0;  ///< its chunk's compute time so far, its start (the farm's clock)
