@@ -31,8 +31,9 @@
 //       (both stamped by a profiling wrapper of MPI_Fetch_and_op, so both are timed alike); target 0.8; the
 //       claim path alone: the raw loop turning each claimed step into its chunk with the core's step_schedule;
 //       the claim path with the farm's chores by hand (the task called through std::function, its result
-//       staged, two clock reads for the busy time); and the raw loop's claims in a row by one rank, on which its
-//       rate counts (docs/skeleton.md "Claim rate").
+//       staged, two clock reads for the busy time); the raw loop's claims in a row by one rank, on which its
+//       rate counts; and rank 0's share of each loop's fetch-and-ops (the window is on rank 0: which one-sided
+//       component Open MPI picks decides whether its ops are local, docs/skeleton.md "Claim rate").
 // Three statistics per measurement, from the gaps between consecutive requests arriving at rank 0 (with one
 // worker, each gap is one per-chunk round trip): the median gap (blind to a cost paid every few chunks), the
 // trimmed mean (the mean of the gaps up to the 99th percentile: it counts such costs, a page fault as a vector
@@ -399,7 +400,7 @@ timing empty_farm(MPI_Comm comm, long long tasks, bool prefetch, bool farmer_com
 /// `replay`: the raw loop also turns each step into its chunk with the core's step_schedule (ss), as the farm's
 /// claims do: the claim path alone, without the farm's task call, results and clock reads.
 double claim_rate(MPI_Comm world, long long tasks, bool farm, bool replay = false, bool chores = false,
-                  double* mean_run = nullptr) {
+                  double* mean_run = nullptr, double* rank0_share = nullptr) {
     std::vector<double> in, out;
     MPI_Win win = MPI_WIN_NULL;
     std::int64_t* counter = nullptr;
@@ -465,6 +466,12 @@ double claim_rate(MPI_Comm world, long long tasks, bool farm, bool replay = fals
     check(MPI_Allreduce(&first, &start, 1, MPI_DOUBLE, MPI_MIN, world), "MPI_Allreduce");
     check(MPI_Allreduce(&last, &end, 1, MPI_DOUBLE, MPI_MAX, world), "MPI_Allreduce");
     check(MPI_Allreduce(&count, &total, 1, MPI_LONG_LONG, MPI_SUM, world), "MPI_Allreduce");
+    if (rank0_share) {  // rank 0's part of every fetch-and-op issued: where the window lives, an op may be local
+        long long all = 0, own = rank == 0 ? claims.count : 0, mine = claims.count;
+        check(MPI_Allreduce(&mine, &all, 1, MPI_LONG_LONG, MPI_SUM, world), "MPI_Allreduce");
+        check(MPI_Allreduce(MPI_IN_PLACE, &own, 1, MPI_LONG_LONG, MPI_SUM, world), "MPI_Allreduce");
+        *rank0_share = all > 0 ? static_cast<double>(own) / static_cast<double>(all) : 0.0;
+    }
     return static_cast<double>(total) / (end - start);
 }
 
@@ -504,6 +511,7 @@ struct results {
     std::vector<double> claim_rate, raw_claim_rate, path_claim_rate;  ///< (d), claims per second, per repetition
     std::vector<double> chores_claim_rate;  ///< (d) the raw loop doing the farm's per-claim work by hand
     std::vector<double> raw_mean_run;       ///< (d) the raw loop's claims in a row by one rank
+    std::vector<double> raw_share0, share0;  ///< (d) rank 0's share of the raw loop's and the farm's fetch-and-ops
     /// The median over the repetitions of `a` / raw, each repetition's pair measured back to back.
     double claim_ratio(const std::vector<double>& a) const {
         std::vector<double> ratios;
@@ -565,6 +573,7 @@ std::string json(const results& r, const settings& s) {
       << ",\"claim_chores_rate_per_s\":" << median(r.chores_claim_rate)
       << ",\"claim_chores_rate_ratio\":" << r.claim_ratio(r.chores_claim_rate)
       << ",\"raw_claims_in_a_row\":" << median(r.raw_mean_run)
+      << ",\"raw_rank0_claim_share\":" << median(r.raw_share0) << ",\"decentralised_rank0_claim_share\":" << median(r.share0)
       << ",\"target_claim_rate_ratio\":" << target_rate_ratio
       << ",\"meets_claim_rate_target\":" << (r.claim_ratio() >= target_rate_ratio ? "true" : "false") << "}";
     return o.str();
@@ -651,6 +660,8 @@ void print(const results& r, const settings& s) {
                 median(r.chores_claim_rate), r.claim_ratio(r.chores_claim_rate));
     std::printf("    the raw loop's claims in a row by one rank: %.2f (its rate counts on them; any work between claims"
                 " breaks them)\n", median(r.raw_mean_run));
+    std::printf("    rank 0's share of the fetch-and-ops (the window is on rank 0): %.2f raw, %.2f decentralised\n",
+                median(r.raw_share0), median(r.share0));
     if (s.verbose)
         for (std::size_t i = 0; i < r.claim_rate.size(); ++i)
             std::printf("    repetition %zu: %10.0f decentralised, %10.0f raw, %5.2f; claim path %10.0f, %5.2f\n", i,
@@ -760,12 +771,18 @@ int run(int argc, char** argv) {
         for (int k = 0; k < 4; ++k) {
             switch ((rep + k) % 4) {
                 case 0: {
-                    double run = 0.0;
-                    r.raw_claim_rate.push_back(claim_rate(world, claim_total, false, false, false, &run));
+                    double run = 0.0, share = 0.0;
+                    r.raw_claim_rate.push_back(claim_rate(world, claim_total, false, false, false, &run, &share));
                     r.raw_mean_run.push_back(run);
+                    r.raw_share0.push_back(share);
                     break;
                 }
-                case 1: r.claim_rate.push_back(claim_rate(world, claim_total, true)); break;
+                case 1: {
+                    double share = 0.0;
+                    r.claim_rate.push_back(claim_rate(world, claim_total, true, false, false, nullptr, &share));
+                    r.share0.push_back(share);
+                    break;
+                }
                 case 2: r.path_claim_rate.push_back(claim_rate(world, claim_total, false, true)); break;
                 default: r.chores_claim_rate.push_back(claim_rate(world, claim_total, false, true, true)); break;
             }
