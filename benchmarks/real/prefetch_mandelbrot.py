@@ -9,7 +9,12 @@ machine falls on both), and writes the makespans to a JSON file and a markdown t
 each mode, their ratio (the target: at most 1.05), and the median of the pairs' ratios.
 
     python3 benchmarks/real/prefetch_mandelbrot.py [--pairs 9] [--build build/release]
-        [--out docs/measurements/prefetch-mandelbrot-2ranks.json] [--only tss,gss]
+        [--out docs/measurements/prefetch-mandelbrot-2ranks.json] [--only tss,gss] [--args="--weights 1,1"]
+
+The JSON also keeps each run's calibration fitness vector (F, from one edge column per rank, a few microseconds:
+the techniques that weight by it run a different schedule each time). `--args` adds options to every run, both
+modes: `--weights 1,1` gives the weighted techniques the two ranks' true equal powers, so that both modes run one
+schedule and the ratio shows what prefetch alone costs.
 """
 import argparse
 import json
@@ -34,16 +39,18 @@ def techniques(build):
     return [m.group(1) for m in re.finditer(r"^  (\S+)\s+(\S.*)$", listing, re.M) if not m.group(2).startswith("alias of ")]
 
 
-def makespan(build, technique, prefetch):
+def makespan(build, technique, prefetch, extra_args):
+    """One run: (makespan in seconds, the calibration's fitness vector or None when the run calibrated nothing)."""
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     command = ["mpiexec", "-n", "2", os.path.join(build, "apps/mandelbrot/pfarm-mandelbrot"), "--width", "1500",
                "--height", "1500", "--max-iterations", "2000", "--technique", technique, "--farmer-computes",
-               "--quiet", "--json", "--output", os.devnull] + EXTRA.get(technique, []) + (["--prefetch"] if prefetch else [])
+               "--quiet", "--json", "--output", os.devnull] + EXTRA.get(technique, []) + extra_args + (["--prefetch"] if prefetch else [])
     run = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if run.returncode != 0:
         sys.exit(f"prefetch_mandelbrot: {technique}{' --prefetch' if prefetch else ''} failed ({run.returncode}): "
                  f"{run.stderr.strip()[-400:]}")
-    return json.loads(run.stdout)["makespan"]
+    report = json.loads(run.stdout)
+    return report["makespan"], (report.get("calibration") or {}).get("fitness")
 
 
 def main():
@@ -52,6 +59,7 @@ def main():
     parser.add_argument("--build", default="build/release")
     parser.add_argument("--out", default="docs/measurements/prefetch-mandelbrot-2ranks.json")
     parser.add_argument("--only", default="", help="comma-separated techniques (default: all)")
+    parser.add_argument("--args", default="", help="options added to every run of both modes (e.g. \"--weights 1,1\")")
     args = parser.parse_args()
     if args.pairs < 1:
         sys.exit("prefetch_mandelbrot: --pairs: is %d; expected >= 1" % args.pairs)
@@ -62,18 +70,22 @@ def main():
         if unknown:
             sys.exit("prefetch_mandelbrot: --only: unknown technique(s) " + ", ".join(unknown))
         names = wanted
-    results = {}
+    extra_args = args.args.split()
+    results, fitness = {}, {}
     for t in names:
-        plain, ahead = [], []
+        plain, ahead, f_plain, f_ahead = [], [], [], []
         for _ in range(args.pairs):
-            plain.append(makespan(args.build, t, False))
-            ahead.append(makespan(args.build, t, True))
+            for runs, fits, prefetch in ((plain, f_plain, False), (ahead, f_ahead, True)):
+                m, f = makespan(args.build, t, prefetch, extra_args)
+                runs.append(m)
+                fits.append(f)
         results[t] = {"plain": plain, "--prefetch": ahead}
+        fitness[t] = {"plain": f_plain, "--prefetch": f_ahead}
         print(f"{t}: {statistics.median(ahead) / statistics.median(plain):.3f}", file=sys.stderr, flush=True)
         with open(args.out, "w") as f:  # after each technique: a run cut short keeps what it measured
             json.dump({"command": "pfarm-mandelbrot --width 1500 --height 1500 --max-iterations 2000 --farmer-computes, "
                                   "mpiexec -n 2, pairs run back to back", "pairs": args.pairs, "extra": EXTRA,
-                       "makespans": results}, f, indent=1)
+                       "args": args.args, "makespans": results, "fitness": fitness}, f, indent=1)
     print("| technique | without prefetch, median (s) | with prefetch, median (s) | ratio of medians | median of pair ratios |")
     print("| --- | --- | --- | --- | --- |")
     over = []
