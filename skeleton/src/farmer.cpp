@@ -241,6 +241,7 @@ decision farmer::take_back(int thief, double now) {
     auto& victim = workers_[static_cast<std::size_t>(best)];
     victim.thief = thief;
     victim.asked_version = victim.version;
+    victim.asked_for_busy = busy > 0.0;
     workers_[static_cast<std::size_t>(thief)].waiting_for_victim = true;
     decision d{decision::kind::reclaim, {}, false};
     d.victim = best;
@@ -272,10 +273,14 @@ release_outcome farmer::released(int victim, chunk given, double now) {
     workers_[static_cast<std::size_t>(thief)].waiting_for_victim = false;
     if (!from) {
         // A thief still busy (it asked ahead) may be given nothing because it is busy: the victim keeps its tasks
-        // for a later thief, and this one asks again with nothing in hand (`later`). Otherwise the victim had
-        // nothing unstarted: it is asked no more until it gets a new chunk.
+        // for a later thief, and this one asks again with nothing in hand (`later`), or, when its results came in
+        // meanwhile (a worker whose reply ahead is late sends them at once: worker_session.hpp), is judged again
+        // now, idle. Only a victim asked for an idle thief that gave nothing had nothing unstarted: it is asked no
+        // more until it gets a new chunk. (Judged by the thief's state at the answer, the victim of a busy thief
+        // that has since sent its results was wrongly retired: in the quality study a slow worker then kept a
+        // 292-task chunk to 2.6 times the bound.)
         if (workers_[static_cast<std::size_t>(thief)].held > 0) return {thief, {decision::kind::later, {}, false}};
-        if (v.version == v.asked_version) v.reclaimable = false;
+        if (!v.asked_for_busy && v.version == v.asked_version) v.reclaimable = false;
         return {thief, take_back(thief, now)};
     }
     from->count -= given.count;

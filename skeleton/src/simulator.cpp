@@ -410,8 +410,7 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         state.emplace_back(worker_session_options{.prefetch = run.prefetch,
                                                   .prefetch_lead = 2.0 * (2.0 * pl.latency + pl.overhead),
                                                   .readings_each = !needs.with_every_request.empty(),
-                                                  .readings_calibration = !needs.with_calibration.empty(),
-                                                  .results_early = !run.reclaim});  // worker_session_options
+                                                  .readings_calibration = !needs.with_calibration.empty()});
 
     std::vector<event> storage;
     storage.reserve(3 * up);

@@ -127,8 +127,7 @@ result simulate_hierarchical(const platform& given, const workload& wl, const st
         state.emplace_back(worker_session_options{.prefetch = run.prefetch,
                                                   .prefetch_lead = 2.0 * (2.0 * pl.latency + master_cost),
                                                   .readings_each = !needs.with_every_request.empty(),
-                                                  .readings_calibration = !needs.with_calibration.empty(),
-                                                  .results_early = !run.reclaim});  // worker_session_options
+                                                  .readings_calibration = !needs.with_calibration.empty()});
 
     queue events;
     std::uint64_t sequence = 0;

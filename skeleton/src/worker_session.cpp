@@ -100,7 +100,7 @@ void worker_session::begin(const reply_message& r) {
 task_count worker_session::plan_ask(const reply_message& r) const {
     task_count left = r.work.count / 2;
     if (seconds_per_task_ > 0.0) {  // a lead of a whole chunk or more (infinity: a master, ask at once) asks at its start
-        const double lead = std::ceil(options_.prefetch_lead / seconds_per_task_);
+        const double lead = lead_tasks();
         left = lead >= static_cast<double>(r.work.count) ? r.work.count : static_cast<task_count>(lead);
     }
     return r.work.first + std::max<task_count>(0, r.work.count - std::max<task_count>(1, left));
@@ -198,7 +198,7 @@ worker_session::actions worker_session::on_chunk_done(double seconds, double sta
 
 bool worker_session::merge_expected() const {
     if (seconds_per_task_ <= 0.0) return true;  // no pace yet
-    return std::ceil(options_.prefetch_lead / seconds_per_task_) >= static_cast<double>(current_.count);
+    return lead_tasks() >= static_cast<double>(current_.count);
 }
 
 worker_session::actions worker_session::on_reclaim(const reply_message& r, task_count next_task,

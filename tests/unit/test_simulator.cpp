@@ -917,6 +917,36 @@ TEST(FarmerReclaim, NothingForABusyThiefKeepsTheVictimForTheNext) {
     EXPECT_EQ(again.thief_busy, 0.0);
 }
 
+TEST(FarmerReclaim, NothingForABusyThiefWhoseResultsCameMeanwhileKeepsTheVictimAndAsksItAgain) {
+    // As above, but w1's chunk ends before w0's answer and its results come at once (worker_session's early
+    // results): w1 holds nothing when w0 answers "nothing". w0 gave nothing because w1 was busy when asked, not
+    // because it had nothing unstarted, so it stays a victim, and w1, idle now, is sent to it again at once.
+    // (Judged by w1's state at the answer, w0 was retired as a victim and kept a 292-task chunk to 2.6 times the
+    // bound in a quality-study run with prefetch and reclaim.)
+    pfarm::technique_options o;
+    o.chunk = 10;
+    pfarm::farmer f(40, 2, pfarm::make_technique("css", o, 2), 1, 2, true);
+    EXPECT_EQ(f.request(0, 0.0).work, (pfarm::chunk{0, 10}));
+    EXPECT_EQ(f.request(0, 0.0).work, (pfarm::chunk{10, 10}));
+    EXPECT_EQ(f.request(1, 0.0).work, (pfarm::chunk{20, 10}));
+    EXPECT_EQ(f.request(1, 0.0).work, (pfarm::chunk{30, 10}));
+    f.complete(0, 10.0);
+    f.complete(1, 1.0);
+    const auto ahead = f.request(1, 10.5);
+    ASSERT_EQ(ahead.what, pfarm::decision::kind::reclaim);
+    EXPECT_EQ(ahead.victim, 0);
+    EXPECT_GT(ahead.thief_busy, 0.0);
+    f.complete(1, 1.0);  // [30, 40): its results, before w0's answer
+    const auto nothing = f.released(0, {20, 0}, 11.6);
+    EXPECT_EQ(nothing.thief, 1);
+    ASSERT_EQ(nothing.answer.what, pfarm::decision::kind::reclaim);
+    EXPECT_EQ(nothing.answer.victim, 0);
+    EXPECT_EQ(nothing.answer.thief_busy, 0.0);
+    const auto given = f.released(0, {15, 5}, 11.7);
+    ASSERT_EQ(given.answer.what, pfarm::decision::kind::assign);
+    EXPECT_EQ(given.answer.work, (pfarm::chunk{15, 5}));
+}
+
 TEST(FarmerReclaim, VictimGivesFromTheChunkWithMoreUnstartedTasks) {
     pfarm::decision d;
     d.share = 0.5;

@@ -212,6 +212,7 @@ private:
         bool reclaimable = false;            ///< may still be asked to give tasks back
         int thief = -1;                      ///< a reclaim is pending: the worker waiting for its answer
         std::uint64_t asked_version = 0;     ///< its version when the pending reclaim was sent
+        bool asked_for_busy = false;         ///< the pending reclaim's thief still held chunks (thief_busy > 0)
         bool waiting_for_victim = false;     ///< this worker is a thief waiting for an answer
         double busy_seconds = 0.0;           ///< compute time of its completed chunks
         task_count done_tasks = 0;           ///< tasks of its completed chunks

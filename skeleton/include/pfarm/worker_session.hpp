@@ -42,6 +42,7 @@
 #include "pfarm/protocol.hpp"
 
 #include <array>
+#include <cmath>
 #include <span>
 #include <string>
 #include <vector>
@@ -64,9 +65,8 @@ struct worker_session_options {
     /// Prefetch: a chunk that ends before the reply asked ahead sends its results at once when no request would
     /// go with them (`results`), rather than when the reply comes. Off where the driver cannot send while that
     /// reply may be on its way (the MPI worker when replies carry inputs: two blocking sends of a size that waits
-    /// for its receive, one each way, would deadlock), and with reclaim (the drivers turn it off: in the simulated
-    /// quality study it made 38 of 740 prefetch + reclaim runs more than 5% slower, up to 2.6 times, a cause not yet
-    /// found; docs/skeleton.md "Prefetch").
+    /// for its receive, one each way, would deadlock). With reclaim too since stop 24 (the farmer no longer retires
+    /// the victim of a busy thief whose results came early: farmer::released; docs/skeleton.md "Prefetch").
     bool results_early = true;
 };
 
@@ -125,6 +125,9 @@ private:
     task_count plan_ask(const reply_message& r) const;
     /// Whether a request after the chunk just ended would go at once (its results may wait to go with it).
     bool merge_expected() const;
+    /// prefetch_lead in tasks at the last chunk's pace, rounded up (a worker with a pace only: seconds_per_task_ > 0):
+    /// how many tasks before its chunk's end a request goes ahead; a chunk of no more tasks asks at its start.
+    double lead_tasks() const { return std::ceil(options_.prefetch_lead / seconds_per_task_); }
 
     worker_session_options options_;
     worker_action& add(worker_action::kind what);  ///< the next action slot, reset

@@ -28,8 +28,8 @@ public:
                     .readings_each = setup.config.readings_each != 0,
                     .readings_calibration = setup.config.readings_calibration != 0,
                     // A reply without inputs is a header: sent without waiting for its receive, it cannot deadlock
-                    // with results sent while it comes; not with reclaim (worker_session_options::results_early).
-                    .results_early = (setup.config.replicated != 0 || kernel.in_bytes == 0) && setup.config.reclaim == 0}) {}
+                    // with results sent while it comes (worker_session_options::results_early).
+                    .results_early = setup.config.replicated != 0 || kernel.in_bytes == 0}) {}
 
     farm_report run(const farm_options& options, int ranks) {
         report_ = empty_report(options, ranks, setup_.config.tasks);
