@@ -887,16 +887,12 @@ TEST(FarmerReclaim, WithPrefetchTheNewerChunkGivesBack) {
     EXPECT_TRUE(f.done());
 }
 
-TEST(FarmerReclaim, NothingForABusyThiefKeepsTheVictimForTheNext) {
-    // css 10 over 40 tasks, prefetch: w0 holds [0, 10) and [10, 20), w1 [20, 30) and [30, 40). w0 does its first
-    // chunk at 1 s/task, w1 at 0.1 s/task. At 10.5 w1 asks ahead holding [30, 40) (busy 10 x 0.1 = 1 s): w0,
-    // guessed half-way through [10, 20), is asked for part of it. Say it gives nothing (its thief is busy): w1 is
-    // told `later`, and w0 stays a victim, so that w1, asking again with nothing in hand, is sent to it again
-    // (a victim flagged "asked no more" after such an answer kept its whole chunk to the end: a quality-study run
-    // went from 1.09 to 2.63 of the bound).
-    pfarm::technique_options o;
-    o.chunk = 10;
-    pfarm::farmer f(40, 2, pfarm::make_technique("css", o, 2), 1, 2, true);
+// css 10 over 40 tasks, prefetch: w0 holds [0, 10) and [10, 20), w1 [20, 30) and [30, 40). w0 does its first chunk
+// at 1 s/task, w1 at 0.1 s/task. At 10.5 w1 asks ahead holding [30, 40) (busy 10 x 0.1 = 1 s): w0, guessed half-way
+// through [10, 20), is asked for part of it on w1's behalf.
+namespace {
+
+void busy_thief_sent_to_w0(pfarm::farmer& f) {
     EXPECT_EQ(f.request(0, 0.0).work, (pfarm::chunk{0, 10}));
     EXPECT_EQ(f.request(0, 0.0).work, (pfarm::chunk{10, 10}));
     EXPECT_EQ(f.request(1, 0.0).work, (pfarm::chunk{20, 10}));
@@ -907,6 +903,22 @@ TEST(FarmerReclaim, NothingForABusyThiefKeepsTheVictimForTheNext) {
     ASSERT_EQ(ahead.what, pfarm::decision::kind::reclaim);
     EXPECT_EQ(ahead.victim, 0);
     EXPECT_GT(ahead.thief_busy, 0.0);
+}
+
+pfarm::farmer css10_over_40_with_reclaim() {
+    pfarm::technique_options o;
+    o.chunk = 10;
+    return pfarm::farmer(40, 2, pfarm::make_technique("css", o, 2), 1, 2, true);
+}
+
+}  // namespace
+
+TEST(FarmerReclaim, NothingForABusyThiefKeepsTheVictimForTheNext) {
+    // w0 gives nothing (its thief is busy): w1 is told `later`, and w0 stays a victim, so that w1, asking again with
+    // nothing in hand, is sent to it again (a victim flagged "asked no more" after such an answer kept its whole
+    // chunk to the end: a quality-study run went from 1.09 to 2.63 of the bound).
+    pfarm::farmer f = css10_over_40_with_reclaim();
+    busy_thief_sent_to_w0(f);
     const auto nothing = f.released(0, {20, 0}, 10.6);
     EXPECT_EQ(nothing.thief, 1);
     EXPECT_EQ(nothing.answer.what, pfarm::decision::kind::later);
@@ -923,19 +935,8 @@ TEST(FarmerReclaim, NothingForABusyThiefWhoseResultsCameMeanwhileKeepsTheVictimA
     // because it had nothing unstarted, so it stays a victim, and w1, idle now, is sent to it again at once.
     // (Judged by w1's state at the answer, w0 was retired as a victim and kept a 292-task chunk to 2.6 times the
     // bound in a quality-study run with prefetch and reclaim.)
-    pfarm::technique_options o;
-    o.chunk = 10;
-    pfarm::farmer f(40, 2, pfarm::make_technique("css", o, 2), 1, 2, true);
-    EXPECT_EQ(f.request(0, 0.0).work, (pfarm::chunk{0, 10}));
-    EXPECT_EQ(f.request(0, 0.0).work, (pfarm::chunk{10, 10}));
-    EXPECT_EQ(f.request(1, 0.0).work, (pfarm::chunk{20, 10}));
-    EXPECT_EQ(f.request(1, 0.0).work, (pfarm::chunk{30, 10}));
-    f.complete(0, 10.0);
-    f.complete(1, 1.0);
-    const auto ahead = f.request(1, 10.5);
-    ASSERT_EQ(ahead.what, pfarm::decision::kind::reclaim);
-    EXPECT_EQ(ahead.victim, 0);
-    EXPECT_GT(ahead.thief_busy, 0.0);
+    pfarm::farmer f = css10_over_40_with_reclaim();
+    busy_thief_sent_to_w0(f);
     f.complete(1, 1.0);  // [30, 40): its results, before w0's answer
     const auto nothing = f.released(0, {20, 0}, 11.6);
     EXPECT_EQ(nothing.thief, 1);
