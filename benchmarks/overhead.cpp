@@ -34,6 +34,9 @@
 //       staged, two clock reads for the busy time); the raw loop's claims in a row by one rank, on which its
 //       rate counts; and rank 0's share of each loop's fetch-and-ops (the window is on rank 0: which one-sided
 //       component Open MPI picks decides whether its ops are local, docs/skeleton.md "Claim rate").
+// It also prints what one MPI_Wtime call costs on rank 0 (a farm's worker reads the clock twice per chunk: 32-34 ns
+// on the development VM, whose clock source is kvm-clock, about a third of what pfarm adds to a round trip;
+// docs/performance.md).
 // Three statistics per measurement, from the gaps between consecutive requests arriving at rank 0 (with one
 // worker, each gap is one per-chunk round trip): the median gap (blind to a cost paid every few chunks), the
 // trimmed mean (the mean of the gaps up to the 99th percentile: it counts such costs, a page fault as a vector
@@ -505,6 +508,7 @@ double paired_ratio(const series& a, const series& b, double timing::*field) {
 struct results {
     int ranks = 0;
     long long request_bytes = 0, reply_bytes = 0;
+    double wtime_ns = 0.0;  ///< one MPI_Wtime call on rank 0 (a farm's worker reads the clock twice per chunk)
     series raw, raw_posted, flat, prefetch, computes;  ///< ranks 0 and 1
     series raw_all, all;                   ///< every rank asking; gaps between any two requests
     double calls[2][5] = {};  ///< per chunk on the farmer [0] and the worker [1]: send recv probe iprobe get_count
@@ -532,6 +536,7 @@ std::string json(const results& r, const settings& s) {
       << ",\"statistic\":\"round trips: the mean of the gaps between requests arriving at rank 0 up to their 99th "
          "percentile (trimmed), median over the repetitions; ratios: median over the repetitions of the ratio "
          "within one repetition\",\"timer\":\"MPI_Wtime\""
+      << ",\"wtime_ns\":" << r.wtime_ns
       << ",\"request_bytes\":" << r.request_bytes << ",\"reply_bytes\":" << r.reply_bytes
       // the headline: trimmed means
       << ",\"raw_round_trip_us\":" << r.raw.trimmed_us() << ",\"pfarm_round_trip_us\":" << r.flat.trimmed_us()
@@ -587,7 +592,8 @@ bool sane(const results& r) {
                      median(r.raw_mean_run)})
         if (!std::isfinite(v) || !(v > 0.0)) return false;
     const double v = r.computes.mean_us();
-    return std::isfinite(v) && v > 0.0 && r.request_bytes > 0 && r.reply_bytes > 0;
+    return std::isfinite(v) && v > 0.0 && r.request_bytes > 0 && r.reply_bytes > 0 && std::isfinite(r.wtime_ns) &&
+           r.wtime_ns > 0.0;
 }
 
 void print(const results& r, const settings& s) {
@@ -627,6 +633,7 @@ void print(const results& r, const settings& s) {
                     paired_ratio(x, r.raw, &timing::gap), x.trimmed_us(), paired_ratio(x, r.raw, &timing::trimmed),
                     x.mean_us(), paired_ratio(x, r.raw, &timing::mean), note);
     };
+    std::printf("clock: MPI_Wtime costs %.0f ns per call here; a worker reads it twice per chunk\n", r.wtime_ns);
     std::printf("us per chunk, and / raw                    median  ratio |  trimmed  ratio |     mean  ratio\n");
     row("(a) raw MPI ping-pong, rank 1 -> 0 -> 1", r.raw, "");
     row("(a') raw, received as the farm does", r.raw_posted, "receive posted ahead: MPI_Wait + MPI_Get_count + MPI_Irecv");
@@ -762,6 +769,16 @@ int run(int argc, char** argv) {
             sleeping_barrier(world);
         }
     }
+
+    if (rank == 0) {  // the clock's cost per call, alone (the other ranks wait in the next barrier)
+        constexpr int calls = 1000000;
+        double sum = 0.0;
+        const auto start = std::chrono::steady_clock::now();
+        for (int i = 0; i < calls; ++i) sum += MPI_Wtime();
+        const std::chrono::duration<double, std::nano> spent = std::chrono::steady_clock::now() - start;
+        r.wtime_ns = sum > 0.0 ? spent.count() / calls : 0.0;
+    }
+    sleeping_barrier(world);
 
     // (d) The decentralised farm's claims beside raw MPI_Fetch_and_op, every rank claiming, interleaved.
     const long long claim_total = s.claim_tasks;
