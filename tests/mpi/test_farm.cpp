@@ -2,7 +2,8 @@
 //   techniques  every registered technique (statistical ones read the real monitors) x {plain, farmer computes, prefetch, replicated input}: each task runs
 //               exactly once (counted on the rank that ran it, summed), outputs equal a sequential run, in order
 //   failure     task 7 of 100 throws: every rank gets pfarm::worker_error naming task 7, nobody hangs
-//   edges       more workers than tasks; zero tasks and an unknown technique give invalid_argument everywhere
+//   edges       the calibration note says when calibration tasks were too short to measure speeds (empty tasks,
+//               not 300 us ones); more workers than tasks; zero tasks and an unknown technique give invalid_argument everywhere
 //   slowdown    emulated slowdowns 1, 1, 2, 4 on four workers: multi gives the slow ones fewer tasks
 //   single      one rank: sequential, and the report says so
 //   reclaim     work take-back: every technique x {plain, farmer computes} x {without, with prefetch} with a slow
@@ -130,7 +131,32 @@ void failure() {
         }
 }
 
+/// The report's calibration note says when the calibration tasks were too short to measure speeds (the longest
+/// under 100 us), and only then: empty tasks (short, unless a rank of this oversubscribed run was preempted in
+/// its one calibration task) and 300 us tasks (never short).
+void short_calibration() {
+    std::vector<double> in(40, 1.0), out(in.size());
+    const auto quick = pfarm::farm(MPI_COMM_WORLD, in, out, [](const double& x, double& y) { y = x; }, options_for("multi"));
+    const auto slow = pfarm::farm(MPI_COMM_WORLD, in, out, [](const double& x, double& y) {
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+        y = x;
+    }, options_for("multi"));
+    if (rank_ != 0) return;
+    for (const auto* r : {&quick, &slow}) {
+        CHECK(r->calibration.has_value(), "multi did not calibrate");
+        if (!r->calibration) continue;
+        const auto& times = r->calibration->times;
+        const bool short_tasks = !times.empty() && *std::max_element(times.begin(), times.end()) < 1e-4;
+        const bool noted = r->calibration->note.find("too short") != std::string::npos;
+        CHECK(noted == short_tasks, "%s tasks, longest calibration task %.1f us: note '%s'", r == &quick ? "empty" : "300 us",
+              times.empty() ? 0.0 : *std::max_element(times.begin(), times.end()) * 1e6, r->calibration->note.c_str());
+    }
+    CHECK(!slow.calibration || slow.calibration->note.find("too short") == std::string::npos,
+          "300 us tasks were noted as too short");
+}
+
 void edges() {
+    short_calibration();
     std::vector<double> in2{1.0, 2.0}, out2(2);
     for (const char* t : {"gss", "multi", "static", "dtss"}) {
         auto r = pfarm::farm(MPI_COMM_WORLD, in2, out2, [](const double& x, double& y) { y = x + 1; }, options_for(t));

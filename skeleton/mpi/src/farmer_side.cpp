@@ -11,13 +11,33 @@
 #include "pfarm/farmer_session.hpp"
 #include "pfarm/mpi.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <limits>
 #include <thread>
 
 namespace pfarm::detail {
 
 namespace {
+
+/// Calibration tasks shorter than this (seconds) measure the machine's timing noise about as much as the workers'
+/// speeds: on the 2-core development VM a 5 us task reads 4 to 16 us from run to run (docs/calibration.md).
+constexpr double short_calibration_task = 1e-4;
+
+/// Says so in the calibration's note when its longest task was that short (the times are real seconds here; the
+/// simulator's are in the platform's units, so the note is the MPI farm's).
+void note_short_calibration(calibration_result& c) {
+    if (c.times.empty()) return;
+    const double longest = *std::max_element(c.times.begin(), c.times.end());
+    if (!(longest < short_calibration_task)) return;
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "calibration tasks of at most %.3g us are too short to tell the workers' speeds from timing noise: "
+                  "F may be noise (give --weights, or a loop whose first tasks are longer)",
+                  longest * 1e6);
+    c.note = c.note.empty() ? std::string(text) : c.note + "; " + text;
+}
 
 class farmer_side {
 public:
@@ -251,7 +271,10 @@ private:
         report_.reclaimed_tasks = f.reclaimed_tasks();
         report_.reruns = f.reruns();
         report_.rerun_tasks = f.rerun_tasks();
-        if (f.calibration()) report_.calibration = *f.calibration();
+        if (f.calibration()) {
+            report_.calibration = *f.calibration();
+            note_short_calibration(*report_.calibration);
+        }
         report_.learned = learned_.has_value();
         if (options_.schedule)  // per worker: the report's per-rank entries from worker 0's rank on
             options_.schedule->learn(f.policy().needs_calibration(), !learned_,
