@@ -470,10 +470,9 @@ double claim_rate(MPI_Comm world, long long tasks, bool farm, bool replay = fals
     check(MPI_Allreduce(&last, &end, 1, MPI_DOUBLE, MPI_MAX, world), "MPI_Allreduce");
     check(MPI_Allreduce(&count, &total, 1, MPI_LONG_LONG, MPI_SUM, world), "MPI_Allreduce");
     if (rank0_share) {  // rank 0's part of every fetch-and-op issued: where the window lives, an op may be local
-        long long all = 0, own = rank == 0 ? claims.count : 0, mine = claims.count;
-        check(MPI_Allreduce(&mine, &all, 1, MPI_LONG_LONG, MPI_SUM, world), "MPI_Allreduce");
-        check(MPI_Allreduce(MPI_IN_PLACE, &own, 1, MPI_LONG_LONG, MPI_SUM, world), "MPI_Allreduce");
-        *rank0_share = all > 0 ? static_cast<double>(own) / static_cast<double>(all) : 0.0;
+        long long counts[2] = {claims.count, rank == 0 ? claims.count : 0};  // every rank's, rank 0's
+        check(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_LONG_LONG, MPI_SUM, world), "MPI_Allreduce");
+        *rank0_share = counts[0] > 0 ? static_cast<double>(counts[1]) / static_cast<double>(counts[0]) : 0.0;
     }
     return static_cast<double>(total) / (end - start);
 }

@@ -370,7 +370,8 @@ void first_touch(bool prefetch) {
         std::byte bytes[65536];
     };
     // A fixed mmap threshold: every block this large is fresh memory, never heap pages an earlier farm touched
-    // and freed (glibc's threshold otherwise grows as blocks are freed, and the check could pass by luck).
+    // and freed (glibc's threshold otherwise grows as blocks are freed, and the check could pass by luck). It stays
+    // set for the rest of this process's scenarios, which only allocate differently for it.
     mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     std::vector<double> in(24);
     for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<double>(i);
@@ -388,7 +389,8 @@ void first_touch(bool prefetch) {
                 o);
     long worst = rank_ == 0 ? 0 : std::max(first_faults, 0L), all = 0;  // rank 0 writes into the caller's `out`
     MPI_Allreduce(&worst, &all, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
-    // Without the fix all 16 pages fault in; a page or two may on a loaded machine (the kernel's own reclaim).
+    // Without the fix all 16 pages fault in. The check allows a few: one full `ctest -j2` run failed this scenario
+    // once, unexplained and not reproduced in ten runs under load, and a fault the kernel adds must not fail it.
     CHECK(all < 8, "first touch, prefetch %d: a worker rank's first task faulted %ld of the 16 pages of its outputs in",
           prefetch, all);
     if (rank_ == 0) {

@@ -276,10 +276,6 @@ INSTANTIATE_TEST_SUITE_P(Registry, EveryTechnique, ::testing::ValuesIn(technique
                              return n;
                          });
 
-}  // namespace
-
-namespace {
-
 /// A worker with prefetch whose first chunk [0, 10) ends (10 s, 1 s a task) before the reply asked ahead: the
 /// actions of on_chunk_done.
 pfarm::worker_session::actions chunk_ends_before_its_reply(pfarm::worker_session& w) {

@@ -29,7 +29,8 @@
 // chunk waits for the calibration barrier), prefetch_lead before its end (ask_at()), so the reply arrives while
 // it computes; the chunk's results then travel with the request after, or alone (`results`) at once when its chunk
 // ends before the reply and tasks are long against prefetch_lead (the request after would not go at once: nothing
-// to merge them with; where the driver allows it: worker_session_options::results_early). After `later` it asks only with nothing in hand.
+// to merge them with; where the driver allows it: worker_session_options::results_early). After `later` it asks
+// only with nothing in hand.
 // Depth (a hierarchical master facing its supermaster, master_session.hpp): with depth d > 2 it may hold d chunks,
 // the one it computes and up to d - 1 replies ahead, and it asks ahead only when the driver says so
 // (ask_ahead(): one request out at a time, none during a calibration task; it goes with the results of the chunk

@@ -52,7 +52,8 @@ public:
     /// Hands its queued requests, oldest first, to `hand` (the driver gives each to its session as worker 0's; a
     /// request with results carries them in results(), or in place). The session's answers may queue more, handed in
     /// the same call; a call made while handing (the driver's actions serve it again) returns at once.
-    void serve(const std::function<void(const request_message&)>& hand) {
+    template <class Hand>
+    void serve(Hand&& hand) {
         if (serving_) return;
         serving_ = true;
         struct done {
