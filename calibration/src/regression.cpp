@@ -44,7 +44,8 @@ bool all_equal(std::span<const double> v) {
     return std::all_of(v.begin(), v.end(), [&](double x) { return x == v.front(); });
 }
 
-/// The reading `get` of every sample, or pfarm::error naming the missing one.
+/// The reading `get` of every sample, or invalid_argument naming the reading that is missing: bad input, whether
+/// a tool's list lacks it (pfarm-chunks --calibration univariate without --availability) or no monitor reads it.
 template <class Get>
 std::vector<double> readings(std::span<const resource_sample> samples, const char* name, Get get) {
     std::vector<double> out;
@@ -52,8 +53,9 @@ std::vector<double> readings(std::span<const resource_sample> samples, const cha
     for (std::size_t i = 0; i < samples.size(); ++i) {
         const std::optional<double> v = get(samples[i]);
         if (!v)
-            throw error("calibration needs the " + std::string(name) + " of worker " + std::to_string(i) +
-                        ", which its monitors did not provide");
+            throw invalid_argument(name, "missing for worker " + std::to_string(i) +
+                                             ": the calibration needs it from every worker (a monitor that reads it, "
+                                             "or a value per worker)");
         out.push_back(*v);
     }
     check_readings(out, name);

@@ -135,14 +135,16 @@ TEST(Calibrate, BadReadingsAreErrorsNamingThem) {
     try {
         pfarm::calibrate(pfarm::calibration_mode::univariate, v{1.0, 2.0}, missing, 10);
         ADD_FAILURE() << "no exception";
-    } catch (const pfarm::error& e) {
-        EXPECT_NE(std::string(e.what()).find("availability of worker 1"), std::string::npos) << e.what();
+    } catch (const pfarm::invalid_argument& e) {  // bad input, naming the reading (a tool shows --availability)
+        EXPECT_EQ(e.argument(), "availability");
+        EXPECT_NE(e.message().find("worker 1"), std::string::npos) << e.what();
     }
     try {
         pfarm::calibrate(pfarm::calibration_mode::multivariate, v{1.0, 2.0, 3.0}, samples(v{0.5, 0.7, 0.9}), 10);
         ADD_FAILURE() << "no exception";
-    } catch (const pfarm::error& e) {
-        EXPECT_NE(std::string(e.what()).find("latency of worker 0"), std::string::npos) << e.what();
+    } catch (const pfarm::invalid_argument& e) {
+        EXPECT_EQ(e.argument(), "latency");
+        EXPECT_NE(e.message().find("worker 0"), std::string::npos) << e.what();
     }
 }
 
