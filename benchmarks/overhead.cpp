@@ -12,8 +12,12 @@
 //   (a) raw MPI ping-pong between ranks 1 and 0 of messages of exactly the farm's sizes: a request (the
 //       request header plus one task's result) from the worker, received by rank 0 from MPI_ANY_SOURCE (a
 //       farmer does not know who asks), and a reply (the reply header plus one task's input);
-//   (a') the same, received as the farm receives: a receive posted ahead into a 64 KiB buffer, MPI_Wait,
-//       MPI_Get_count, the receive posted again (skeleton/mpi/src/messages.hpp);
+//   (a') the same, received as the farm with reclaim receives: a receive posted ahead into a 64 KiB buffer,
+//       MPI_Wait, MPI_Get_count, the receive posted again (skeleton/mpi/src/messages.hpp; without reclaim the
+//       farm receives with one MPI_Recv, as (a) does);
+//   (a'') the same as (a), and rank 1 reads the farm's clock twice per round trip, as a farm's worker does to time
+//       its chunk (after the reply, before the request): the floor of any farm that times its chunks, and so
+//       the share of the 1.25 target that is left for the farm's decisions and messages;
 //   (b) pfarm::farm over ranks 0 and 1 (the flat farmer, one worker), technique ss (chunk size 1), N empty
 //       tasks (double -> double); the arrival times of the requests are stamped on rank 0 when its receive of
 //       one completes (the profiling wrappers of MPI_Recv, MPI_Wait and MPI_Waitany, tag 1), as (a) stamps its
@@ -34,8 +38,8 @@
 //       staged, two clock reads for the busy time); the raw loop's claims in a row by one rank, on which its
 //       rate counts; and rank 0's share of each loop's fetch-and-ops (the window is on rank 0: which one-sided
 //       component Open MPI picks decides whether its ops are local, docs/skeleton.md "Claim rate").
-// It also prints what one MPI_Wtime call costs on rank 0 (a farm's worker reads the clock twice per chunk: 32-34 ns
-// on the development VM, whose clock source is kvm-clock, about a third of what pfarm adds to a round trip;
+// It also prints what one read of the farm's clock (CLOCK_MONOTONIC) and one MPI_Wtime call cost on rank 0 (a farm's
+// worker reads the clock twice per chunk: 26-28 ns a read on the development VM, whose clock source is kvm-clock;
 // docs/performance.md).
 // Three statistics per measurement, from the gaps between consecutive requests arriving at rank 0 (with one
 // worker, each gap is one per-chunk round trip): the median gap (blind to a cost paid every few chunks), the
@@ -69,8 +73,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -285,6 +291,13 @@ timing gaps(std::vector<double> stamps, double mean) {
 /// the receive posted again).
 enum class receive_mode { recv, probe, posted };
 
+/// The farm's clock, as the engine reads it (skeleton/mpi/src/engine.hpp `now`, which is not installed).
+double farm_clock() {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 /// A receive of at most `buffer.size()` bytes from `source` with `tag`, in `mode`.
 class receiver {
 public:
@@ -334,8 +347,10 @@ private:
 /// (a) and the raw request rate: each of ranks 1.. makes `per_client` round trips to rank 0, which serves
 /// them from MPI_ANY_SOURCE and stamps the time after each receive, as the farmer does. The mean is rank 0's
 /// time from the barrier to its last reply, over the round trips served. `mode`: how both sides receive.
+/// `timed`: the clients read the farm's clock after each reply and before each request, as a farm's worker times
+/// its chunk ((a'')).
 timing raw_exchange(MPI_Comm comm, long long per_client, std::size_t request_bytes, std::size_t reply_bytes,
-                    receive_mode mode = receive_mode::recv) {
+                    receive_mode mode = receive_mode::recv, bool timed = false) {
     int rank = 0, size = 0;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
@@ -355,11 +370,20 @@ timing raw_exchange(MPI_Comm comm, long long per_client, std::size_t request_byt
             check(MPI_Send(reply.data(), static_cast<int>(reply_bytes), MPI_BYTE, status.MPI_SOURCE, tag_reply, comm),
                   "MPI_Send");
         }
-    } else {
+    } else if (!timed) {
         for (long long i = 0; i < per_client; ++i) {
             check(MPI_Send(request.data(), static_cast<int>(request_bytes), MPI_BYTE, 0, tag_request, comm), "MPI_Send");
             in.receive(MPI_STATUS_IGNORE);
         }
+    } else {
+        double started = 0.0, busy = 0.0;
+        for (long long i = 0; i < per_client; ++i) {
+            if (i > 0) busy += farm_clock() - started;  // the "chunk" ends
+            check(MPI_Send(request.data(), static_cast<int>(request_bytes), MPI_BYTE, 0, tag_request, comm), "MPI_Send");
+            in.receive(MPI_STATUS_IGNORE);
+            started = farm_clock();  // the next one starts
+        }
+        if (!(busy >= 0.0)) throw std::runtime_error("the farm's clock went backwards");  // and busy is used
     }
     const double elapsed = MPI_Wtime() - start;
     if (rank != 0) return {};
@@ -445,9 +469,9 @@ double claim_rate(MPI_Comm world, long long tasks, bool farm, bool replay = fals
             ++mine, runs += old != previous + 1, previous = old;
             if (replay) sum += steps.at(old).count;
             if (chores) {  // the farm's own work per claim, by hand: the task, its result staged, its busy time
-                const double started = MPI_Wtime();
+                const double started = farm_clock();
                 task(1.0, staged[static_cast<std::size_t>(mine - 1)]);
-                busy += MPI_Wtime() - started;
+                busy += farm_clock() - started;
             }
         }
         if (replay && sum > tasks) throw pfarm::internal_error("claim path: more tasks claimed than exist");
@@ -507,8 +531,9 @@ double paired_ratio(const series& a, const series& b, double timing::*field) {
 struct results {
     int ranks = 0;
     long long request_bytes = 0, reply_bytes = 0;
-    double wtime_ns = 0.0;  ///< one MPI_Wtime call on rank 0 (a farm's worker reads the clock twice per chunk)
-    series raw, raw_posted, flat, prefetch, computes;  ///< ranks 0 and 1
+    double wtime_ns = 0.0;  ///< one MPI_Wtime call on rank 0
+    double clock_ns = 0.0;  ///< one read of the farm's clock on rank 0 (a farm's worker reads it twice per chunk)
+    series raw, raw_posted, raw_timed, flat, prefetch, computes;  ///< ranks 0 and 1
     series raw_all, all;                   ///< every rank asking; gaps between any two requests
     double calls[2][5] = {};  ///< per chunk on the farmer [0] and the worker [1]: send recv probe iprobe get_count
     std::vector<double> claim_rate, raw_claim_rate, path_claim_rate;  ///< (d), claims per second, per repetition
@@ -549,6 +574,8 @@ std::string json(const results& r, const settings& s) {
       // MPI's part: raw MPI received the way the farm receives
       << ",\"raw_posted_round_trip_us\":" << r.raw_posted.trimmed_us()
       << ",\"raw_posted_ratio\":" << ratio(r.raw_posted, &timing::trimmed)
+      << ",\"raw_timed_round_trip_us\":" << r.raw_timed.trimmed_us()
+      << ",\"raw_timed_ratio\":" << ratio(r.raw_timed, &timing::trimmed) << ",\"clock_ns\":" << r.clock_ns
       << ",\"prefetch_round_trip_us\":" << r.prefetch.trimmed_us()
       << ",\"prefetch_ratio\":" << ratio(r.prefetch, &timing::trimmed)
       << ",\"prefetch_median_ratio\":" << ratio(r.prefetch, &timing::gap)
@@ -584,7 +611,7 @@ std::string json(const results& r, const settings& s) {
 }
 
 bool sane(const results& r) {
-    for (const series* x : {&r.raw, &r.raw_posted, &r.flat, &r.prefetch, &r.raw_all, &r.all})
+    for (const series* x : {&r.raw, &r.raw_posted, &r.raw_timed, &r.flat, &r.prefetch, &r.raw_all, &r.all})
         for (double v : {x->gap_us(), x->mean_us()})
             if (!std::isfinite(v) || !(v > 0.0)) return false;
     for (double v : {median(r.claim_rate), median(r.raw_claim_rate), median(r.path_claim_rate), median(r.chores_claim_rate),
@@ -592,7 +619,7 @@ bool sane(const results& r) {
         if (!std::isfinite(v) || !(v > 0.0)) return false;
     const double v = r.computes.mean_us();
     return std::isfinite(v) && v > 0.0 && r.request_bytes > 0 && r.reply_bytes > 0 && std::isfinite(r.wtime_ns) &&
-           r.wtime_ns > 0.0;
+           r.wtime_ns > 0.0 && std::isfinite(r.clock_ns) && r.clock_ns > 0.0;
 }
 
 void print(const results& r, const settings& s) {
@@ -613,7 +640,7 @@ void print(const results& r, const settings& s) {
                 r.calls[0][0], r.calls[0][1], r.calls[0][2], r.calls[0][3], r.calls[0][4], r.calls[1][0], r.calls[1][1],
                 r.calls[1][2], r.calls[1][3], r.calls[1][4]);
     if (s.verbose) {
-        const std::pair<const char*, const series*> all[] = {{"raw", &r.raw},           {"raw-posted", &r.raw_posted},
+        const std::pair<const char*, const series*> all[] = {{"raw", &r.raw},           {"raw-posted", &r.raw_posted}, {"raw-timed", &r.raw_timed},
                                                              {"flat", &r.flat},
                                                              {"prefetch", &r.prefetch}, {"computes", &r.computes},
                                                              {"raw-all", &r.raw_all},   {"pfarm-all", &r.all}};
@@ -632,10 +659,13 @@ void print(const results& r, const settings& s) {
                     paired_ratio(x, r.raw, &timing::gap), x.trimmed_us(), paired_ratio(x, r.raw, &timing::trimmed),
                     x.mean_us(), paired_ratio(x, r.raw, &timing::mean), note);
     };
-    std::printf("clock: MPI_Wtime costs %.0f ns per call here; a worker reads it twice per chunk\n", r.wtime_ns);
+    std::printf("clock: the farm's (CLOCK_MONOTONIC) costs %.0f ns per read here, MPI_Wtime %.0f ns; a worker reads the "
+                "farm's twice per chunk\n",
+                r.clock_ns, r.wtime_ns);
     std::printf("us per chunk, and / raw                    median  ratio |  trimmed  ratio |     mean  ratio\n");
     row("(a) raw MPI ping-pong, rank 1 -> 0 -> 1", r.raw, "");
-    row("(a') raw, received as the farm does", r.raw_posted, "receive posted ahead: MPI_Wait + MPI_Get_count + MPI_Irecv");
+    row("(a') raw, received as with reclaim", r.raw_posted, "receive posted ahead: MPI_Wait + MPI_Get_count + MPI_Irecv");
+    row("(a'') raw, rank 1 reading the clock twice", r.raw_timed, "as a worker times its chunk: any timing farm's floor");
     char verdict[64];
     std::snprintf(verdict, sizeof verdict, "target %s (trimmed %.2f <= %.2f)", ratio <= target_ratio ? "met" : "MISSED",
                   ratio, target_ratio);
@@ -728,6 +758,7 @@ int run(int argc, char** argv) {
         for (int rep = 0; rep < s.repetitions && in_pair; ++rep) {
             r.raw.add(raw_exchange(pair, s.tasks, request_bytes, reply_bytes));
             r.raw_posted.add(raw_exchange(pair, s.tasks, request_bytes, reply_bytes, receive_mode::posted));
+            r.raw_timed.add(raw_exchange(pair, s.tasks, request_bytes, reply_bytes, receive_mode::recv, true));
             r.flat.add(empty_farm(pair, s.tasks, false, false));
         }
         sleeping_barrier(world);
@@ -744,13 +775,14 @@ int run(int argc, char** argv) {
     // conditions, in a rotating order and each after a sleeping barrier, so that none always runs first
     // after a sleep (a scheduler favours a process that has slept); the other ranks sleep meanwhile.
     for (int rep = 0; rep < s.repetitions; ++rep) {
-        for (int k = 0; k < 5; ++k) {
+        for (int k = 0; k < 6; ++k) {
             if (in_pair) {
-                switch ((rep + k) % 5) {
+                switch ((rep + k) % 6) {
                     case 0: r.raw.add(raw_exchange(pair, s.tasks, request_bytes, reply_bytes)); break;
                     case 1: r.flat.add(empty_farm(pair, s.tasks, false, false)); break;
                     case 2: r.prefetch.add(empty_farm(pair, s.tasks, true, false)); break;
                     case 3: r.computes.add(empty_farm(pair, s.tasks, false, true)); break;
+                    case 4: r.raw_timed.add(raw_exchange(pair, s.tasks, request_bytes, reply_bytes, receive_mode::recv, true)); break;
                     default: r.raw_posted.add(raw_exchange(pair, s.tasks, request_bytes, reply_bytes, receive_mode::posted)); break;
                 }
             }
@@ -774,8 +806,12 @@ int run(int argc, char** argv) {
         double sum = 0.0;
         const auto start = std::chrono::steady_clock::now();
         for (int i = 0; i < calls; ++i) sum += MPI_Wtime();
-        const std::chrono::duration<double, std::nano> spent = std::chrono::steady_clock::now() - start;
+        const auto middle = std::chrono::steady_clock::now();
+        double farm = 0.0;
+        for (int i = 0; i < calls; ++i) farm += farm_clock();
+        const std::chrono::duration<double, std::nano> spent = middle - start, spent_farm = std::chrono::steady_clock::now() - middle;
         r.wtime_ns = sum > 0.0 ? spent.count() / calls : 0.0;
+        r.clock_ns = farm > 0.0 ? spent_farm.count() / calls : 0.0;
     }
     sleeping_barrier(world);
 

@@ -18,8 +18,6 @@ chunk_sizes::chunk_sizes(const std::vector<task_count>& sizes) {
     for (task_count s : sizes) push_back(s);
 }
 
-void chunk_sizes::push_back(task_count size) { append(size, 1); }
-
 void chunk_sizes::append(task_count size, task_count repeat) {
     if (repeat < 1) throw internal_error("chunk_sizes::append: repeat " + std::to_string(repeat) + "; expected >= 1");
     if (!runs_.empty() && runs_.back().size == size)
@@ -50,8 +48,6 @@ std::pair<std::size_t, task_count> chunk_sizes::locate(std::size_t i) const {
     }
     throw internal_error("chunk_sizes: runs do not add up to the count");
 }
-
-task_count chunk_sizes::operator[](std::size_t i) const { return runs_[locate(i).first].size; }
 
 void chunk_sizes::set(std::size_t i, task_count size) {
     const auto [r, offset] = locate(i);

@@ -64,7 +64,14 @@ public:
     chunk_sizes(std::initializer_list<task_count> sizes);
     explicit chunk_sizes(const std::vector<task_count>& sizes);
 
-    void push_back(task_count size);
+    /// Appends one chunk of `size`: inline, as the farmer session and every worker call it once per chunk.
+    void push_back(task_count size) {
+        if (!runs_.empty() && runs_.back().size == size) [[likely]] {
+            ++runs_.back().repeat, ++count_, total_ += size;
+            return;
+        }
+        append(size, 1);
+    }
     /// Appends `repeat` chunks of `size` (repeat >= 1).
     void append(task_count size, task_count repeat);
     /// The sequence without its first `n` entries (n <= size()).
@@ -72,7 +79,12 @@ public:
 
     std::size_t size() const noexcept { return count_; }
     bool empty() const noexcept { return count_ == 0; }
-    task_count operator[](std::size_t i) const;
+    /// Entry i; inline where the session reads it, in the last run (the chunks in flight are the latest).
+    task_count operator[](std::size_t i) const {
+        if (i < count_ && i >= count_ - static_cast<std::size_t>(runs_.back().repeat)) [[likely]]
+            return runs_.back().size;
+        return runs_[locate(i).first].size;
+    }
     task_count front() const { return runs_.front().size; }
     task_count back() const { return runs_.back().size; }
     task_count total() const noexcept { return total_; }  ///< the sum of the sizes: the tasks handed out

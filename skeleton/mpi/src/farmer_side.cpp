@@ -236,6 +236,7 @@ private:
     // --- rank 0's own worker (farmer computes) ------------------------------------------------------------
 
     void serve_own() {
+        if (offset_ != 0) return;  // the farmer does not compute: no own worker to serve (every message's path)
         own_.serve([this](const request_message& m) {
             delivering_ = m.done;
             perform(session_.on_message(0, m));

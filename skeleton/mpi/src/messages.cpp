@@ -109,8 +109,7 @@ const received_message* farmer_inbox::next(bool block) {
     return &message_;
 }
 
-void farmer_inbox::release() {
-    if (!taken_) return;
+void farmer_inbox::repost() {
     const bool answer = taken_ == &answer_;
     taken_->post(comm_, MPI_ANY_SOURCE, answer ? tag_released : tag_request);
     requests_[answer ? 0 : 1] = taken_->request();

@@ -78,11 +78,14 @@ public:
     /// The next message, or null when none has come and `block` is false. Valid until release().
     const received_message* next(bool block);
     /// The message from next() is handled (with reclaim its receive is posted again).
-    void release();
+    void release() {
+        if (taken_) repost();  // without reclaim nothing was posted ahead: every message's path, inline
+    }
     /// Cancels the receives still posted (the farm is over).
     void close();
 
 private:
+    void repost();  ///< reclaim: posts again the receive whose message next() returned
     MPI_Comm comm_;
     bool reclaim_, gentle_;
     MPI_Request requests_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};  ///< reclaim: [0] released, [1] request

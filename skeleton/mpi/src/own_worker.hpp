@@ -54,7 +54,7 @@ public:
     /// the same call; a call made while handing (the driver's actions serve it again) returns at once.
     template <class Hand>
     void serve(Hand&& hand) {
-        if (serving_) return;
+        if (serving_ || queue_.empty()) return;  // called after every message the farmer handles
         serving_ = true;
         struct done {
             bool& flag;

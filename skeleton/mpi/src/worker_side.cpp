@@ -94,21 +94,26 @@ private:
     }
 
     void perform(worker_session::actions actions) {
-        std::string failed;
         for (const worker_action& a : actions) {
             if (a.what == worker_action::kind::compute) continue;  // run() sees session_.computing()
             request_header h = encode(a.message);
-            if (a.readings) {
-                try {
-                    h.sample = to_wire(monitors_.read(a.calibration));
-                } catch (const std::exception& e) {  // not a task's fault: the farm stops with this message
-                    failed = e.what();
-                    break;
-                }
-            }
+            if (a.readings && !read_monitors(h, a.calibration)) return;  // the session's slots now hold its failure
             send(a.message, h);
         }
-        if (!failed.empty()) perform(session_.on_failure(-1, failed));
+    }
+
+    /// The readings a request must carry, into `h`. A monitor that fails is not a task's fault: the farm stops
+    /// with its message (performed here), and false is returned.
+    [[gnu::noinline]] bool read_monitors(request_header& h, bool calibration) {
+        std::string failed;
+        try {
+            h.sample = to_wire(monitors_.read(calibration));
+            return true;
+        } catch (const std::exception& e) {
+            failed = e.what();
+        }
+        perform(session_.on_failure(-1, failed));
+        return false;
     }
 
     /// Sends request `m`. Results travel in it when they fit (one message), else they follow on tag_results,
