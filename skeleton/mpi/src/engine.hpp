@@ -2,9 +2,12 @@
 // agreement before the farm and the outcome after it, farmer_side.cpp and worker_side.cpp the two transports of
 // the core's sessions (farmer_session.hpp, worker_session.hpp), results.hpp a chunk's results (fixed or any
 // size) in their message buffer, journaled.cpp a farm with a journal (only the tasks it lacks), decentralised.cpp
-// the farm without a farmer, hierarchical.cpp the farm with a supermaster and masters, progress.cpp the progress line, wire.hpp the bytes on the wire, messages.hpp the
-// tags and how a rank waits.
+// the farm without a farmer, hierarchical.cpp the farm with a supermaster and masters, progress.cpp the progress
+// line, wire.hpp the bytes on the wire, messages.hpp the tags and how a rank waits, clock.hpp the farm's clock
+// (now()).
 #pragma once
+
+#include "clock.hpp"
 
 #include "pfarm/emulation.hpp"
 #include "pfarm/farm.hpp"
@@ -15,21 +18,11 @@
 #include <mpi.h>
 
 #include <cstdint>
-#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace pfarm::detail {
-
-/// The farm's clock in seconds: CLOCK_MONOTONIC, read straight from the vDSO (26-28 ns on the development VM against
-/// MPI_Wtime's 32-34; a worker reads it twice per chunk, on the round trip's path). Two ranks' clocks are never
-/// assumed equal: setup measures their offsets (clock_offsets) with this same clock.
-inline double now() {
-    timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
 
 /// Emulated heterogeneity: per-rank slowdown and load changes over time (seconds since the start).
 struct emulation {
