@@ -128,7 +128,7 @@ private:
             delivering_ = message_.done;
             if (message_.what == request_message::kind::failure) {
                 const auto* text = reinterpret_cast<const char*>(m.data + request_payload_offset);
-                message_.text.assign(text, m.bytes - request_payload_offset);
+                message_.text.assign(text, m.bytes() - request_payload_offset);
             }
             results_ = m.data + request_payload_offset;
             index_bytes_ = static_cast<std::size_t>(h.index_bytes);

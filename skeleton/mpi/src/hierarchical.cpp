@@ -300,10 +300,11 @@ private:
         decode(h, 0.0, message_);  // a master's times are on rank 0's clock already
         if (message_.what == request_message::kind::failure) {
             std::int64_t failed = h_.master.at(static_cast<std::size_t>(master));
-            if (m.bytes >= request_payload_offset + failure_rank_bytes)
+            const std::size_t bytes = m.bytes();
+            if (bytes >= request_payload_offset + failure_rank_bytes)
                 std::memcpy(&failed, m.data + request_payload_offset, failure_rank_bytes);
             const auto* text = reinterpret_cast<const char*>(m.data + request_payload_offset + failure_rank_bytes);
-            message_.text.assign(text, m.bytes - std::min(m.bytes, request_payload_offset + failure_rank_bytes));
+            message_.text.assign(text, bytes - std::min(bytes, request_payload_offset + failure_rank_bytes));
             if (!session_.aborting()) failed_rank_ = static_cast<int>(failed);  // the first failure is the farm's
         }
         results_ = m.data + request_payload_offset;

@@ -80,6 +80,13 @@ bool receive(MPI_Comm comm, int source, int tag, wire_buffer& buffer, bool block
     return true;
 }
 
+std::size_t received_message::bytes() const {
+    if (known != unknown) return known;
+    int count = 0;
+    mpi::check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
+    return static_cast<std::size_t>(count);
+}
+
 farmer_inbox::farmer_inbox(MPI_Comm comm, bool reclaim, bool gentle) : comm_(comm), reclaim_(reclaim), gentle_(gentle) {
     if (!reclaim_) return;
     answer_.post(comm_, MPI_ANY_SOURCE, tag_released);
@@ -92,9 +99,7 @@ const received_message* farmer_inbox::next(bool block) {
     MPI_Status status;
     if (!reclaim_) {
         if (!receive(comm_, MPI_ANY_SOURCE, tag_request, buffer_, block, gentle_, status)) return nullptr;
-        int bytes = 0;
-        mpi::check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
-        message_ = {status.MPI_SOURCE, static_cast<std::size_t>(bytes), buffer_.data()};
+        message_ = {status.MPI_SOURCE, buffer_.data(), status, received_message::unknown};
         return &message_;
     }
     int index = -1, flag = 0;
@@ -105,7 +110,7 @@ const received_message* farmer_inbox::next(bool block) {
     taken_ = index == 0 ? &answer_ : &request_;
     taken_->request() = MPI_REQUEST_NULL;
     taken_->completed(status);
-    message_ = {taken_->source(), taken_->bytes(), taken_->data()};
+    message_ = {taken_->source(), taken_->data(), status, taken_->bytes()};
     return &message_;
 }
 

@@ -63,9 +63,13 @@ bool receive(MPI_Comm comm, int source, int tag, wire_buffer& buffer, bool block
 
 /// A message the farmer received: who sent it, its bytes.
 struct received_message {
+    static constexpr std::size_t unknown = ~std::size_t{0};
     int source = -1;
-    std::size_t bytes = 0;
     const std::byte* data = nullptr;
+    MPI_Status status{};          ///< without reclaim: its receive's status
+    std::size_t known = unknown;  ///< with reclaim: its size, read as its posted receive completed
+    /// Its size in bytes, asked of MPI (MPI_Get_count) only when read: a failure's text, not every request.
+    std::size_t bytes() const;
 };
 
 /// The farmer's inbox. Without reclaim it receives requests (tag_request, from any worker) as they come. With
