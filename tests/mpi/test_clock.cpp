@@ -1,7 +1,10 @@
 // The farm's clock (skeleton/mpi/src/clock.hpp, internal): it stays on CLOCK_MONOTONIC's time line, never goes
 // back, follows a sleep, reads the TSC once its scale is known where the CPU allows it, and not with
-// PFARM_CLOCK=monotonic. No MPI: the clock is the engine's, but needs none.
+// PFARM_CLOCK=monotonic; any other PFARM_CLOCK but tsc is an error naming it. No MPI: the clock is the engine's,
+// but needs none.
 #include "clock.hpp"
+
+#include "pfarm/error.hpp"
 
 #include <gtest/gtest.h>
 
@@ -63,6 +66,23 @@ TEST(FarmClock, MonotonicOnlyWhenAsked) {
     EXPECT_EQ(outside(clock, 0.005, 0.0), 0);  // every read is CLOCK_MONOTONIC itself
     EXPECT_EQ(clock.from(), farm_clock::source::monotonic);
     EXPECT_FALSE(farm_clock::tsc_allowed());
+    unsetenv("PFARM_CLOCK");
+}
+
+TEST(FarmClock, AnUnknownChoiceIsAnError) {
+    EXPECT_NO_THROW(pfarm::detail::check_clock_choice());  // unset
+    for (const char* good : {"monotonic", "tsc"}) {
+        ASSERT_EQ(setenv("PFARM_CLOCK", good, 1), 0);
+        EXPECT_NO_THROW(pfarm::detail::check_clock_choice()) << good;
+    }
+    ASSERT_EQ(setenv("PFARM_CLOCK", "rdtsc", 1), 0);
+    try {
+        pfarm::detail::check_clock_choice();
+        ADD_FAILURE() << "no exception";
+    } catch (const pfarm::invalid_argument& e) {
+        EXPECT_EQ(e.argument(), "PFARM_CLOCK");
+        EXPECT_NE(e.message().find("'rdtsc'"), std::string::npos) << e.what();
+    }
     unsetenv("PFARM_CLOCK");
 }
 

@@ -1,9 +1,12 @@
 // pfarm MPI engine: the farm's clock's anchors, and whether the TSC may be used at all (clock.hpp).
 #include "clock.hpp"
 
+#include "pfarm/error.hpp"
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -43,6 +46,14 @@ bool read_pair(double& seconds, std::uint64_t& ticks) {
 #endif
 
 }  // namespace
+
+void check_clock_choice() {
+    const char* choice = std::getenv("PFARM_CLOCK");
+    if (!choice || std::strcmp(choice, "monotonic") == 0 || std::strcmp(choice, "tsc") == 0) return;
+    throw invalid_argument("PFARM_CLOCK", "is '" + std::string(choice) +
+                                              "'; expected monotonic (never the TSC) or tsc (the default: the TSC where "
+                                              "the CPU has an invariant one)");
+}
 
 bool farm_clock::tsc_allowed() {
 #if defined(__x86_64__)

@@ -61,6 +61,10 @@ private:
     double first_seconds_ = 0.0, anchor_seconds_ = 0.0, seconds_per_tick_ = 0.0, last_ = 0.0;
 };
 
+/// PFARM_CLOCK, when set, must name a source: "monotonic" (never the TSC) or "tsc" (the TSC where the CPU allows it,
+/// as when unset); else invalid_argument naming PFARM_CLOCK (the farm's setup checks it, so no value is ignored).
+void check_clock_choice();
+
 /// The farm's clock: every rank's engine reads this, one clock per thread, and setup measures the ranks' offsets
 /// with it (clock_offsets), so ranks' clocks are never assumed equal.
 inline constinit thread_local farm_clock the_farm_clock{};

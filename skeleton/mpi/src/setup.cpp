@@ -169,6 +169,7 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
             if (!options.trace.empty()) check_trace_path(options.trace);  // before any task runs, not after the sweep
             s.config.trace = options.trace.empty() ? 0 : 1;
             choose_monitors(policy->needs(), options, s);
+            check_clock_choice();
             s.emulated = emulation_from(options, ranks);
             s.config.tasks = tasks;
             s.config.farmer_computes = options.farmer_computes ? 1 : 0;
