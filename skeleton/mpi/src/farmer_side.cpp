@@ -1,7 +1,8 @@
 // pfarm MPI engine: rank 0's side, the MPI transport of a farmer_session (farmer_session.hpp owns every rule:
 // the barrier, parking, chunks in flight, reclaim, stop, abort, records and metrics). This file only receives
-// requests, stores the results the session accepts, sends the replies it decides, and, when the farmer
-// computes, runs rank 0's own worker (own_worker.hpp), between two of whose tasks it serves the requests.
+// requests (and the results that follow one, without waiting for them: following_payloads), stores the results
+// the session accepts, sends the replies it decides, and, when the farmer computes, runs rank 0's own worker
+// (own_worker.hpp), between two of whose tasks it serves the requests.
 #include "engine.hpp"
 #include "messages.hpp"
 #include "own_worker.hpp"
@@ -132,30 +133,40 @@ private:
             }
             results_ = m.data + request_payload_offset;
             index_bytes_ = static_cast<std::size_t>(h.index_bytes);
-            if (h.results_follow) {  // too large to travel in the request: they follow
+            following_ = nullptr;
+            if (h.results_follow) {  // too large to travel in the request: they follow, received without blocking
                 const auto bytes = static_cast<std::size_t>(h.results_bytes);
-                std::byte* into;
-                // Into a buffer for the sink, or when part of them may be delivered already (stragglers: a chunk
-                // re-executed), else in place.
-                if (kernel_.streamed() || setup_.config.stragglers) {
-                    large_.reserve(bytes);
-                    into = large_.data();
-                    results_ = into;
-                } else {  // in place, in out_
-                    into = out_ + static_cast<std::size_t>(h.first) * kernel_.out_bytes;
-                    results_ = nullptr;
-                }
-                mpi::check(MPI_Recv(into, static_cast<int>(bytes), MPI_BYTE, rank, tag_results, comm_, MPI_STATUS_IGNORE),
-                           "MPI_Recv");
+                results_ = nullptr;
+                // Into a buffer of their own for the sink, or when part of them may be delivered already (stragglers:
+                // a chunk re-executed), delivered once in; else in place, in out_.
+                if (kernel_.streamed() || setup_.config.stragglers)
+                    following_ = &payloads_.receive(bytes, rank, comm_, h.first, index_bytes_);
+                else
+                    payloads_.receive_in_place(out_ + static_cast<std::size_t>(h.first) * kernel_.out_bytes, bytes, rank, comm_);
             }
             if (message_.what == request_message::kind::ask) ++report_.farmer_requests;
             perform(session_.on_message(rank - offset_, message_));  // the session reads the clock if it needs it
+            following_ = nullptr;
             serve_own();
+            if (!payloads_.empty()) payloads_.complete(false, [this](const auto& p) { deliver_following(p); });
         } catch (...) {
+            following_ = nullptr;
             inbox_.release();
             throw;
         }
         inbox_.release();
+    }
+
+    /// Results that followed their request, in now: delivered as the session said when the request was handled.
+    void deliver_following(const following_payloads::payload& p) {
+        for (const chunk& c : p.deliveries) {
+            if (kernel_.streamed())
+                kernel_.deliver(view_of(kernel_, c.first, c.count, p.buffer.data(), p.index_bytes, p.first));
+            else
+                std::memcpy(out_ + static_cast<std::size_t>(c.first) * kernel_.out_bytes,
+                            p.buffer.data() + static_cast<std::size_t>(c.first - p.first) * kernel_.out_bytes,
+                            static_cast<std::size_t>(c.count) * kernel_.out_bytes);
+        }
     }
 
     /// Carries out the session's actions: the replies first (a worker waits for them), then the results to
@@ -175,7 +186,9 @@ private:
             if (a.what != farmer_action::kind::deliver) continue;
             const bool own = a.worker + offset_ == 0;
             // a.results may be part of the message's chunk (stragglers): its results start at delivering_.first.
-            if (kernel_.streamed())  // to the sink; rank 0's own results are in its own buffer
+            if (!own && following_)  // they follow the message: delivered once in
+                following_->deliveries.push_back(a.results);
+            else if (kernel_.streamed())  // to the sink; rank 0's own results are in its own buffer
                 kernel_.deliver(view_of(kernel_, a.results.first, a.results.count, own ? own_.results().payload() : results_,
                                         own ? own_.results().index_bytes() : index_bytes_, delivering_.first));
             else if (!own && results_)  // rank 0 computes into out_ directly; a large payload is there already
@@ -231,6 +244,11 @@ private:
     void finish_transport() {
         complete_sends(true);
         inbox_.close();
+        // Results still on their way are received; delivered unless the farm failed (nobody's results are kept then).
+        const bool deliver = !session_.aborting();
+        payloads_.complete(true, [&](const auto& p) {
+            if (deliver) deliver_following(p);
+        });
     }
 
     // --- rank 0's own worker (farmer computes) ------------------------------------------------------------
@@ -306,7 +324,8 @@ private:
     chunk delivering_;                    ///< the chunk whose results the message being handled carries
     const std::byte* results_ = nullptr;  ///< the results in the message being handled (null: in place already)
     std::size_t index_bytes_ = 0;         ///< their index, with results of any size
-    wire_buffer large_;                   ///< streamed results too large for their request, received here
+    following_payloads payloads_;          ///< results too large for their request, on their way
+    following_payloads::payload* following_ = nullptr;  ///< the message being handled's, when they go to a buffer
     wire_buffer send_;
     std::vector<MPI_Request> pending_;    ///< inputs sent without blocking
 };

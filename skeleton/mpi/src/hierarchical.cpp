@@ -258,6 +258,10 @@ public:
         }
         sends_.complete(true);
         inbox_.close();
+        const bool deliver = !session_.aborting();  // results still on their way: received, and kept unless it failed
+        payloads_.complete(true, [&](const auto& p) {
+            if (deliver) deliver_following(p);
+        });
         outcome o;
         const farm_outcome& f = session_.outcome();
         o.what = f.what;
@@ -309,22 +313,30 @@ private:
         }
         results_ = m.data + request_payload_offset;
         index_bytes_ = static_cast<std::size_t>(h.index_bytes);
-        if (h.results_follow) {  // too large to travel in the request: they follow
+        following_ = nullptr;
+        if (h.results_follow) {  // too large to travel in the request: they follow, received without blocking
             const auto bytes = static_cast<std::size_t>(h.results_bytes);
-            std::byte* into;
-            if (kernel_.streamed()) {
-                large_.reserve(bytes);
-                into = large_.data();
-                results_ = into;
-            } else {  // in place
-                into = out_ + static_cast<std::size_t>(h.first) * kernel_.out_bytes;
-                results_ = nullptr;
-            }
-            mpi::check(MPI_Recv(into, static_cast<int>(bytes), MPI_BYTE, m.source, tag_results, up_, MPI_STATUS_IGNORE),
-                       "MPI_Recv");
+            results_ = nullptr;
+            if (kernel_.streamed())  // into a buffer of their own, delivered once in (farmer_side.cpp's rule)
+                following_ = &payloads_.receive(bytes, m.source, up_, h.first, index_bytes_);
+            else
+                payloads_.receive_in_place(out_ + static_cast<std::size_t>(h.first) * kernel_.out_bytes, bytes, m.source, up_);
         }
         if (message_.what == request_message::kind::ask) ++requests_;
-        perform(session_.on_message(master + h_.own(), message_));
+        try {
+            perform(session_.on_message(master + h_.own(), message_));
+        } catch (...) {
+            following_ = nullptr;
+            throw;
+        }
+        following_ = nullptr;
+        if (!payloads_.empty()) payloads_.complete(false, [this](const auto& p) { deliver_following(p); });
+    }
+
+    /// A master's results that followed its request, in now: streamed as the session said when it was handled.
+    void deliver_following(const following_payloads::payload& p) {
+        for (const chunk& c : p.deliveries)
+            kernel_.deliver(view_of(kernel_, c.first, c.count, p.buffer.data(), p.index_bytes, p.first));
     }
 
     /// The replies first, then the results to store (farmer_side.cpp's order), then its own worker's requests.
@@ -340,6 +352,8 @@ private:
                 if (kernel_.streamed())
                     kernel_.deliver(view_of(kernel_, a.results.first, a.results.count, own_->results().payload(),
                                             own_->results().index_bytes()));
+            } else if (following_) {  // they follow the message: delivered once in
+                following_->deliveries.push_back(a.results);
             } else if (kernel_.streamed())
                 kernel_.deliver(view_of(kernel_, a.results.first, a.results.count, results_, index_bytes_));
             else if (results_)
@@ -389,7 +403,9 @@ private:
     request_message message_;
     const std::byte* results_ = nullptr;
     std::size_t index_bytes_ = 0;
-    wire_buffer large_, send_;
+    wire_buffer send_;
+    following_payloads payloads_;                        ///< the masters' results too large for their request
+    following_payloads::payload* following_ = nullptr;  ///< the message being handled's, when they go to a buffer
     pending_sends sends_;
     task_count requests_ = 0;
     int failed_rank_ = 0;

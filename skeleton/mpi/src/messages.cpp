@@ -80,6 +80,73 @@ bool receive(MPI_Comm comm, int source, int tag, wire_buffer& buffer, bool block
     return true;
 }
 
+following_payloads::~following_payloads() {
+    for (MPI_Request& r : requests_)  // an exception unwinds the farm: the worker's send is received and dropped
+        if (r != MPI_REQUEST_NULL) MPI_Wait(&r, MPI_STATUS_IGNORE);
+}
+
+void following_payloads::receive_in_place(std::byte* into, std::size_t bytes, int source, MPI_Comm comm) {
+    MPI_Request r = MPI_REQUEST_NULL;
+    mpi::check(MPI_Irecv(into, static_cast<int>(bytes), MPI_BYTE, source, tag_results, comm, &r), "MPI_Irecv");
+    requests_.push_back(r);
+    pending_.push_back(nullptr);
+}
+
+following_payloads::payload& following_payloads::receive(std::size_t bytes, int source, MPI_Comm comm, task_count first,
+                                                         std::size_t index_bytes) {
+    std::unique_ptr<payload> p;
+    if (spare_.empty()) {
+        p = std::make_unique<payload>();
+    } else {
+        p = std::move(spare_.back());
+        spare_.pop_back();
+    }
+    p->buffer.reserve(bytes);
+    p->first = first;
+    p->index_bytes = index_bytes;
+    p->deliveries.clear();
+    MPI_Request r = MPI_REQUEST_NULL;
+    mpi::check(MPI_Irecv(p->buffer.data(), static_cast<int>(bytes), MPI_BYTE, source, tag_results, comm, &r), "MPI_Irecv");
+    requests_.push_back(r);
+    pending_.push_back(std::move(p));
+    return *pending_.back();
+}
+
+std::size_t following_payloads::test(bool all) {
+    const int count = static_cast<int>(requests_.size());
+    done_.clear();
+    if (all) {
+        mpi::check(MPI_Waitall(count, requests_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+        for (auto& p : pending_) done_.push_back(std::move(p));
+        requests_.clear();
+        pending_.clear();
+        return done_.size();
+    }
+    indices_.resize(requests_.size());
+    int n = 0;
+    mpi::check(MPI_Testsome(count, requests_.data(), &n, indices_.data(), MPI_STATUSES_IGNORE), "MPI_Testsome");
+    if (n == MPI_UNDEFINED || n == 0) return 0;
+    // Completed requests are MPI_REQUEST_NULL now; keep the others in order (a worker's payloads match in order).
+    std::sort(indices_.begin(), indices_.begin() + n);
+    for (int i = 0; i < n; ++i) done_.push_back(std::move(pending_[static_cast<std::size_t>(indices_[static_cast<std::size_t>(i)])]));
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < requests_.size(); ++i) {
+        if (requests_[i] == MPI_REQUEST_NULL) continue;
+        requests_[kept] = requests_[i];
+        pending_[kept] = std::move(pending_[i]);
+        ++kept;
+    }
+    requests_.resize(kept);
+    pending_.resize(kept);
+    return done_.size();
+}
+
+void following_payloads::recycle(std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+        if (done_[i]) spare_.push_back(std::move(done_[i]));
+    done_.clear();
+}
+
 std::size_t received_message::bytes() const {
     if (known != unknown) return known;
     int count = 0;
