@@ -251,17 +251,16 @@ public:
                 }
                 handle(*inbox_.next(true));
             }
+            // Results still on their way: received and delivered (a sink that throws fails the farm, as below).
+            payloads_.complete(true, [this](const auto& p) { deliver_following(p); });
         } catch (const std::exception& e) {  // it failed itself (an MPI error): every master is aborted
             if (own_) own_->drop_requests();
             perform(session_.abort(e.what()));
             while (!session_.over()) handle(*inbox_.next(true));
         }
+        payloads_.complete(true, [](const auto&) {});  // the farm failed: received, and nobody's results are kept
         sends_.complete(true);
         inbox_.close();
-        const bool deliver = !session_.aborting();  // results still on their way: received, and kept unless it failed
-        payloads_.complete(true, [&](const auto& p) {
-            if (deliver) deliver_following(p);
-        });
         outcome o;
         const farm_outcome& f = session_.outcome();
         o.what = f.what;
