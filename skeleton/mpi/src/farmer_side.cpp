@@ -133,7 +133,6 @@ private:
             }
             results_ = m.data + request_payload_offset;
             index_bytes_ = static_cast<std::size_t>(h.index_bytes);
-            following_ = nullptr;
             if (h.results_follow) {  // too large to travel in the request: they follow, received without blocking
                 const auto bytes = static_cast<std::size_t>(h.results_bytes);
                 results_ = nullptr;
@@ -159,14 +158,18 @@ private:
 
     /// Results that followed their request, in now: delivered as the session said when the request was handled.
     void deliver_following(const following_payloads::payload& p) {
-        for (const chunk& c : p.deliveries) {
-            if (kernel_.streamed())
-                kernel_.deliver(view_of(kernel_, c.first, c.count, p.buffer.data(), p.index_bytes, p.first));
-            else
-                std::memcpy(out_ + static_cast<std::size_t>(c.first) * kernel_.out_bytes,
-                            p.buffer.data() + static_cast<std::size_t>(c.first - p.first) * kernel_.out_bytes,
-                            static_cast<std::size_t>(c.count) * kernel_.out_bytes);
-        }
+        for (const chunk& c : p.deliveries) deliver_from(c, p.buffer.data(), p.index_bytes, p.first);
+    }
+
+    /// The results of `c` to the sink or into out_, from `data`, which holds results from task `first` on (a
+    /// delivery may be part of its message's chunk: stragglers).
+    void deliver_from(chunk c, const std::byte* data, std::size_t index_bytes, task_count first) {
+        if (kernel_.streamed())
+            kernel_.deliver(view_of(kernel_, c.first, c.count, data, index_bytes, first));
+        else
+            std::memcpy(out_ + static_cast<std::size_t>(c.first) * kernel_.out_bytes,
+                        data + static_cast<std::size_t>(c.first - first) * kernel_.out_bytes,
+                        static_cast<std::size_t>(c.count) * kernel_.out_bytes);
     }
 
     /// Carries out the session's actions: the replies first (a worker waits for them), then the results to
@@ -186,15 +189,14 @@ private:
             if (a.what != farmer_action::kind::deliver) continue;
             const bool own = a.worker + offset_ == 0;
             // a.results may be part of the message's chunk (stragglers): its results start at delivering_.first.
-            if (!own && following_)  // they follow the message: delivered once in
+            if (own) {  // computed into out_ directly, or into its own buffer when streamed
+                if (kernel_.streamed())
+                    deliver_from(a.results, own_.results().payload(), own_.results().index_bytes(), delivering_.first);
+            } else if (following_) {  // they follow the message: delivered once in
                 following_->deliveries.push_back(a.results);
-            else if (kernel_.streamed())  // to the sink; rank 0's own results are in its own buffer
-                kernel_.deliver(view_of(kernel_, a.results.first, a.results.count, own ? own_.results().payload() : results_,
-                                        own ? own_.results().index_bytes() : index_bytes_, delivering_.first));
-            else if (!own && results_)  // rank 0 computes into out_ directly; a large payload is there already
-                std::memcpy(out_ + static_cast<std::size_t>(a.results.first) * kernel_.out_bytes,
-                            results_ + static_cast<std::size_t>(a.results.first - delivering_.first) * kernel_.out_bytes,
-                            static_cast<std::size_t>(a.results.count) * kernel_.out_bytes);
+            } else if (results_) {  // in the message (a payload that followed into out_ is there already)
+                deliver_from(a.results, results_, index_bytes_, delivering_.first);
+            }
             progress_.update(session_.decisions().completed_tasks());
         }
     }
@@ -325,7 +327,7 @@ private:
     const std::byte* results_ = nullptr;  ///< the results in the message being handled (null: in place already)
     std::size_t index_bytes_ = 0;         ///< their index, with results of any size
     following_payloads payloads_;          ///< results too large for their request, on their way
-    following_payloads::payload* following_ = nullptr;  ///< the message being handled's, when they go to a buffer
+    following_payloads::payload* following_ = nullptr;  ///< while a message is handled: its results, when they follow into a buffer
     wire_buffer send_;
     std::vector<MPI_Request> pending_;    ///< inputs sent without blocking
 };

@@ -312,7 +312,6 @@ private:
         }
         results_ = m.data + request_payload_offset;
         index_bytes_ = static_cast<std::size_t>(h.index_bytes);
-        following_ = nullptr;
         if (h.results_follow) {  // too large to travel in the request: they follow, received without blocking
             const auto bytes = static_cast<std::size_t>(h.results_bytes);
             results_ = nullptr;
@@ -404,7 +403,7 @@ private:
     std::size_t index_bytes_ = 0;
     wire_buffer send_;
     following_payloads payloads_;                        ///< the masters' results too large for their request
-    following_payloads::payload* following_ = nullptr;  ///< the message being handled's, when they go to a buffer
+    following_payloads::payload* following_ = nullptr;  ///< while a message is handled: its results, when they follow into a buffer
     pending_sends sends_;
     task_count requests_ = 0;
     int failed_rank_ = 0;

@@ -101,8 +101,8 @@ public:
     void receive_in_place(std::byte* into, std::size_t bytes, int source, MPI_Comm comm);
     /// Posts the receive into a buffer of its own; the payload returned stays valid until it is handed back.
     payload& receive(std::size_t bytes, int source, MPI_Comm comm, task_count first, std::size_t index_bytes);
-    /// Hands each payload that has come, in order of arrival, to `arrived` (not those received in place); with
-    /// `all`, waits for every one first.
+    /// Hands each payload that has come, in the order their receives were posted, to `arrived` (not those received
+    /// in place); with `all`, waits for every one first.
     template <class Arrived>
     void complete(bool all, Arrived&& arrived) {
         if (requests_.empty()) return;
