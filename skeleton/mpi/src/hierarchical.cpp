@@ -21,10 +21,12 @@
 // Every rule of the protocol is in the sessions; this file moves bytes and keeps the buffers:
 //   - a master keeps the inputs of each chunk the supermaster gave it (they go down in slices, with the replies its
 //     session decides) and a results buffer per chunk, which its workers' results fill as its session delivers them
-//     (a worker's chunk may span two of them: the pool merges ranges that follow each other);
+//     (a worker's chunk may span two of them: the pool merges ranges that follow each other); results too large for
+//     their request follow it and are received without blocking, stored once in (following_payloads);
 //   - the chunk's results go up in the message the session says (an `up` action with the chunk in `done`): its
 //     next request with them, in one message (seed 002, Remark 3), alone (`results`, while later chunks are held),
-//     or its final results;
+//     or its final results; a message up whose chunk still waits for results on their way is held back until they
+//     are in, and those after it behind it;
 //   - a worker's failure goes up with the worker's task and text; this transport adds the worker's rank (the
 //     session's failed_worker()), so that every rank throws what the flat farmer's ranks throw.
 // Times: every session runs on rank 0's clock (each rank's offset from clock_offsets, broadcast), so the groups'
@@ -43,11 +45,13 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <deque>
 #include <map>
 #include <memory>
 #include <optional>
+#include <thread>
 
 namespace pfarm::detail {
 
@@ -435,15 +439,18 @@ public:
             while (!session_.over()) {
                 if (own_ && own_->computing()) {  // a task, then the messages that came meanwhile
                     compute_own_task();
-                    while (next(false)) {}
+                    drain();
                     continue;
                 }
-                next(true);
+                step();
             }
+            progress_following(true);  // the last results on their way, and the messages up that wait for them
         } catch (const std::exception& e) {  // the master itself failed: its group is aborted, the failure goes up
             if (own_) own_->drop_requests();
+            store_following_ = false;  // the farm fails: results still on their way are not kept
             perform(session_.abort(e.what()));
-            while (!session_.over()) next(true);
+            while (!session_.over()) step();
+            progress_following(true);
         }
         sends_.complete(true);
         for (posted_receive* p : {&reply_, &answer_, &request_}) p->cancel();
@@ -497,6 +504,24 @@ private:
         requests_[2] = request_.request();
     }
 
+    /// The next message (next(true)); while its workers' results are on their way it polls for them too, and stores
+    /// those that come, sending the messages up that waited for them: blocking on messages alone could wait for a
+    /// worker that waits, through the supermaster, for one of those messages up.
+    void step() {
+        while (!payloads_.empty()) {
+            if (next(false)) return;
+            progress_following(false);
+            if (setup_.config.gentle_wait) std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+        next(true);
+    }
+
+    /// The messages that have come, handled, and the results on their way that have come, stored.
+    void drain() {
+        while (next(false)) {}
+        if (!payloads_.empty()) progress_following(false);
+    }
+
     /// The next message: the supermaster's reply first (it refills the pool), then a victim's answer (a thief waits
     /// for it), then whatever comes. Not `block`: false at once when none has come.
     bool next(bool block) {
@@ -516,6 +541,7 @@ private:
         if (index == 0) take_reply();
         else take_request(p, index == 1 ? tag_released : tag_request, index);
         sends_.complete(false);
+        if (!payloads_.empty()) progress_following(false);
         return true;
     }
 
@@ -530,9 +556,7 @@ private:
         } else {
             input = in_ + static_cast<std::size_t>(i) * kernel_.in_bytes;  // replicated, or an index range
         }
-        own_->compute_one(input, nullptr, [this] {
-            while (next(false)) {}
-        });
+        own_->compute_one(input, nullptr, [this] { drain(); });
         serve_own();
     }
 
@@ -592,17 +616,15 @@ private:
             }
             payload_ = p.data() + request_payload_offset;
             index_bytes_ = static_cast<std::size_t>(h.index_bytes);
-            if (h.results_follow) {
-                const auto bytes = static_cast<std::size_t>(h.results_bytes);
-                large_.reserve(bytes);
-                mpi::check(MPI_Recv(large_.data(), static_cast<int>(bytes), MPI_BYTE, p.source(), tag_results, down_,
-                                    MPI_STATUS_IGNORE),
-                           "MPI_Recv");
-                payload_ = large_.data();
+            if (h.results_follow) {  // too large to travel in the request: they follow, received without blocking
+                following_ = &payloads_.receive(static_cast<std::size_t>(h.results_bytes), p.source(), down_, h.first,
+                                                index_bytes_);
+                payload_ = nullptr;
             }
             if (message_.what == request_message::kind::ask) ++served_;
             perform(session_.on_message(worker, message_, clock()));
         } catch (...) {
+            following_ = nullptr;
             p.post(down_, MPI_ANY_SOURCE, tag);
             requests_[index] = p.request();
             throw;
@@ -611,20 +633,64 @@ private:
         requests_[index] = p.request();
     }
 
-    /// The replies to workers first (they wait), then the results into their chunks' buffers, then the messages up
-    /// (one may carry the chunk just completed).
-    /// Its own worker's replies are handed to it, and its requests to the session once these actions are done.
+    /// The replies to workers first (they wait), then the results into their chunks' buffers (or, when they follow
+    /// the message, once in), then the messages up (one may carry the chunk just completed: it waits for results
+    /// still on their way). Its own worker's replies are handed to it, and its requests to the session once these
+    /// actions are done.
     void perform(const std::vector<master_action>& actions) {
         for (const master_action& a : actions) {
             if (a.what != master_action::kind::send) continue;
             if (a.worker + first_ == 0) own_->on_reply(a.reply);
             else send_down(a.worker, a.reply);
         }
+        for (const master_action& a : actions) {
+            if (a.what != master_action::kind::deliver) continue;
+            if (following_) {
+                following_->deliveries.push_back(a.results);
+                count_pending(a.results, 1);
+            } else {
+                store(a.results, payload_, index_bytes_, a.results.first);
+            }
+        }
+        following_ = nullptr;  // its own worker's requests (serve_own) carry their results in its own buffer
         for (const master_action& a : actions)
-            if (a.what == master_action::kind::deliver) store(a.results);
-        for (const master_action& a : actions)
-            if (a.what == master_action::kind::up) send_up(a.message);
+            if (a.what == master_action::kind::up) up(a.message);
         serve_own();
+    }
+
+    /// A message up goes now, unless the chunk whose results it carries still waits for some, or a message before it
+    /// waits: messages up go in the order the session says.
+    void up(const request_message& m) {
+        if (waiting_up_.empty() && ready(m)) send_up(m);
+        else waiting_up_.push_back(m);
+    }
+
+    bool ready(const request_message& m) const {
+        if (m.done.count == 0) return true;
+        for (const held& h : held_)
+            if (h.work == m.done) return h.pending == 0;
+        return true;  // send_up says what is wrong
+    }
+
+    /// Results that followed their request and have come are stored (all: waits for every one), and the messages
+    /// up that waited for them go.
+    void progress_following(bool all) {
+        payloads_.complete(all, [this](const following_payloads::payload& p) {
+            for (const chunk& c : p.deliveries) {
+                if (store_following_) store(c, p.buffer.data(), p.index_bytes, p.first);
+                count_pending(c, -1);
+            }
+        });
+        while (!waiting_up_.empty() && ready(waiting_up_.front())) {
+            send_up(waiting_up_.front());
+            waiting_up_.pop_front();
+        }
+    }
+
+    /// Deliveries into the chunks that hold tasks of `c`, from results still on their way: `by` more.
+    void count_pending(chunk c, int by) {
+        for (held& h : held_)
+            if (std::max(c.first, h.work.first) < std::min(c.first + c.count, h.work.first + h.work.count)) h.pending += by;
     }
 
     struct held {
@@ -632,6 +698,7 @@ private:
         std::shared_ptr<wire_buffer> inputs;   ///< its inputs (none with replicated input or an index range)
         std::shared_ptr<wire_buffer> results;  ///< fixed size: at request_payload_offset + i x out_bytes
         std::vector<std::vector<std::byte>> variable;  ///< results of any size, per task, until they go up
+        int pending = 0;  ///< deliveries into it from results still on their way (following_payloads)
     };
 
     held& holding(task_count task) {
@@ -641,8 +708,9 @@ private:
                              std::to_string(task));
     }
 
-    /// The results of chunk `c` (a worker's), in the message being handled, into the chunks they belong to.
-    void store(chunk c) {
+    /// The results of chunk `c` (a worker's), from `data`, which holds results from task `first` on, into the chunks
+    /// they belong to.
+    void store(chunk c, const std::byte* data, std::size_t index_bytes, task_count first) {
         if (!kernel_.variable()) {
             const std::size_t out = kernel_.out_bytes;
             task_count stored = 0;
@@ -650,7 +718,7 @@ private:
                 const task_count lo = std::max(c.first, h.work.first), hi = std::min(c.first + c.count, h.work.first + h.work.count);
                 if (hi <= lo) continue;
                 std::memcpy(h.results->data() + request_payload_offset + static_cast<std::size_t>(lo - h.work.first) * out,
-                            payload_ + static_cast<std::size_t>(lo - c.first) * out, static_cast<std::size_t>(hi - lo) * out);
+                            data + static_cast<std::size_t>(lo - first) * out, static_cast<std::size_t>(hi - lo) * out);
                 stored += hi - lo;
             }
             if (stored != c.count)
@@ -659,7 +727,7 @@ private:
                                      "), not all of them in chunks it holds");
             return;
         }
-        view_of(kernel_, c.first, c.count, payload_, index_bytes_).for_each([&](task_count task, const std::byte* bytes, std::size_t size) {
+        view_of(kernel_, c.first, c.count, data, index_bytes, first).for_each([&](task_count task, const std::byte* bytes, std::size_t size) {
             held& h = holding(task);
             h.variable[static_cast<std::size_t>(task - h.work.first)].assign(bytes, bytes + size);
         });
@@ -798,7 +866,11 @@ private:
     request_message message_;
     const std::byte* payload_ = nullptr;  ///< the results in the worker's message being handled
     std::size_t index_bytes_ = 0;
-    wire_buffer large_, failure_;
+    following_payloads payloads_;         ///< its workers' results too large for their request, on their way
+    following_payloads::payload* following_ = nullptr;  ///< while a worker's message is handled: its results, when they follow
+    std::deque<request_message> waiting_up_;  ///< messages up held back for results on their way, in order
+    bool store_following_ = true;         ///< false once the master failed: results still on their way are not kept
+    wire_buffer failure_;
     pending_sends sends_;
     task_count served_ = 0;
 };
