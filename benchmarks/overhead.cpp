@@ -56,7 +56,7 @@
 //
 // The last line of the output is one JSON object (also written to --output FILE). --check makes the exit
 // status non-zero when a number in it is not finite and positive; the ratio is reported, never asserted.
-#include "clock.hpp"
+#include "clock.hpp"  // also x86intrin.h: __rdtsc for --profile
 
 #include "pfarm/claim_schedule.hpp"
 #include "pfarm/farm.hpp"
@@ -97,6 +97,25 @@ struct mpi_tally {
     long long largest = 0;  ///< bytes of the largest message this rank sent (worker: a request, farmer: a reply)
 };
 mpi_tally tally;
+
+/// --profile: on each rank, the TSC ticks from a receive's completion to the start of its next send, summed with
+/// how many: what a rank does with a message before it answers (raw MPI: nothing; the farm: decode, session,
+/// encode), measured alike for both, so that their difference is the farm's own per-side cost.
+struct handling_tally {
+    bool on = false;
+    std::uint64_t since = 0;  ///< when the last receive completed (0: none since the last send)
+    std::uint64_t ticks = 0;
+    long long count = 0;
+    void received() {
+        if (on) since = __rdtsc();
+    }
+    void sending() {
+        if (!on || since == 0) return;
+        ticks += __rdtsc() - since, ++count;
+        since = 0;
+    }
+};
+handling_tally handling;
 }  // namespace
 
 extern "C" int MPI_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
@@ -106,11 +125,13 @@ extern "C" int MPI_Send(const void* buf, int count, MPI_Datatype type, int dest,
         PMPI_Type_size(type, &size);
         tally.largest = std::max(tally.largest, static_cast<long long>(count) * size);
     }
+    handling.sending();
     return PMPI_Send(buf, count, type, dest, tag, comm);
 }
 extern "C" int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status) {
     if (tally.on) ++tally.recv;
     const int rc = PMPI_Recv(buf, count, type, source, tag, comm, status);
+    handling.received();
     if (tally.stamps && tag == 1) tally.stamps->push_back(MPI_Wtime());  // the farmer receives a request
     return rc;
 }
@@ -123,10 +144,15 @@ extern "C" int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Sta
     return PMPI_Iprobe(source, tag, comm, flag, status);
 }
 extern "C" int MPI_Wait(MPI_Request* request, MPI_Status* status) {
-    if (!tally.stamps) return PMPI_Wait(request, status);
+    if (!tally.stamps) {
+        const int rc = PMPI_Wait(request, status);
+        handling.received();
+        return rc;
+    }
     MPI_Status local;
     MPI_Status* s = status == MPI_STATUS_IGNORE ? &local : status;
     const int rc = PMPI_Wait(request, s);
+    handling.received();
     if (s->MPI_TAG == 1) tally.stamps->push_back(MPI_Wtime());  // a request (the farm's tag_request)
     return rc;
 }
@@ -135,6 +161,7 @@ extern "C" int MPI_Waitany(int count, MPI_Request* requests, int* index, MPI_Sta
     MPI_Status local;
     MPI_Status* s = status == MPI_STATUS_IGNORE ? &local : status;
     const int rc = PMPI_Waitany(count, requests, index, s);
+    handling.received();
     if (*index != MPI_UNDEFINED && s->MPI_TAG == 1) tally.stamps->push_back(MPI_Wtime());
     return rc;
 }
@@ -763,17 +790,40 @@ int run(int argc, char** argv) {
     sleeping_barrier(world);
 
     if (s.profile) {
+        // Each rank's handling time (a receive's completion to its next send, TSC ticks) in raw MPI and in the farm.
+        handling_tally raw_handling, farm_handling;
+        const std::uint64_t ticks0 = __rdtsc();
+        const double wtime0 = MPI_Wtime();
+        const auto measured = [](handling_tally& into, auto&& run) {
+            handling = {};
+            handling.on = true;
+            run();
+            handling.on = false;
+            into.ticks += handling.ticks, into.count += handling.count;
+        };
         for (int rep = 0; rep < s.repetitions && in_pair; ++rep) {
-            r.raw.add(raw_exchange(pair, s.tasks, request_bytes, reply_bytes));
+            measured(raw_handling, [&] { r.raw.add(raw_exchange(pair, s.tasks, request_bytes, reply_bytes)); });
             r.raw_posted.add(raw_exchange(pair, s.tasks, request_bytes, reply_bytes, receive_mode::posted));
             r.raw_timed.add(raw_exchange(pair, s.tasks, request_bytes, reply_bytes, receive_mode::recv, true));
-            r.flat.add(empty_farm(pair, s.tasks, false, false));
+            measured(farm_handling, [&] { r.flat.add(empty_farm(pair, s.tasks, false, false)); });
+        }
+        const double ns_per_tick = 1e9 * (MPI_Wtime() - wtime0) / static_cast<double>(__rdtsc() - ticks0);
+        const auto ns = [&](const handling_tally& t) {
+            return t.count > 0 ? ns_per_tick * static_cast<double>(t.ticks) / static_cast<double>(t.count) : 0.0;
+        };
+        const double mine[2] = {ns(raw_handling), ns(farm_handling)};
+        double theirs[2] = {0.0, 0.0};  // rank 1's
+        if (in_pair) {
+            if (rank == 1) MPI_Send(mine, 2, MPI_DOUBLE, 0, 7, pair);
+            if (rank == 0) MPI_Recv(theirs, 2, MPI_DOUBLE, 1, 7, pair, MPI_STATUS_IGNORE);
         }
         sleeping_barrier(world);
         if (rank == 0)
             std::printf("--profile: raw %.3f us, raw with probe %.3f us, flat farmer %.3f us per chunk (median gaps); "
-                        "ratio %.2f\n",
-                        r.raw.gap_us(), r.raw_posted.gap_us(), r.flat.gap_us(), paired_ratio(r.flat, r.raw, &timing::gap));
+                        "ratio %.2f; from a receive to the next send (ns, mean): rank 0 raw %.0f farm %.0f, "
+                        "rank 1 raw %.0f farm %.0f\n",
+                        r.raw.gap_us(), r.raw_posted.gap_us(), r.flat.gap_us(), paired_ratio(r.flat, r.raw, &timing::gap),
+                        mine[0], mine[1], theirs[0], theirs[1]);
         if (pair != MPI_COMM_NULL) MPI_Comm_free(&pair);
         MPI_Comm_free(&world);
         return 0;
