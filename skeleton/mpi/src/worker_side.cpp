@@ -56,21 +56,24 @@ private:
         take(next);
     }
 
-    /// The reply just received into reply_ (its inputs are copied out, or received in place when they follow
-    /// it) goes to the session.
+    /// The reply just received into reply_ goes to the session. Its inputs stay in its buffer, which becomes their
+    /// slot's (the slot's goes back to receiving replies: no copy), or are received into their slot when they follow it.
     void take(task_count next) {
         reply_header h;
         std::memcpy(&h, reply_.data(), sizeof h);
         const reply_message r = decode(h);
         if (r.what == reply_message::kind::assign && !setup_.config.replicated && kernel_.in_bytes > 0) {
             const int i = free_slot();
-            const std::size_t bytes = static_cast<std::size_t>(r.work.count) * kernel_.in_bytes;
-            inputs_[i].reserve(bytes);
-            if (h.inputs_follow)
+            if (h.inputs_follow) {
+                const std::size_t bytes = static_cast<std::size_t>(r.work.count) * kernel_.in_bytes;
+                inputs_[i].reserve(bytes);
                 mpi::check(MPI_Recv(inputs_[i].data(), static_cast<int>(bytes), MPI_BYTE, 0, tag_inputs, comm_, MPI_STATUS_IGNORE),
                            "MPI_Recv");
-            else
-                std::memcpy(inputs_[i].data(), reply_.data() + reply_payload_offset, bytes);
+                slot_offset_[i] = 0;
+            } else {
+                std::swap(inputs_[i], reply_);
+                slot_offset_[i] = reply_payload_offset;
+            }
             slot_first_[i] = r.work.first;
         }
         if (r.what == reply_message::kind::reclaim) {
@@ -89,7 +92,7 @@ private:
     const std::byte* inputs_of(const chunk& c) const {
         if (setup_.config.replicated || kernel_.in_bytes == 0) return in_ + static_cast<std::size_t>(c.first) * kernel_.in_bytes;
         for (int i = 0; i < 2; ++i)
-            if (slot_first_[i] == c.first) return inputs_[i].data();
+            if (slot_first_[i] == c.first) return inputs_[i].data() + slot_offset_[i];
         throw internal_error("farm: rank " + std::to_string(rank_) + " has no inputs for its chunk");
     }
 
@@ -98,7 +101,7 @@ private:
             if (a.what == worker_action::kind::compute) continue;  // run() sees session_.computing()
             request_header h = encode(a.message);
             if (a.readings && !read_monitors(h, a.calibration)) return;  // the session's slots now hold its failure
-            send(a.message, h);
+            send(a.message, h);  // by reference: a header is 120 bytes, copied once, into its message
         }
     }
 
@@ -118,7 +121,7 @@ private:
 
     /// Sends request `m`. Results travel in it when they fit (one message), else they follow on tag_results,
     /// sent without blocking from the results buffer, which is not reused until that send is complete.
-    void send(const request_message& m, request_header h) {
+    void send(const request_message& m, request_header& h) {
         if (m.what == request_message::kind::released) {
             mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_released, comm_), "MPI_Send");
             return;
@@ -235,8 +238,9 @@ private:
     MPI_Request sending_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     int current_ = 0;                 ///< the results buffer of the chunk computed next
     wire_buffer failure_;
-    wire_buffer inputs_[2];
-    task_count slot_first_[2] = {-1, -1};
+    wire_buffer inputs_[2];                 ///< a chunk's inputs; with prefetch the next one's arrive in the other
+    task_count slot_first_[2] = {-1, -1};   ///< the first task of the chunk each holds
+    std::size_t slot_offset_[2] = {0, 0};   ///< where its inputs start: after the reply's header when it was the reply
     double started_ = 0.0;
 };
 
