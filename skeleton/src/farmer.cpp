@@ -116,12 +116,12 @@ decision farmer::stop_worker(int worker) {
     return {decision::kind::stop, {}, false};
 }
 
-decision farmer::request(int worker, double now) {
+decision farmer::request(int worker, double now, bool completing) {
     check_worker(worker);
     auto& w = workers_[static_cast<std::size_t>(worker)];
     if (w.stopped) return {decision::kind::stop, {}, false};
     const int limit = phase_ == phase::calibrating ? 1 : max_outstanding_;
-    if (w.held >= limit)
+    if (w.held - (completing ? 1 : 0) >= limit || w.held >= max_held)
         throw internal_error("farmer: worker " + std::to_string(worker) + " asked for work while holding " +
                              std::to_string(w.held) + " chunk(s)");
     if (w.waiting_for_victim)

@@ -23,10 +23,17 @@ farmer_session::farmer_session(task_count tasks, int workers, std::unique_ptr<te
                options.pool, options.learned),
       options_(options) {
     needs_ = farmer_.policy().needs();
+    // Chunk sizes that read no measured time (no completion, no reading, no calibration): a claim form says so.
+    replies_first_ = farmer_.policy().decentralised() != claim_form::none && !options.reclaim && !options.pool &&
+                     options.stragglers.factor == 0.0;
     if (options.reclaim) farmer_.set_request_cost(options.request_cost);
     farmer_.set_stragglers(options.stragglers);
     workers_.resize(static_cast<std::size_t>(workers));
     parked_.reserve(static_cast<std::size_t>(workers));
+}
+
+void farmer_session::not_settled() const {
+    throw internal_error("farmer session: a call before settle() after reply_first()");
 }
 
 void farmer_session::bad_worker(int worker) const {
@@ -58,6 +65,43 @@ const std::vector<farmer_action>& farmer_session::on_message(int worker, const r
     if (!options_.clock) throw internal_error("farmer session: on_message without a time needs options.clock");
     timed_ = false;
     return handle(worker, m);
+}
+
+const std::vector<farmer_action>& farmer_session::reply_first(int worker, const request_message& m) {
+    if (!options_.clock) throw internal_error("farmer session: reply_first needs options.clock");
+    check(worker);
+    auto& w = workers_[static_cast<std::size_t>(worker)];
+    if (!replies_first_ || m.what != request_message::kind::ask || m.done.count == 0 || m.has_sample || aborting_ ||
+        w.retired || w.awaiting || w.release_inferred || farmer_.calibrating() || farmer_.held(worker) != 1 ||
+        farmer_.asked(worker)) {
+        timed_ = false;
+        handle(worker, m);
+        settling_message_ = nullptr;  // settled already
+        settling_ = worker;
+        return actions_;
+    }
+    timed_ = false;
+    actions_.clear();
+    w.awaiting = true;
+    answer(worker, farmer_.request(worker, request_time(), true), true);  // assign or stop (nothing parks here)
+    settling_ = worker;
+    settling_message_ = &m;
+    return actions_;
+}
+
+const std::vector<farmer_action>& farmer_session::settle() {
+    if (settling_ < 0) throw internal_error("farmer session: settle() without reply_first()");
+    const int worker = settling_;
+    const request_message* m = settling_message_;
+    settling_ = -1;
+    settling_message_ = nullptr;
+    actions_.clear();
+    if (!m) return actions_;
+    accept(worker, *m);
+    // A stop answered before its last results were accepted: it holds nothing now (answer() retires at once otherwise).
+    const auto& w = workers_[static_cast<std::size_t>(worker)];
+    if (w.stop_sent && farmer_.held(worker) == 0) retire(worker);
+    return actions_;
 }
 
 double farmer_session::now() {
@@ -264,6 +308,7 @@ double farmer_session::deadline() const {
 }
 
 const std::vector<farmer_action>& farmer_session::on_timer(double now) {
+    if (settling_ >= 0) not_settled();
     actions_.clear();
     now_ = arrived_ = now;
     timed_ = true;
@@ -355,6 +400,8 @@ void farmer_session::abort_all() {
 }
 
 const std::vector<farmer_action>& farmer_session::abort(const std::string& why) {
+    settling_ = -1;  // the farm fails: results left to settle are not kept
+    settling_message_ = nullptr;
     actions_.clear();
     if (!aborting_) {
         outcome_.what = farm_outcome::kind::farmer_failed;
@@ -374,6 +421,7 @@ void farmer_session::reask_pool() {
 }
 
 const std::vector<farmer_action>& farmer_session::add_tasks(chunk range, double now) {
+    if (settling_ >= 0) not_settled();
     actions_.clear();
     now_ = arrived_ = now;
     timed_ = true;
@@ -386,6 +434,7 @@ const std::vector<farmer_action>& farmer_session::close_pool(double now) {
     actions_.clear();
     now_ = arrived_ = now;
     timed_ = true;
+    if (settling_ >= 0) not_settled();
     farmer_.close_pool();
     if (!aborting_) reask_pool();  // those still waiting are stopped, or take tasks back
     return actions_;

@@ -42,6 +42,8 @@ worker_action& worker_session::add(worker_action::kind what) {
     if (used_ == slots_.size()) throw internal_error("worker session: more than four actions for one event");
     worker_action& a = slots_[used_++];
     a.what = what;
+    a.work = {};
+    if (what == worker_action::kind::compute) return a;  // a compute action is its chunk only (the message is a send's)
     a.message.what = request_message::kind::ask;
     a.message.done = {};
     a.message.seconds = a.message.started = a.message.finished = 0.0;
@@ -49,7 +51,6 @@ worker_action& worker_session::add(worker_action::kind what) {
     a.message.failed_task = -1;
     a.message.text.clear();
     a.readings = a.calibration = false;
-    a.work = {};
     return a;
 }
 
@@ -180,7 +181,8 @@ worker_session::actions worker_session::on_chunk_done(double seconds, double sta
     computing_ = false;
     ask_at_ = -1;  // not reached (a chunk shrunk by a reclaim): the results go with a plain request
     seconds_ = seconds, started_ = started, finished_ = finished;
-    if (current_.count > 0 && !current_calibration_) seconds_per_task_ = seconds / static_cast<double>(current_.count);
+    if (prefetching_ && current_.count > 0 && !current_calibration_)  // the pace plan_ask() reads
+        seconds_per_task_ = seconds / static_cast<double>(current_.count);
     if (ahead_count_ > 0) {
         advance(pop_ahead());
     } else if (!out_) {

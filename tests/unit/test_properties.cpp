@@ -63,9 +63,12 @@ struct drive_result {
 /// does): at each step it hands the farmer the oldest message of a random worker, hands a worker its oldest
 /// reply, or lets a computing worker finish its chunk (time = count x its per-task time, jittered). A reclaim
 /// reaches a computing worker between two tasks, at a random one (after its last task when none is left).
+/// `reply_first`: the farmer takes each message in two steps, reply_first() then settle(), as the MPI farmer does.
 drive_result random_drive(const std::string& name, task_count tasks, int p, const pfarm::technique_options& o,
-                          std::uint64_t seed, bool prefetch = false, bool reclaim = false) {
-    pfarm::farmer_session farm(tasks, p, pfarm::make_technique(name, o, p), {.min_chunk = o.min_chunk, .prefetch = prefetch, .reclaim = reclaim});
+                          std::uint64_t seed, bool prefetch = false, bool reclaim = false, bool reply_first = false) {
+    double now = 0.0;
+    pfarm::farmer_session farm(tasks, p, pfarm::make_technique(name, o, p),
+                               {.min_chunk = o.min_chunk, .prefetch = prefetch, .reclaim = reclaim, .clock = [&now] { return now; }});
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<double> unit(0.0, 1.0), jitter(0.8, 1.25);
     // Monitor readings for the statistical calibrations (dealdyn-lr, dealdyn-mv).
@@ -89,7 +92,6 @@ drive_result random_drive(const std::string& name, task_count tasks, int p, cons
     drive_result out;
     out.computed.assign(static_cast<std::size_t>(tasks), 0);
     out.delivered.assign(static_cast<std::size_t>(tasks), 0);
-    double now = 0.0;
     const auto worker_acts = [&](int w, pfarm::worker_session::actions actions) {
         for (const auto& a : actions) {
             if (a.what == pfarm::worker_action::kind::compute) {
@@ -142,7 +144,12 @@ drive_result random_drive(const std::string& name, task_count tasks, int p, cons
         if (m < p) {
             const pfarm::request_message msg = up[j].front();
             up[j].pop_front();
-            farmer_acts(farm.on_message(w, msg, now));
+            if (reply_first) {
+                farmer_acts(farm.reply_first(w, msg));
+                farmer_acts(farm.settle());
+            } else {
+                farmer_acts(farm.on_message(w, msg, now));
+            }
         } else if (m < 2 * p) {
             const pfarm::reply_message r = down[j].front();
             if (r.what != pfarm::reply_message::kind::reclaim) {
@@ -209,6 +216,60 @@ TEST_P(EveryTechnique, ChunksCoverTheLoopExactlyOnce) {
         EXPECT_EQ(sum, tasks);
         EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
     }
+}
+
+/// reply_first() then settle() (the MPI farmer's way) hands out exactly what on_message() does, in the same order,
+/// with and without prefetch and reclaim, and every task's results arrive once.
+TEST_P(EveryTechnique, ReplyFirstMakesOnMessagesDecisions) {
+    const std::string name = GetParam();
+    std::mt19937_64 rng(std::hash<std::string>{}(name) + 1);
+    for (int trial = 0; trial < 24; ++trial) {
+        const int p = std::uniform_int_distribution<int>(1, 8)(rng);
+        const task_count tasks = std::uniform_int_distribution<task_count>(1, 2000)(rng);
+        const auto o = random_options(rng, p, trial % 2 == 0);
+        const std::uint64_t seed = rng();
+        const bool prefetch = trial % 3 == 1, reclaim = trial % 4 == 3;
+        SCOPED_TRACE(name + " I=" + std::to_string(tasks) + " p=" + std::to_string(p) + " trial " + std::to_string(trial));
+        const auto a = random_drive(name, tasks, p, o, seed, prefetch, reclaim);
+        const auto b = random_drive(name, tasks, p, o, seed, prefetch, reclaim, true);
+        ASSERT_EQ(a.handouts.size(), b.handouts.size());
+        for (std::size_t i = 0; i < a.handouts.size(); ++i) {
+            EXPECT_EQ(a.handouts[i].worker, b.handouts[i].worker);
+            EXPECT_EQ(a.handouts[i].work, b.handouts[i].work);
+            EXPECT_EQ(a.handouts[i].calibration, b.handouts[i].calibration);
+        }
+        EXPECT_TRUE(std::all_of(b.delivered.begin(), b.delivered.end(), [](int c) { return c == 1; }));
+        EXPECT_EQ(a.reclaims, b.reclaims);
+    }
+}
+
+TEST(FarmerSession, ReplyFirstAnswersBeforeTheResultsAndSettleTakesThemOrRefusesOtherCalls) {
+    double now = 1.0;
+    pfarm::farmer_session farm(10, 1, pfarm::make_technique("ss", {}, 1), {.clock = [&now] { return now; }});
+    pfarm::request_message ask;
+    auto first = farm.reply_first(0, ask);  // nothing in hand: on_message's way
+    ASSERT_EQ(first.size(), 1u);
+    EXPECT_EQ(first[0].what, pfarm::farmer_action::kind::send);
+    EXPECT_TRUE(farm.settle().empty());
+    ask.done = first[0].reply.work;
+    ask.seconds = 0.5;
+    const auto& reply = farm.reply_first(0, ask);  // results in hand: the reply only
+    ASSERT_EQ(reply.size(), 1u);
+    EXPECT_EQ(reply[0].what, pfarm::farmer_action::kind::send);
+    EXPECT_EQ(reply[0].reply.work, (pfarm::chunk{1, 1}));
+    EXPECT_THROW(farm.on_message(0, ask), pfarm::internal_error);  // settle() first
+    EXPECT_THROW(farm.on_timer(now), pfarm::internal_error);
+    const auto& rest = farm.settle();
+    ASSERT_EQ(rest.size(), 1u);
+    EXPECT_EQ(rest[0].what, pfarm::farmer_action::kind::deliver);
+    EXPECT_EQ(rest[0].results, (pfarm::chunk{0, 1}));
+    EXPECT_EQ(farm.tasks_of(0), 1);
+    EXPECT_THROW(farm.settle(), pfarm::internal_error);  // nothing to settle
+    ask.done = {1, 1};
+    farm.reply_first(0, ask);
+    EXPECT_TRUE(farm.abort("gone").empty());  // it computes (its next message is answered abort); nothing left to settle
+    EXPECT_EQ(farm.tasks_of(0), 1);
+    EXPECT_TRUE(farm.aborting());
 }
 
 TEST_P(EveryTechnique, Deterministic) {

@@ -143,8 +143,9 @@ public:
 
     /// Worker `worker` asks for work (holding fewer than max_outstanding chunks). `now` is the
     /// driver's clock (seconds, any origin, non-decreasing); only reclaim reads it, to estimate which
-    /// worker has the most work left.
-    decision request(int worker, double now = 0.0);
+    /// worker has the most work left. `completing`: its oldest chunk's results are in hand, to be complete()d
+    /// right after (farmer_session's reply first), so that chunk does not count against the limit.
+    decision request(int worker, double now = 0.0, bool completing = false);
 
     /// The victim of a reclaim gave back the tasks `given`: the end of a chunk it holds, not all of it (count
     /// 0: it had none unstarted, or its chunk had already ended). Returns the waiting thief and its answer.

@@ -12,6 +12,9 @@
 //   for each message m from worker w:  for (auto& a : s.on_message(w, m, now)) perform(a);
 //   if the farmer itself fails:        for (auto& a : s.abort(what)) perform(a);
 //   the farm is over when              s.over()   (every worker retired)
+// A driver on the critical path of a worker's round trip (the MPI farmer) may hand a message over in two steps,
+// reply_first(w, m) then settle(), and send the first step's replies in between: the results are then accounted
+// after the reply has gone, where the reply cannot depend on them.
 //
 // Actions, in order (a driver may store the results after sending the replies of the same call, as the MPI
 // engine does to keep storing off the workers' critical path):
@@ -99,6 +102,17 @@ public:
                                                  double arrived = -1.0);
     /// The same, the time read from options.clock only where it is needed (handled as it arrives).
     const std::vector<farmer_action>& on_message(int worker, const request_message& m);
+    /// on_message(worker, m) in two steps, for a driver that sends the replies in between: the actions returned are
+    /// the replies, to send at once, and settle() returns the rest (the results to deliver). Where the reply cannot
+    /// depend on the message's results, they are accounted in settle(), once the reply has gone: a request with
+    /// results and no readings, from a worker holding that one chunk, past calibration, without reclaim, stragglers
+    /// or a pool, and a technique whose chunk sizes read no measured time (technique.hpp: claim_form not none, so
+    /// that answering before its completed() changes nothing). Otherwise it is on_message, and settle() returns no
+    /// action. The decisions are on_message's either way. settle() comes before any other call but abort(), which
+    /// drops what was left to settle; `m` must stay valid until then. The clock is read as by on_message without a time.
+    /// Measured in docs/performance.md ("Reply first").
+    const std::vector<farmer_action>& reply_first(int worker, const request_message& m);
+    const std::vector<farmer_action>& settle();
     /// The farmer itself failed (an exception while handling a message): every worker is stopped with abort.
     const std::vector<farmer_action>& abort(const std::string& why);
     /// Stragglers: when the driver must call on_timer() if no message comes before (infinity: no need). Workers
@@ -151,7 +165,9 @@ private:
     const worker_state& state(int worker) const;
     void check(int worker) const {
         if (worker < 0 || worker >= workers()) [[unlikely]] bad_worker(worker);
+        if (settling_ >= 0) [[unlikely]] not_settled();
     }
+    [[noreturn]] void not_settled() const;
     [[noreturn]] void bad_worker(int worker) const;
     void answer(int worker, const decision& d, bool direct);
     void accept(int worker, const request_message& m);
@@ -179,6 +195,9 @@ private:
     double last_result_ = 0.0, calibration_end_ = 0.0;
     double now_ = 0.0, arrived_ = 0.0;  ///< the message being handled: its times, once known
     bool timed_ = false;                ///< now_ and arrived_ are known
+    bool replies_first_ = false;        ///< reply_first() may answer before accepting: its technique reads no measured time
+    int settling_ = -1;                 ///< reply_first() answered this worker; settle() accepts its results
+    const request_message* settling_message_ = nullptr;
     double timer_at_ = -std::numeric_limits<double>::infinity();  ///< the last on_timer()
 };
 

@@ -74,7 +74,7 @@ struct worker_session_options {
 struct worker_action {
     enum class kind { send, compute };
     kind what = kind::send;
-    request_message message;  ///< send
+    request_message message;  ///< send (a compute action leaves it as it was)
     bool readings = false;    ///< send: fill message.sample with the readings first
     bool calibration = false; ///< send: the readings go with a calibration result
     chunk work;               ///< compute

@@ -144,7 +144,10 @@ private:
                     payloads_.receive_in_place(out_ + static_cast<std::size_t>(h.first) * kernel_.out_bytes, bytes, rank, comm_);
             }
             if (message_.what == request_message::kind::ask) ++report_.farmer_requests;
-            perform(session_.on_message(rank - offset_, message_));  // the session reads the clock if it needs it
+            // The reply goes before the results are accounted where it cannot depend on them (reply first: the
+            // session's rule); the session reads the clock if it needs it.
+            perform(session_.reply_first(rank - offset_, message_));
+            perform(session_.settle());
             following_ = nullptr;
             serve_own();
             if (!payloads_.empty()) payloads_.complete(false, [this](const auto& p) { deliver_following(p); });

@@ -97,12 +97,8 @@ private:
     }
 
     void perform(worker_session::actions actions) {
-        for (const worker_action& a : actions) {
-            if (a.what == worker_action::kind::compute) continue;  // run() sees session_.computing()
-            request_header h = encode(a.message);
-            if (a.readings && !read_monitors(h, a.calibration)) return;  // the session's slots now hold its failure
-            send(a.message, h);  // by reference: a header is 120 bytes, copied once, into its message
-        }
+        for (const worker_action& a : actions)  // a compute action: run() sees session_.computing()
+            if (a.what == worker_action::kind::send && !send(a)) return;  // the session's slots now hold its failure
     }
 
     /// The readings a request must carry, into `h`. A monitor that fails is not a task's fault: the farm stops
@@ -119,12 +115,22 @@ private:
         return false;
     }
 
-    /// Sends request `m`. Results travel in it when they fit (one message), else they follow on tag_results,
-    /// sent without blocking from the results buffer, which is not reused until that send is complete.
-    void send(const request_message& m, request_header& h) {
+    /// Sends request a.message, with the readings first when a.readings (false: a monitor failed, and the failure went
+    /// instead). Results travel in it when they fit (one message: its header is written in place before them), else
+    /// they follow on tag_results, sent without blocking from the results buffer, which is not reused until that
+    /// send is complete.
+    bool send(const worker_action& a) {
+        const request_message& m = a.message;
+        const bool results_in = m.what != request_message::kind::released && m.what != request_message::kind::failure &&
+                                m.done.count > 0 &&
+                                request_payload_offset + results_[current_].bytes(m.done.count) <= inline_capacity;
+        request_header local;
+        request_header& h =
+            results_in ? *::new (static_cast<void*>(results_[current_].buffer().data())) request_header(encode(m)) : (local = encode(m));
+        if (a.readings && !read_monitors(h, a.calibration)) return false;
         if (m.what == request_message::kind::released) {
             mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_released, comm_), "MPI_Send");
-            return;
+            return true;
         }
         if (m.what == request_message::kind::failure) {  // the text, cut to what one message carries
             const std::size_t text = std::min(m.text.size(), inline_capacity - request_payload_offset);
@@ -133,11 +139,11 @@ private:
             std::memcpy(failure_.data() + request_payload_offset, m.text.data(), text);
             mpi::check(MPI_Send(failure_.data(), static_cast<int>(request_payload_offset + text), MPI_BYTE, 0, tag_request, comm_),
                        "MPI_Send");
-            return;
+            return true;
         }
         if (m.done.count == 0) {
             mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_request, comm_), "MPI_Send");
-            return;
+            return true;
         }
         // The results were computed in place, after the header, in results_[current_].
         chunk_results& results = results_[current_];
@@ -145,8 +151,7 @@ private:
         const std::size_t bytes = results.bytes(m.done.count);
         h.results_bytes = static_cast<std::int64_t>(bytes);
         h.index_bytes = static_cast<std::int64_t>(results.index_bytes());
-        if (request_payload_offset + bytes <= inline_capacity) {
-            std::memcpy(buffer.data(), &h, sizeof h);
+        if (results_in) {  // the header is in place already
             mpi::check(MPI_Send(buffer.data(), static_cast<int>(request_payload_offset + bytes), MPI_BYTE, 0, tag_request, comm_),
                        "MPI_Send");
         } else {
@@ -156,6 +161,7 @@ private:
                        "MPI_Isend");
             current_ = 1 - current_;  // the next chunk computes into the other buffer
         }
+        return true;
     }
 
     /// Computes the session's current chunk into results_ (its payload), answering reclaims between tasks.
