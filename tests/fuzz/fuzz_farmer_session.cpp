@@ -19,6 +19,8 @@
 // never throws (an internal_error is a bug). At the end: the session is over exactly when every worker has
 // ended and no message is left; without a failure every task was computed exactly once and delivered once, and
 // the outcome is ok; with one, the outcome says so.
+// For an odd number of tasks the farmer takes each message in two steps, reply_first() then settle(), as the MPI
+// farmer does (decided from a value drawn anyway, so that the corpus decodes as before).
 #include "fuzz_support.hpp"
 
 #include "pfarm/farmer_session.hpp"
@@ -83,14 +85,16 @@ public:
         } catch (const pfarm::invalid_argument&) {
             return;  // a technique that needs an option not drawn here
         }
+        reply_first_ = tasks_ % 2 == 1;
         what_ = technique_ + (prefetch ? " +prefetch" : "") + (reclaim ? " +reclaim" : "") +
-                (stragglers_ ? " +stragglers" : "") + ", " + std::to_string(p) +
+                (stragglers_ ? " +stragglers" : "") + (reply_first_ ? " +reply first" : "") + ", " + std::to_string(p) +
                 " workers, " + std::to_string(tasks_) + " tasks";
         session_ = std::make_unique<pfarm::farmer_session>(
             tasks_, p, std::move(policy),
             pfarm::farmer_session_options{.min_chunk = o.min_chunk, .prefetch = prefetch, .reclaim = reclaim,
                                           .request_cost = 1e-4, .keep_records = true,
-                                          .stragglers = {stragglers_ ? 2.0 : 0.0, 1e-3}, .clock = {}});
+                                          .stragglers = {stragglers_ ? 2.0 : 0.0, 1e-3},
+                                          .clock = [this] { return now_; }});
         holders_.assign(static_cast<std::size_t>(tasks_), 0u);
         computed_by_.assign(static_cast<std::size_t>(tasks_), 0u);
         delivered_by_.assign(static_cast<std::size_t>(tasks_), -1);
@@ -269,7 +273,12 @@ private:
 
     void farmer_handles(int w, const pfarm::request_message& m) {
         try {
-            farmer_acts(session_->on_message(w, m, now_));
+            if (reply_first_) {
+                farmer_acts(session_->reply_first(w, m));
+                farmer_acts(session_->settle());
+            } else {
+                farmer_acts(session_->on_message(w, m, now_));
+            }
         } catch (const std::exception& e) {
             fail(what_ + ": the farmer session threw on a message of kind " + std::to_string(static_cast<int>(m.what)) +
                  " from worker " + std::to_string(w) + ": " + e.what());
@@ -367,6 +376,7 @@ private:
     std::unique_ptr<pfarm::farmer_session> session_;
     std::vector<worker> workers_;
     bool stragglers_ = false;
+    bool reply_first_ = false;  ///< the farmer takes messages in two steps (reply_first, settle)
     std::vector<unsigned> holders_;      // per task: the workers it was handed to (a bit each), but given back
     std::vector<unsigned> computed_by_;  // per task: the workers that computed it
     std::vector<int> delivered_by_;      // per task: the worker whose results were delivered (-1: none yet)
