@@ -431,10 +431,10 @@ const std::vector<farmer_action>& farmer_session::add_tasks(chunk range, double 
 }
 
 const std::vector<farmer_action>& farmer_session::close_pool(double now) {
+    if (settling_ >= 0) not_settled();
     actions_.clear();
     now_ = arrived_ = now;
     timed_ = true;
-    if (settling_ >= 0) not_settled();
     farmer_.close_pool();
     if (!aborting_) reask_pool();  // those still waiting are stopped, or take tasks back
     return actions_;
