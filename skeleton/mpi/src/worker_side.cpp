@@ -205,11 +205,12 @@ private:
         if (owed > 0.0) sleep_for(owed);
         const double finished = clock();
         const chunk done = session_.current();
-        const auto q = static_cast<std::size_t>(rank_);
+        const double busy = finished - started_;
+        perform(session_.on_chunk_done(busy, started_, finished));
+        const auto q = static_cast<std::size_t>(rank_);  // the report's counts, once the request has gone
         report_.tasks_per_rank[q] += done.count;
         report_.chunks_per_rank[q].push_back(done.count);
-        report_.busy_per_rank[q] += finished - started_;
-        perform(session_.on_chunk_done(finished - started_, started_, finished));
+        report_.busy_per_rank[q] += busy;
     }
 
     /// Between two tasks: the farmer's messages that have come (a reclaim, a reply asked ahead, an abort).
