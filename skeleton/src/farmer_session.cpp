@@ -74,8 +74,7 @@ const std::vector<farmer_action>& farmer_session::reply_first(int worker, const 
     if (!replies_first_ || m.what != request_message::kind::ask || m.done.count == 0 || m.has_sample || aborting_ ||
         w.retired || w.awaiting || w.release_inferred || farmer_.calibrating() || farmer_.held(worker) != 1 ||
         farmer_.asked(worker)) {
-        timed_ = false;
-        handle(worker, m);
+        on_message(worker, m);
         settling_message_ = nullptr;  // settled already
         settling_ = worker;
         return actions_;

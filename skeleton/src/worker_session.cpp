@@ -181,7 +181,8 @@ worker_session::actions worker_session::on_chunk_done(double seconds, double sta
     computing_ = false;
     ask_at_ = -1;  // not reached (a chunk shrunk by a reclaim): the results go with a plain request
     seconds_ = seconds, started_ = started, finished_ = finished;
-    if (prefetching_ && current_.count > 0 && !current_calibration_)  // the pace plan_ask() reads
+    // The pace that plans asking ahead (plan_ask, merge_expected): read only when prefetching.
+    if (prefetching_ && current_.count > 0 && !current_calibration_)
         seconds_per_task_ = seconds / static_cast<double>(current_.count);
     if (ahead_count_ > 0) {
         advance(pop_ahead());

@@ -121,12 +121,15 @@ private:
     /// send is complete.
     bool send(const worker_action& a) {
         const request_message& m = a.message;
-        const bool results_in = m.what != request_message::kind::released && m.what != request_message::kind::failure &&
-                                m.done.count > 0 &&
-                                request_payload_offset + results_[current_].bytes(m.done.count) <= inline_capacity;
+        // The chunk's results, computed in place after the header's room in results_[current_], go with it.
+        chunk_results& results = results_[current_];
+        const bool with_results =
+            m.what != request_message::kind::released && m.what != request_message::kind::failure && m.done.count > 0;
+        const std::size_t bytes = with_results ? results.bytes(m.done.count) : 0;
+        const bool results_in = with_results && request_payload_offset + bytes <= inline_capacity;
         request_header local;
         request_header& h =
-            results_in ? *::new (static_cast<void*>(results_[current_].buffer().data())) request_header(encode(m)) : (local = encode(m));
+            results_in ? *::new (static_cast<void*>(results.buffer().data())) request_header(encode(m)) : (local = encode(m));
         if (a.readings && !read_monitors(h, a.calibration)) return false;
         if (m.what == request_message::kind::released) {
             mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_released, comm_), "MPI_Send");
@@ -145,10 +148,7 @@ private:
             mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_request, comm_), "MPI_Send");
             return true;
         }
-        // The results were computed in place, after the header, in results_[current_].
-        chunk_results& results = results_[current_];
         wire_buffer& buffer = results.buffer();
-        const std::size_t bytes = results.bytes(m.done.count);
         h.results_bytes = static_cast<std::int64_t>(bytes);
         h.index_bytes = static_cast<std::int64_t>(results.index_bytes());
         if (results_in) {  // the header is in place already
