@@ -19,7 +19,8 @@
 //   drivers     (3 ranks) the same technique on the same platform makes the same decisions under MPI and in the
 //               simulator (pfarm::sim): dtss's chunks with the run queue that an emulated load change gives (one
 //               worker, so the request order is fixed), dgss without weights calibrating in both (the source of
-//               its weights), and multi's calibration (F, CV, k) on workers emulated 1 and 3 times slower
+//               its weights), and multi's and dgss's calibration (F, CV, k) on workers emulated 1 and 3 times slower:
+//               the simulator given the times measured under MPI computes the same F, CV and k
 //   following   (2 ranks) results too large for one message follow their request, and the farmer receives them
 //               without waiting for the worker that sent them: with farmer computes and prefetch (the worker
 //               computes its next chunk meanwhile) rank 0 still computes its share, stored in place, streamed to a
@@ -558,8 +559,11 @@ void drivers() {
         }
         MPI_Comm_free(&pair);
     }
-    // Calibration on workers of different speeds: ranks 1 and 2 emulated 1 and 3 times slower, 8 ms tasks (with 2 ms,
-    // a sleep that overshot by a millisecond on a busy machine moved F by more than 0.1 in 2 of 15 runs).
+    // Calibration on workers of different speeds: ranks 1 and 2 emulated 1 and 3 times slower, 8 ms tasks. The
+    // simulator is given the times the farm measured, so F, CV and k must agree to rounding: a comparison with the
+    // nominal times 1 and 3 failed on a loaded CI machine (a sleep that overshoots by 10 ms on the slow rank is
+    // paid three times by the emulation: k 2.441 under MPI against 1.921 for times 1 and 3). That the emulation
+    // acted is checked apart, loosely: the slow rank's time at least 1.5 times the other's (about 1 without it).
     for (const char* technique : {"multi", "dgss"}) {
         std::vector<double> in(40), out(in.size());
         pfarm::farm_options fo;
@@ -570,21 +574,28 @@ void drivers() {
             y = 1.0;
         }, fo);
         if (rank_ != 0) continue;
+        CHECK(r.calibration.has_value() && r.calibration->times.size() == 2, "%s: not calibrated on 2 workers under MPI",
+              technique);
+        if (!r.calibration || r.calibration->times.size() != 2) continue;
+        const auto& times = r.calibration->times;
+        CHECK(times[0] > 0.0 && times[1] >= 1.5 * times[0], "%s: calibration times %.4f s and %.4f s: the emulated slowdown 3 did not act",
+              technique, times[0], times[1]);
         pfarm::sim::platform pl;
-        pl.task_times = {1.0, 3.0};
+        pl.task_times = times;
         pfarm::sim::workload wl;
         wl.tasks = 40;
         const auto s = pfarm::sim::simulate(pl, wl, technique, {});
-        CHECK(r.calibration && s.calibration, "%s: calibrated under MPI %d, simulated %d", technique,
-              r.calibration.has_value(), s.calibration.has_value());
-        if (!r.calibration || !s.calibration) continue;
+        CHECK(s.calibration.has_value(), "%s: not calibrated in the simulator", technique);
+        if (!s.calibration) continue;
         CHECK(r.calibration->mode == s.calibration->mode, "%s: calibration modes differ", technique);
+        const auto close = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); };
         for (std::size_t j = 0; j < 2; ++j)
-            CHECK(std::abs(r.calibration->fitness[j] - s.calibration->fitness[j]) < 0.1,
-                  "%s: F[%zu] is %.3f under MPI, %.3f simulated", technique, j, r.calibration->fitness[j],
-                  s.calibration->fitness[j]);
-        CHECK(std::abs(r.calibration->k - s.calibration->k) < 0.15 * s.calibration->k, "%s: k is %.3f under MPI, %.3f simulated",
-              technique, r.calibration->k, s.calibration->k);
+            CHECK(close(r.calibration->fitness[j], s.calibration->fitness[j]), "%s: F[%zu] is %.6f under MPI, %.6f simulated",
+                  technique, j, r.calibration->fitness[j], s.calibration->fitness[j]);
+        CHECK(close(r.calibration->stats.cv, s.calibration->stats.cv), "%s: CV is %.6f under MPI, %.6f simulated", technique,
+              r.calibration->stats.cv, s.calibration->stats.cv);
+        CHECK(close(r.calibration->k, s.calibration->k), "%s: k is %.6f under MPI, %.6f simulated", technique, r.calibration->k,
+              s.calibration->k);
     }
 }
 
