@@ -36,6 +36,7 @@ farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy,
     if (!policy_) throw invalid_argument("technique", "is null");
     workers_.resize(static_cast<std::size_t>(workers));
     active_ = workers;
+    if (const task_count c = policy_->constant_chunk(); c > 0) constant_ = std::max(c, min_chunk);
     if (!pool && policy_->needs_calibration() != calibration_mode::none && learned &&
         learned->fitness.size() == static_cast<std::size_t>(workers)) {
         calibration_ = *learned;  // learned by an earlier farm of this loop: no calibration tasks

@@ -82,9 +82,17 @@ const std::vector<farmer_action>& farmer_session::reply_first(int worker, const 
     timed_ = false;
     actions_.clear();
     w.awaiting = true;
-    answer(worker, farmer_.request(worker, request_time(), true), true);  // assign or stop (nothing parks here)
     settling_ = worker;
     settling_message_ = &m;
+    if (const chunk c = farmer_.upcoming(worker); c.count > 0) {  // known without the technique: the request in settle()
+        reply_message r = reply(reply_message::kind::assign);
+        r.work = c;
+        send(worker, r);
+        w.awaiting = false;  // as answer() leaves it after an assign
+        settling_sent_ = c;
+        return actions_;
+    }
+    answer(worker, farmer_.request(worker, request_time(), true), true);  // assign or stop (nothing parks here)
     return actions_;
 }
 
@@ -96,6 +104,16 @@ const std::vector<farmer_action>& farmer_session::settle() {
     settling_message_ = nullptr;
     actions_.clear();
     if (!m) return actions_;
+    if (const chunk sent = settling_sent_; sent.count > 0) {  // its reply has gone: the farmer's decision is recorded now
+        settling_sent_ = {};
+        const decision d = farmer_.request(worker, request_time(), true);
+        if (d.what != decision::kind::assign || d.work != sent)
+            throw internal_error("farmer session: worker " + std::to_string(worker) + " was sent [" +
+                                 std::to_string(sent.first) + ", +" + std::to_string(sent.count) +
+                                 ") ahead of the farmer's decision, which differs");
+        answer(worker, d, true);
+        actions_.clear();  // the reply it adds went at reply_first()
+    }
     accept(worker, *m);
     // A stop answered before its last results were accepted: it holds nothing now (answer() retires at once otherwise).
     const auto& w = workers_[static_cast<std::size_t>(worker)];
@@ -401,6 +419,7 @@ void farmer_session::abort_all() {
 const std::vector<farmer_action>& farmer_session::abort(const std::string& why) {
     settling_ = -1;  // the farm fails: results left to settle are not kept
     settling_message_ = nullptr;
+    settling_sent_ = {};
     actions_.clear();
     if (!aborting_) {
         outcome_.what = farm_outcome::kind::farmer_failed;

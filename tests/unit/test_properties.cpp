@@ -243,6 +243,52 @@ TEST_P(EveryTechnique, ReplyFirstMakesOnMessagesDecisions) {
     }
 }
 
+/// farmer::upcoming() (the chunk reply_first sends before the farmer decides it) is the chunk the next request
+/// assigns, whenever it names one, whether the worker's results are completed before the request or after it
+/// (reply first); it names one for a technique of constant chunk size past calibration, and never for another.
+TEST_P(EveryTechnique, UpcomingIsTheChunkTheNextRequestAssigns) {
+    const std::string name = GetParam();
+    std::mt19937_64 rng(std::hash<std::string>{}(name) + 2);
+    const auto pick = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    int known = 0;
+    bool constant = false;
+    for (int trial = 0; trial < 20; ++trial) {
+        const int p = pick(1, 6);
+        const task_count tasks = pick(1, 500);
+        const auto o = random_options(rng, p, trial % 2 == 0);
+        auto policy = pfarm::make_technique(name, o, p);
+        constant = policy->constant_chunk() > 0;
+        pfarm::farmer f(tasks, p, std::move(policy), o.min_chunk, 1, false, false, nullptr);
+        SCOPED_TRACE(name + " I=" + std::to_string(tasks) + " p=" + std::to_string(p) + " trial " + std::to_string(trial));
+        std::vector<char> stopped(static_cast<std::size_t>(p), 0);
+        for (int step = 0; step < 100000 && !f.done(); ++step) {
+            const int w = pick(0, p - 1);
+            if (stopped[static_cast<std::size_t>(w)]) continue;
+            const bool holds = f.held(w) > 0, first = holds && !f.calibrating() && pick(0, 1) == 1;
+            pfarm::resource_sample sample;  // what a statistical calibration fits to
+            sample.availability = 0.3 + 0.1 * w;
+            sample.latency = 1e-4 * (w + 1);
+            sample.benchmark = 100.0 + 7.0 * w * w;
+            const auto complete = [&] {
+                f.complete(w, 1e-3 * (w + 1) * static_cast<double>(f.in_flight(w, 0).count), &sample);
+            };
+            if (holds && !first) complete();
+            const pfarm::chunk u = f.upcoming(w);
+            const pfarm::decision d = f.request(w, 0.0, first);
+            if (first) complete();
+            if (u.count > 0) {
+                ++known;
+                EXPECT_EQ(d.what, pfarm::decision::kind::assign);
+                EXPECT_EQ(d.work, u);
+            }
+            if (d.what == pfarm::decision::kind::stop) stopped[static_cast<std::size_t>(w)] = 1;
+        }
+        EXPECT_TRUE(f.done());
+    }
+    if (constant) EXPECT_GT(known, 0);
+    else EXPECT_EQ(known, 0);
+}
+
 TEST(FarmerSession, ReplyFirstAnswersBeforeTheResultsAndSettleTakesThemOrRefusesOtherCalls) {
     double now = 1.0;
     pfarm::farmer_session farm(10, 1, pfarm::make_technique("ss", {}, 1), {.clock = [&now] { return now; }});

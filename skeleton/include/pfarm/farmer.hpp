@@ -70,6 +70,7 @@
 
 #include "pfarm/technique.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <utility>
@@ -146,6 +147,17 @@ public:
     /// worker has the most work left. `completing`: its oldest chunk's results are in hand, to be complete()d
     /// right after (farmer_session's reply first), so that chunk does not count against the limit.
     decision request(int worker, double now = 0.0, bool completing = false);
+
+    /// The chunk that request(worker, now, true) will assign when it is known without asking the technique: the
+    /// technique's chunk size is constant (technique::constant_chunk: whoever asks, whatever remains), scheduling
+    /// has started (past calibration, not a pool), tasks are left and the worker was not stopped. Count 0 otherwise.
+    /// Nothing changes: the request itself follows (farmer_session's reply first sends this chunk before it).
+    chunk upcoming(int worker) const noexcept {
+        const auto& w = workers_[static_cast<std::size_t>(worker)];
+        const task_count left = remaining();
+        if (constant_ == 0 || phase_ == phase::calibrating || pool_ || w.stopped || left <= 0) return {};
+        return {next_index_, std::min(left, constant_)};
+    }
 
     /// The victim of a reclaim gave back the tasks `given`: the end of a chunk it holds, not all of it (count
     /// 0: it had none unstarted, or its chunk had already ended). Returns the waiting thief and its answer.
@@ -258,6 +270,7 @@ private:
     task_count tasks_;
     task_count min_chunk_;
     std::unique_ptr<technique> policy_;
+    task_count constant_ = 0;  ///< the technique's constant chunk size clipped to min_chunk (upcoming()), else 0
     std::vector<worker_state> workers_;
     std::vector<double> calibration_times_;
     std::vector<resource_sample> calibration_samples_;

@@ -110,7 +110,10 @@ public:
     /// that answering before its completed() changes nothing). Otherwise it is on_message, and settle() returns no
     /// action. The decisions are on_message's either way. settle() comes before any other call but abort(), which
     /// drops what was left to settle; `m` must stay valid until then. The clock is read as by on_message without a time.
-    /// Measured in docs/performance.md ("Reply first").
+    /// Where the farmer knows the chunk without asking the technique (farmer::upcoming: a constant chunk size, as ss
+    /// and css have), reply_first() only sends it, and settle() makes the request (checked to decide that chunk), then
+    /// accepts the results: the hand-out's bookkeeping, and its clock read when records are kept, are off the path too.
+    /// Measured in docs/performance.md ("Reply first", "The chunk known ahead").
     const std::vector<farmer_action>& reply_first(int worker, const request_message& m);
     const std::vector<farmer_action>& settle();
     /// The farmer itself failed (an exception while handling a message): every worker is stopped with abort.
@@ -198,6 +201,7 @@ private:
     bool replies_first_ = false;        ///< reply_first() may answer before accepting: its technique reads no measured time
     int settling_ = -1;                 ///< reply_first() answered this worker; settle() accepts its results
     const request_message* settling_message_ = nullptr;
+    chunk settling_sent_;               ///< reply_first() sent this chunk before the farmer decided it (farmer::upcoming)
     double timer_at_ = -std::numeric_limits<double>::infinity();  ///< the last on_timer()
 };
 

@@ -74,8 +74,8 @@ inline resource_sample from_wire(const wire_sample& w) {
 
 /// A request's header (its payload, results or text, follows at request_payload_offset). Clock times are
 /// the worker's own; the farmer turns them into its clock with the offset it measured.
-inline request_header encode(const request_message& m) {
-    request_header h;
+/// Writes `m` into `h`, a header fresh from its default construction (in place in a send buffer, or a local).
+inline void encode_into(request_header& h, const request_message& m) {
     h.kind = static_cast<std::int32_t>(m.what);
     h.first = m.done.first;
     h.count = m.done.count;
@@ -84,6 +84,11 @@ inline request_header encode(const request_message& m) {
     h.finished = m.finished;
     h.failed_task = m.failed_task;
     if (m.has_sample) h.sample = to_wire(m.sample);
+}
+
+inline request_header encode(const request_message& m) {
+    request_header h;
+    encode_into(h, m);
     return h;
 }
 

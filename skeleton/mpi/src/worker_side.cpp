@@ -127,9 +127,10 @@ private:
             m.what != request_message::kind::released && m.what != request_message::kind::failure && m.done.count > 0;
         const std::size_t bytes = with_results ? results.bytes(m.done.count) : 0;
         const bool results_in = with_results && request_payload_offset + bytes <= inline_capacity;
-        request_header local;
-        request_header& h =
-            results_in ? *::new (static_cast<void*>(results.buffer().data())) request_header(encode(m)) : (local = encode(m));
+        // Default-constructed once, where it goes: in place before the results, or the header alone.
+        request_header& h = *::new (results_in ? static_cast<void*>(results.buffer().data()) : static_cast<void*>(&header_))
+                                request_header;
+        encode_into(h, m);
         if (a.readings && !read_monitors(h, a.calibration)) return false;
         if (m.what == request_message::kind::released) {
             mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_released, comm_), "MPI_Send");
@@ -238,6 +239,7 @@ private:
     const shared_setup& setup_;
     double t0_;
     sampler& monitors_;
+    request_header header_;  ///< a request whose header goes alone (send())
     worker_session session_;
     farm_report report_;
     wire_buffer reply_;               ///< the farmer's reply being handled
