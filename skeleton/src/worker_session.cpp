@@ -175,9 +175,11 @@ worker_session::actions worker_session::on_reply(const reply_message& r) {
     return {slots_.data(), used_};
 }
 
-worker_session::actions worker_session::on_chunk_done(double seconds, double started, double finished) {
+worker_session::actions worker_session::on_chunk_done(double seconds, double started, double finished, bool sent) {
     used_ = 0;
     if (!computing_) throw internal_error("worker session: a chunk ended that was not being computed");
+    if (sent && !asks_when_done())
+        throw internal_error("worker session: the driver sent a plain request for a chunk whose request was not that");
     computing_ = false;
     ask_at_ = -1;  // not reached (a chunk shrunk by a reclaim): the results go with a plain request
     seconds_ = seconds, started_ = started, finished_ = finished;
@@ -187,7 +189,8 @@ worker_session::actions worker_session::on_chunk_done(double seconds, double sta
     if (ahead_count_ > 0) {
         advance(pop_ahead());
     } else if (!out_) {
-        ask(request_message::kind::ask, true);
+        if (sent) holds_results_ = false;  // request first: the driver sent this ask already
+        else ask(request_message::kind::ask, true);
         wanted_ = false;
     } else if (options_.results_early && !driver_asks_ && !merge_expected()) {
         // The reply asked ahead has not come, and the request after it would not go at once (tasks long against

@@ -20,7 +20,9 @@
 // ended and no message is left; without a failure every task was computed exactly once and delivered once, and
 // the outcome is ok; with one, the outcome says so.
 // For an odd number of tasks the farmer takes each message in two steps, reply_first() then settle(), as the MPI
-// farmer does (decided from a value drawn anyway, so that the corpus decodes as before).
+// farmer does, and a worker whose session announces the plain ask after a chunk (asks_when_done) sends it itself
+// before on_chunk_done(..., true), as the MPI worker does (decided from a value drawn anyway, so that the corpus
+// decodes as before).
 #include "fuzz_support.hpp"
 
 #include "pfarm/farmer_session.hpp"
@@ -216,7 +218,18 @@ private:
                 ++x.done_in_chunk;
             } else {
                 const double seconds = static_cast<double>(x.done_in_chunk) * seconds_per_task_[static_cast<std::size_t>(w)];
-                perform(w, x.session.on_chunk_done(seconds, x.started, x.started + seconds));
+                if (reply_first_ && x.session.asks_when_done()) {  // request first, as the MPI worker
+                    pfarm::request_message m;
+                    m.done = c;
+                    m.seconds = seconds, m.started = x.started, m.finished = x.started + seconds;
+                    x.requests.push_back(m);
+                    const auto rest = x.session.on_chunk_done(seconds, x.started, x.started + seconds, true);
+                    for (const auto& a : rest)
+                        check(a.what != pfarm::worker_action::kind::send, what_ + ": a send after the request sent first");
+                    perform(w, rest);
+                } else {
+                    perform(w, x.session.on_chunk_done(seconds, x.started, x.started + seconds));
+                }
             }
             return;
         }

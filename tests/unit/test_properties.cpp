@@ -63,7 +63,9 @@ struct drive_result {
 /// does): at each step it hands the farmer the oldest message of a random worker, hands a worker its oldest
 /// reply, or lets a computing worker finish its chunk (time = count x its per-task time, jittered). A reclaim
 /// reaches a computing worker between two tasks, at a random one (after its last task when none is left).
-/// `reply_first`: the farmer takes each message in two steps, reply_first() then settle(), as the MPI farmer does.
+/// `reply_first`: the farmer takes each message in two steps, reply_first() then settle(), as the MPI farmer does,
+/// and a worker sends the plain ask after a chunk itself when its session announces it (asks_when_done(), request
+/// first), as the MPI worker does.
 drive_result random_drive(const std::string& name, task_count tasks, int p, const pfarm::technique_options& o,
                           std::uint64_t seed, bool prefetch = false, bool reclaim = false, bool reply_first = false) {
     double now = 0.0;
@@ -121,7 +123,18 @@ drive_result random_drive(const std::string& name, task_count tasks, int p, cons
         const pfarm::chunk c = s.current();
         for (task_count t = c.first; t < c.first + c.count; ++t) ++out.computed[static_cast<std::size_t>(t)];
         const double seconds = static_cast<double>(c.count) * o.times[static_cast<std::size_t>(w)] * jitter(rng);
-        worker_acts(w, s.on_chunk_done(seconds, now, now + seconds));
+        if (reply_first && s.asks_when_done()) {  // request first, as the MPI worker: the plain ask, then the accounting
+            pfarm::request_message m;
+            m.done = c;
+            m.seconds = seconds, m.started = now, m.finished = now + seconds;
+            up[static_cast<std::size_t>(w)].push_back(m);
+            const auto rest = s.on_chunk_done(seconds, now, now + seconds, true);
+            EXPECT_TRUE(std::none_of(rest.begin(), rest.end(),
+                                     [](const auto& a) { return a.what == pfarm::worker_action::kind::send; }));
+            worker_acts(w, rest);
+        } else {
+            worker_acts(w, s.on_chunk_done(seconds, now, now + seconds));
+        }
     };
     for (std::size_t step = 0;; ++step) {
         if (step > 10'000'000) {
@@ -218,8 +231,9 @@ TEST_P(EveryTechnique, ChunksCoverTheLoopExactlyOnce) {
     }
 }
 
-/// reply_first() then settle() (the MPI farmer's way) hands out exactly what on_message() does, in the same order,
-/// with and without prefetch and reclaim, and every task's results arrive once.
+/// reply_first() then settle() (the MPI farmer's way), with request first on the workers (the MPI worker's way), hands
+/// out exactly what on_message() does, in the same order, with and without prefetch and reclaim, and every task's
+/// results arrive once.
 TEST_P(EveryTechnique, ReplyFirstMakesOnMessagesDecisions) {
     const std::string name = GetParam();
     std::mt19937_64 rng(std::hash<std::string>{}(name) + 1);
@@ -316,6 +330,38 @@ TEST(FarmerSession, ReplyFirstAnswersBeforeTheResultsAndSettleTakesThemOrRefuses
     EXPECT_TRUE(farm.abort("gone").empty());  // it computes (its next message is answered abort); nothing left to settle
     EXPECT_EQ(farm.tasks_of(0), 1);
     EXPECT_TRUE(farm.aborting());
+}
+
+/// Request first: the session announces the plain ask only when it is the request due (nothing asked ahead, no reply
+/// ahead, no readings), and on_chunk_done(..., true) then sends nothing, or refuses when it was not.
+TEST(WorkerSession, RequestFirstOnlyForThePlainAsk) {
+    pfarm::worker_session plain;
+    plain.start();
+    pfarm::reply_message r;
+    r.what = pfarm::reply_message::kind::assign;
+    r.work = {0, 4};
+    plain.on_reply(r);
+    EXPECT_TRUE(plain.asks_when_done());
+    EXPECT_TRUE(plain.on_chunk_done(1.0, 0.0, 1.0, true).empty());
+    EXPECT_FALSE(plain.computing());
+    EXPECT_FALSE(plain.asks_when_done());  // nothing computed
+    r.work = {4, 4};
+    plain.on_reply(r);
+    EXPECT_EQ(plain.current(), (pfarm::chunk{4, 4}));
+
+    pfarm::worker_session readings({.readings_each = true});  // its requests carry readings: never announced
+    readings.start();
+    readings.on_reply(r);
+    EXPECT_FALSE(readings.asks_when_done());
+    EXPECT_THROW(readings.on_chunk_done(1.0, 0.0, 1.0, true), pfarm::internal_error);
+
+    pfarm::worker_session prefetch({.prefetch = true, .prefetch_lead = 0.5});
+    prefetch.start();
+    r.work = {0, 4};
+    prefetch.on_reply(r);
+    prefetch.on_boundary(prefetch.ask_at());  // the request ahead is out: the results wait for its reply
+    EXPECT_FALSE(prefetch.asks_when_done());
+    EXPECT_THROW(prefetch.on_chunk_done(1.0, 0.0, 1.0, true), pfarm::internal_error);
 }
 
 TEST_P(EveryTechnique, Deterministic) {

@@ -9,6 +9,8 @@
 //   perform(s.start());                                  // the first request
 //   on a reply r (not a reclaim):  perform(s.on_reply(r));
 //   the chunk computed ended:      perform(s.on_chunk_done(seconds, started, finished));
+//                                  (or, when s.asks_when_done(): send that ask with the chunk's results at once,
+//                                  then perform(s.on_chunk_done(seconds, started, finished, true)))
 //   a reclaim r, between two tasks of the chunk computed (`next_task` the first not started, `seconds_per_task`
 //   measured on it so far, 0: none finished), or at once when computing nothing:
 //                                  perform(s.on_reclaim(r, next_task, seconds_per_task));
@@ -91,7 +93,17 @@ public:
     /// A reply other than reclaim (those go to on_reclaim).
     actions on_reply(const reply_message& r);
     /// The chunk being computed ended after `seconds` of compute time, between `started` and `finished`.
-    actions on_chunk_done(double seconds, double started, double finished);
+    /// `sent`: the driver has sent the request that asks_when_done() announced, and this call only accounts for it
+    /// (it returns no send; internal_error if that request was not the one due).
+    actions on_chunk_done(double seconds, double started, double finished, bool sent = false);
+    /// Request first: whether the request on_chunk_done() would send for the chunk being computed, were it to end
+    /// now, is a plain `ask` with the chunk's results and no readings (nothing asked ahead, no reply ahead). A driver
+    /// may then send that request (current(), the chunk's times) as soon as the chunk ends, and call on_chunk_done
+    /// with `sent` after: the session's accounting leaves the round trip. Ask it when the chunk has ended.
+    bool asks_when_done() const noexcept {
+        return computing_ && !failed_ && ahead_count_ == 0 && !out_ && !options_.readings_each &&
+               !(current_calibration_ && options_.readings_calibration);
+    }
     actions on_reclaim(const reply_message& r, task_count next_task, double seconds_per_task);
     actions on_failure(task_count task, const std::string& what);
     /// The chunk computed reached task `next_task` (>= ask_at()): the request ahead goes now.

@@ -115,12 +115,13 @@ private:
         return false;
     }
 
-    /// Sends request a.message, with the readings first when a.readings (false: a monitor failed, and the failure went
+    bool send(const worker_action& a) { return send(a.message, a.readings, a.calibration); }
+
+    /// Sends request m, with the readings first when `readings` (false: a monitor failed, and the failure went
     /// instead). Results travel in it when they fit (one message: its header is written in place before them), else
     /// they follow on tag_results, sent without blocking from the results buffer, which is not reused until that
     /// send is complete.
-    bool send(const worker_action& a) {
-        const request_message& m = a.message;
+    bool send(const request_message& m, bool readings, bool calibration) {
         // The chunk's results, computed in place after the header's room in results_[current_], go with it.
         chunk_results& results = results_[current_];
         const bool with_results =
@@ -131,7 +132,7 @@ private:
         request_header& h = *::new (results_in ? static_cast<void*>(results.buffer().data()) : static_cast<void*>(&header_))
                                 request_header;
         encode_into(h, m);
-        if (a.readings && !read_monitors(h, a.calibration)) return false;
+        if (readings && !read_monitors(h, calibration)) return false;
         if (m.what == request_message::kind::released) {
             mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_released, comm_), "MPI_Send");
             return true;
@@ -207,7 +208,14 @@ private:
         const double finished = clock();
         const chunk done = session_.current();
         const double busy = finished - started_;
-        perform(session_.on_chunk_done(busy, started_, finished));
+        if (session_.asks_when_done()) {  // request first: the plain ask goes now, the session accounts for it after
+            plain_.done = done;
+            plain_.seconds = busy, plain_.started = started_, plain_.finished = finished;
+            send(plain_, false, false);
+            perform(session_.on_chunk_done(busy, started_, finished, true));
+        } else {
+            perform(session_.on_chunk_done(busy, started_, finished));
+        }
         const auto q = static_cast<std::size_t>(rank_);  // the report's counts, once the request has gone
         report_.tasks_per_rank[q] += done.count;
         report_.chunks_per_rank[q].push_back(done.count);
@@ -240,6 +248,7 @@ private:
     double t0_;
     sampler& monitors_;
     request_header header_;  ///< a request whose header goes alone (send())
+    request_message plain_;  ///< request first: the plain ask after a chunk (worker_session::asks_when_done)
     worker_session session_;
     farm_report report_;
     wire_buffer reply_;               ///< the farmer's reply being handled
