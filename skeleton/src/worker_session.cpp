@@ -202,6 +202,13 @@ worker_session::actions worker_session::on_chunk_done(double seconds, double sta
     return {slots_.data(), used_};
 }
 
+worker_session::actions worker_session::on_computed(const reply_message& r, double seconds, double started, double finished) {
+    if (!computes_at_once(r))
+        throw internal_error("worker session: a reply computed at once that was not to be computed at once");
+    on_reply(r);  // its compute action was carried out already
+    return on_chunk_done(seconds, started, finished, true);
+}
+
 bool worker_session::merge_expected() const {
     if (seconds_per_task_ <= 0.0) return true;  // no pace yet
     return lead_tasks() >= static_cast<double>(current_.count);

@@ -36,6 +36,7 @@
 #include <cstdlib>
 #include <deque>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,7 @@ struct worker {
     double started = 0.0;
     bool stopped = false, aborted = false;        // the farmer sent it stop / abort
     bool failed = false;
+    std::optional<pfarm::reply_message> at_once;  // compute first: a reply computed before the session is told
 };
 
 class farm {
@@ -88,6 +90,7 @@ public:
             return;  // a technique that needs an option not drawn here
         }
         reply_first_ = tasks_ % 2 == 1;
+        compute_first_ = reply_first_ && !reclaim && !stragglers_;  // the MPI worker's way when it listens to nothing
         what_ = technique_ + (prefetch ? " +prefetch" : "") + (reclaim ? " +reclaim" : "") +
                 (stragglers_ ? " +stragglers" : "") + (reply_first_ ? " +reply first" : "") + ", " + std::to_string(p) +
                 " workers, " + std::to_string(tasks_) + " tasks";
@@ -129,9 +132,10 @@ private:
         // A victim's `released` may be overtaken by what it sends after it (finding F1).
         case farmer_request: return !x.requests.empty();
         case farmer_released: return !x.released.empty();
-        case reply: return !x.replies.empty();
-        case compute: return x.session.computing();
-        case task_fails: return failures_ > 0 && x.session.computing() && !x.failed;  // the farm may be aborting already
+        case reply: return !x.replies.empty() && !x.at_once;  // computing first, it reads nothing until its ask has gone
+        case compute: return x.session.computing() || x.at_once.has_value();
+        case task_fails:  // the farm may be aborting already
+            return failures_ > 0 && (x.session.computing() || x.at_once.has_value()) && !x.failed;
         case farmer_fails: return w == 0 && failures_ > 0 && !session_->aborting() && !session_->over();
         case timer: return w == 0 && session_->deadline() < std::numeric_limits<double>::infinity();
         default: return false;
@@ -199,13 +203,19 @@ private:
                     const pfarm::chunk c = x.session.current();
                     check(x.next <= c.first + c.count, what_ + ": a reclaim took back a started task of worker " + std::to_string(w));
                 }
+            } else if (compute_first_ && x.session.computes_at_once(r)) {  // as the MPI worker: compute first
+                check(r.work.count >= 1, what_ + ": an empty chunk to compute");
+                x.at_once = r;
+                x.next = r.work.first;
+                x.done_in_chunk = 0;
+                x.started = now_;
             } else {
                 perform(w, x.session.on_reply(r));
             }
             return;
         }
         case compute: {
-            const pfarm::chunk c = x.session.current();
+            const pfarm::chunk c = x.at_once ? x.at_once->work : x.session.current();
             if (x.next < c.first + c.count) {
                 if (x.session.ask_at() >= 0 && x.next >= x.session.ask_at()) perform(w, x.session.on_boundary(x.next));
                 const task_count t = x.next++;
@@ -218,7 +228,15 @@ private:
                 ++x.done_in_chunk;
             } else {
                 const double seconds = static_cast<double>(x.done_in_chunk) * seconds_per_task_[static_cast<std::size_t>(w)];
-                if (reply_first_ && x.session.asks_when_done()) {  // request first, as the MPI worker
+                if (x.at_once) {  // compute first: the plain ask, then the reply and the chunk's end told
+                    pfarm::request_message m;
+                    m.done = c;
+                    m.seconds = seconds, m.started = x.started, m.finished = x.started + seconds;
+                    x.requests.push_back(m);
+                    const pfarm::reply_message r = *x.at_once;
+                    x.at_once.reset();
+                    perform(w, x.session.on_computed(r, seconds, x.started, x.started + seconds));
+                } else if (reply_first_ && x.session.asks_when_done()) {  // request first, as the MPI worker
                     pfarm::request_message m;
                     m.done = c;
                     m.seconds = seconds, m.started = x.started, m.finished = x.started + seconds;
@@ -233,11 +251,14 @@ private:
             }
             return;
         }
-        case task_fails:
+        case task_fails: {
             --failures_;
             failed_ = x.failed = true;
-            perform(w, x.session.on_failure(in_.ConsumeBool() ? x.next : -1, "fuzz: the task threw"));
+            const task_count task = x.next;
+            if (x.at_once) perform(w, x.session.on_reply(*x.at_once)), x.at_once.reset();  // computing it, told first
+            perform(w, x.session.on_failure(in_.ConsumeBool() ? task : -1, "fuzz: the task threw"));
             return;
+        }
         case farmer_fails:
             --failures_;
             failed_ = true;
@@ -389,7 +410,8 @@ private:
     std::unique_ptr<pfarm::farmer_session> session_;
     std::vector<worker> workers_;
     bool stragglers_ = false;
-    bool reply_first_ = false;  ///< the farmer takes messages in two steps (reply_first, settle)
+    bool reply_first_ = false;
+    bool compute_first_ = false;  ///< with reply first and nothing read between tasks: replies computed at once  ///< the farmer takes messages in two steps (reply_first, settle)
     std::vector<unsigned> holders_;      // per task: the workers it was handed to (a bit each), but given back
     std::vector<unsigned> computed_by_;  // per task: the workers that computed it
     std::vector<int> delivered_by_;      // per task: the worker whose results were delivered (-1: none yet)

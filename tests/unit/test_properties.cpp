@@ -14,6 +14,7 @@
 #include <cmath>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -65,7 +66,8 @@ struct drive_result {
 /// reaches a computing worker between two tasks, at a random one (after its last task when none is left).
 /// `reply_first`: the farmer takes each message in two steps, reply_first() then settle(), as the MPI farmer does,
 /// and a worker sends the plain ask after a chunk itself when its session announces it (asks_when_done(), request
-/// first), as the MPI worker does.
+/// first), and, without reclaim, computes a reply at once when its session says that is all it does (computes_at_once,
+/// on_computed: compute first), as the MPI worker does.
 drive_result random_drive(const std::string& name, task_count tasks, int p, const pfarm::technique_options& o,
                           std::uint64_t seed, bool prefetch = false, bool reclaim = false, bool reply_first = false) {
     double now = 0.0;
@@ -118,12 +120,24 @@ drive_result random_drive(const std::string& name, task_count tasks, int p, cons
         }
     };
     for (int w = 0; w < p; ++w) worker_acts(w, workers[static_cast<std::size_t>(w)].start());
+    // Compute first (reply_first, no reclaim: the MPI worker's way when it reads nothing between two tasks): a reply
+    // the session says is only to be computed is held here, computed, and handed over with the chunk's end.
+    std::vector<std::optional<pfarm::reply_message>> at_once(static_cast<std::size_t>(p));
     const auto finish_chunk = [&](int w) {
         auto& s = workers[static_cast<std::size_t>(w)];
-        const pfarm::chunk c = s.current();
+        auto& first = at_once[static_cast<std::size_t>(w)];
+        const pfarm::chunk c = first ? first->work : s.current();
         for (task_count t = c.first; t < c.first + c.count; ++t) ++out.computed[static_cast<std::size_t>(t)];
         const double seconds = static_cast<double>(c.count) * o.times[static_cast<std::size_t>(w)] * jitter(rng);
-        if (reply_first && s.asks_when_done()) {  // request first, as the MPI worker: the plain ask, then the accounting
+        if (first) {
+            pfarm::request_message m;
+            m.done = c;
+            m.seconds = seconds, m.started = now, m.finished = now + seconds;
+            up[static_cast<std::size_t>(w)].push_back(m);
+            const auto rest = s.on_computed(*first, seconds, now, now + seconds);
+            EXPECT_TRUE(rest.empty());
+            first.reset();
+        } else if (reply_first && s.asks_when_done()) {  // request first, as the MPI worker: the plain ask, then the accounting
             pfarm::request_message m;
             m.done = c;
             m.seconds = seconds, m.started = now, m.finished = now + seconds;
@@ -146,7 +160,7 @@ drive_result random_drive(const std::string& name, task_count tasks, int p, cons
             const auto j = static_cast<std::size_t>(w);
             if (!up[j].empty()) moves.push_back(w);
             if (!down[j].empty()) moves.push_back(p + w);
-            if (workers[j].computing()) moves.push_back(2 * p + w);
+            if (workers[j].computing() || at_once[j]) moves.push_back(2 * p + w);
         }
         if (moves.empty()) break;
         now += unit(rng);
@@ -167,7 +181,8 @@ drive_result random_drive(const std::string& name, task_count tasks, int p, cons
             const pfarm::reply_message r = down[j].front();
             if (r.what != pfarm::reply_message::kind::reclaim) {
                 down[j].pop_front();
-                worker_acts(w, s.on_reply(r));
+                if (reply_first && !reclaim && s.computes_at_once(r)) at_once[j] = r, next[j] = r.work.first;
+                else worker_acts(w, s.on_reply(r));
             } else if (!s.computing()) {
                 down[j].pop_front();
                 worker_acts(w, s.on_reclaim(r, 0, 0.0));
@@ -333,7 +348,8 @@ TEST(FarmerSession, ReplyFirstAnswersBeforeTheResultsAndSettleTakesThemOrRefuses
 }
 
 /// Request first: the session announces the plain ask only when it is the request due (nothing asked ahead, no reply
-/// ahead, no readings), and on_chunk_done(..., true) then sends nothing, or refuses when it was not.
+/// ahead, no readings), and on_chunk_done(..., true) then sends nothing, or refuses when it was not; compute first
+/// likewise (computes_at_once, on_computed).
 TEST(WorkerSession, RequestFirstOnlyForThePlainAsk) {
     pfarm::worker_session plain;
     plain.start();
@@ -354,6 +370,23 @@ TEST(WorkerSession, RequestFirstOnlyForThePlainAsk) {
     readings.on_reply(r);
     EXPECT_FALSE(readings.asks_when_done());
     EXPECT_THROW(readings.on_chunk_done(1.0, 0.0, 1.0, true), pfarm::internal_error);
+
+    pfarm::worker_session first;  // compute first: the reply and the chunk's end in one call, after the ask went
+    first.start();
+    r.work = {0, 4};
+    EXPECT_TRUE(first.computes_at_once(r));
+    EXPECT_TRUE(first.on_computed(r, 1.0, 0.0, 1.0).empty());
+    EXPECT_FALSE(first.computing());
+    r.work = {4, 4};
+    first.on_reply(r);  // computing: a reply now would not be computed at once
+    EXPECT_FALSE(first.computes_at_once(r));
+    EXPECT_THROW(first.on_computed(r, 1.0, 0.0, 1.0), pfarm::internal_error);
+    pfarm::worker_session idle_readings({.readings_each = true});  // its requests carry readings
+    idle_readings.start();
+    EXPECT_FALSE(idle_readings.computes_at_once(r));
+    pfarm::worker_session idle_prefetch({.prefetch = true});  // it may ask ahead as a chunk starts
+    idle_prefetch.start();
+    EXPECT_FALSE(idle_prefetch.computes_at_once(r));
 
     pfarm::worker_session prefetch({.prefetch = true, .prefetch_lead = 0.5});
     prefetch.start();

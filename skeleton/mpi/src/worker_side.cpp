@@ -80,6 +80,8 @@ private:
             const chunk c = session_.current();
             const double spt = next > c.first ? (clock() - started_) / static_cast<double>(next - c.first) : 0.0;
             perform(session_.on_reclaim(r, next, spt));
+        } else if (!listens() && session_.computes_at_once(r)) {  // compute first: the session is told after the request
+            compute(&r);
         } else {
             perform(session_.on_reply(r));
         }
@@ -166,9 +168,14 @@ private:
         return true;
     }
 
-    /// Computes the session's current chunk into results_ (its payload), answering reclaims between tasks.
-    void compute() {
-        const chunk c = session_.current();
+    /// Whether the farmer's messages are read between two tasks (a reclaim, a cancel may come).
+    bool listens() const { return setup_.config.reclaim != 0 || setup_.config.stragglers != 0; }
+
+    /// Computes the session's current chunk into results_ (its payload), answering reclaims between tasks. Compute
+    /// first (`at_once`: a reply for which worker_session::computes_at_once held, not handed to the session yet):
+    /// its chunk, the session told of the reply and of the chunk's end once its request has gone (on_computed).
+    void compute(const reply_message* at_once = nullptr) {
+        const chunk c = at_once ? at_once->work : session_.current();
         if (sending_[current_] != MPI_REQUEST_NULL)  // its results of two chunks ago are still on their way
             mpi::check(MPI_Wait(&sending_[current_], MPI_STATUS_IGNORE), "MPI_Wait");
         chunk_results& results = results_[current_];
@@ -176,17 +183,21 @@ private:
         const std::byte* inputs = inputs_of(c);
         started_ = clock();
         // Between two tasks: a reclaim, or a cancel (stragglers), may come.
-        const bool listen = setup_.config.reclaim != 0 || setup_.config.stragglers != 0, emulated = setup_.emulated.active();
+        const bool listen = listens(), emulated = setup_.emulated.active();
         double owed = 0.0;  // emulated slowdown: sleep owed, paid in slices of >= 1 ms
-        for (task_count task = c.first; task < session_.current().first + session_.current().count; ++task) {
+        // The chunk's end moves only when a reclaim takes tasks back, which needs listening.
+        for (task_count task = c.first; task < (listen ? session_.current().first + session_.current().count : c.first + c.count);
+             ++task) {
             const auto i = static_cast<std::size_t>(task - c.first);
             const double task_start = emulated ? clock() : 0.0;
             try {
                 results.run(task, static_cast<task_count>(i), inputs + i * kernel_.in_bytes);
             } catch (const std::exception& e) {
+                if (at_once) session_.on_reply(*at_once);  // computing it, for the session too (its action: this chunk)
                 perform(session_.on_failure(task, e.what()));
                 return;
             } catch (...) {
+                if (at_once) session_.on_reply(*at_once);
                 perform(session_.on_failure(task, "unknown exception"));
                 return;
             }
@@ -197,7 +208,7 @@ private:
             // Results sent ahead move only while this rank is in MPI where there is no single-copy transport: a
             // test per task keeps them going while it computes (the farmer receives them without waiting).
             if (sending_[0] != MPI_REQUEST_NULL || sending_[1] != MPI_REQUEST_NULL) progress_sends();
-            if (task + 1 == session_.ask_at()) perform(session_.on_boundary(task + 1));  // prefetch: ask ahead now
+            if (!at_once && task + 1 == session_.ask_at()) perform(session_.on_boundary(task + 1));  // prefetch: ask ahead now
             if (listen && task + 1 < session_.current().first + session_.current().count) {
                 answer_messages(task + 1);  // one MPI_Iprobe per task
                 // Aborted, or cancelled: computing nothing, or the chunk asked ahead from its start.
@@ -206,13 +217,14 @@ private:
         }
         if (owed > 0.0) sleep_for(owed);
         const double finished = clock();
-        const chunk done = session_.current();
+        const chunk done = at_once ? c : session_.current();
         const double busy = finished - started_;
-        if (session_.asks_when_done()) {  // request first: the plain ask goes now, the session accounts for it after
+        if (at_once || session_.asks_when_done()) {  // request first: the plain ask goes now, the session accounts after
             plain_.done = done;
             plain_.seconds = busy, plain_.started = started_, plain_.finished = finished;
             send(plain_, false, false);
-            perform(session_.on_chunk_done(busy, started_, finished, true));
+            perform(at_once ? session_.on_computed(*at_once, busy, started_, finished)
+                            : session_.on_chunk_done(busy, started_, finished, true));
         } else {
             perform(session_.on_chunk_done(busy, started_, finished));
         }
