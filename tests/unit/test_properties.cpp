@@ -347,15 +347,21 @@ TEST(FarmerSession, ReplyFirstAnswersBeforeTheResultsAndSettleTakesThemOrRefuses
     EXPECT_TRUE(farm.aborting());
 }
 
+/// The reply that assigns [first, first + count).
+pfarm::reply_message assign(task_count first, task_count count) {
+    pfarm::reply_message r;
+    r.what = pfarm::reply_message::kind::assign;
+    r.work = {first, count};
+    return r;
+}
+
 /// Request first: the session announces the plain ask only when it is the request due (nothing asked ahead, no reply
 /// ahead, no readings), and on_chunk_done(..., true) then sends nothing, or refuses when it was not; compute first
 /// likewise (computes_at_once, on_computed).
 TEST(WorkerSession, RequestFirstOnlyForThePlainAsk) {
     pfarm::worker_session plain;
     plain.start();
-    pfarm::reply_message r;
-    r.what = pfarm::reply_message::kind::assign;
-    r.work = {0, 4};
+    pfarm::reply_message r = assign(0, 4);
     plain.on_reply(r);
     EXPECT_TRUE(plain.asks_when_done());
     EXPECT_TRUE(plain.on_chunk_done(1.0, 0.0, 1.0, true).empty());
@@ -466,10 +472,7 @@ INSTANTIATE_TEST_SUITE_P(Registry, EveryTechnique, ::testing::ValuesIn(technique
 /// actions of on_chunk_done.
 pfarm::worker_session::actions chunk_ends_before_its_reply(pfarm::worker_session& w) {
     w.start();
-    pfarm::reply_message r;
-    r.what = pfarm::reply_message::kind::assign;
-    r.work = {0, 10};
-    w.on_reply(r);
+    w.on_reply(assign(0, 10));
     EXPECT_TRUE(w.computing());
     EXPECT_GT(w.ask_at(), 0);
     const auto ahead = w.on_boundary(w.ask_at());
@@ -491,10 +494,7 @@ TEST(WorkerSession, ResultsOfAChunkThatEndsBeforeItsReplyGoAtOnceUnlessARequestW
     EXPECT_EQ(now[0].message.done.first, 0);
     EXPECT_EQ(now[0].message.done.count, 10);
     // The reply then finds nothing in hand: the next chunk starts, with no results to send.
-    pfarm::reply_message next;
-    next.what = pfarm::reply_message::kind::assign;
-    next.work = {10, 10};
-    const auto after = long_tasks.on_reply(next);
+    const auto after = long_tasks.on_reply(assign(10, 10));
     ASSERT_EQ(after.size(), 1u);
     EXPECT_EQ(after[0].what, pfarm::worker_action::kind::compute);
     // Short tasks (the lead covers a chunk): the results wait for the reply, to go with the request after it.
