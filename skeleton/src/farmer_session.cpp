@@ -81,17 +81,16 @@ const std::vector<farmer_action>& farmer_session::reply_first(int worker, const 
     }
     timed_ = false;
     actions_.clear();
-    w.awaiting = true;
     settling_ = worker;
     settling_message_ = &m;
     if (const chunk c = farmer_.upcoming(worker); c.count > 0) {  // known without the technique: the request in settle()
         reply_message r = reply(reply_message::kind::assign);
         r.work = c;
         send(worker, r);
-        w.awaiting = false;  // as answer() leaves it after an assign
         settling_sent_ = c;
-        return actions_;
+        return actions_;  // not awaiting, as answer() leaves it after an assign
     }
+    w.awaiting = true;
     answer(worker, farmer_.request(worker, request_time(), true), true);  // assign or stop (nothing parks here)
     return actions_;
 }

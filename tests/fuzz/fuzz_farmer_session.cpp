@@ -38,6 +38,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -228,20 +229,14 @@ private:
                 ++x.done_in_chunk;
             } else {
                 const double seconds = static_cast<double>(x.done_in_chunk) * seconds_per_task_[static_cast<std::size_t>(w)];
-                if (x.at_once) {  // compute first: the plain ask, then the reply and the chunk's end told
+                if (x.at_once || (reply_first_ && x.session.asks_when_done())) {  // request first, as the MPI worker
                     pfarm::request_message m;
                     m.done = c;
                     m.seconds = seconds, m.started = x.started, m.finished = x.started + seconds;
                     x.requests.push_back(m);
-                    const pfarm::reply_message r = *x.at_once;
-                    x.at_once.reset();
-                    perform(w, x.session.on_computed(r, seconds, x.started, x.started + seconds));
-                } else if (reply_first_ && x.session.asks_when_done()) {  // request first, as the MPI worker
-                    pfarm::request_message m;
-                    m.done = c;
-                    m.seconds = seconds, m.started = x.started, m.finished = x.started + seconds;
-                    x.requests.push_back(m);
-                    const auto rest = x.session.on_chunk_done(seconds, x.started, x.started + seconds, true);
+                    const std::optional<pfarm::reply_message> first = std::exchange(x.at_once, std::nullopt);
+                    const auto rest = first ? x.session.on_computed(*first, seconds, x.started, x.started + seconds)
+                                            : x.session.on_chunk_done(seconds, x.started, x.started + seconds, true);
                     for (const auto& a : rest)
                         check(a.what != pfarm::worker_action::kind::send, what_ + ": a send after the request sent first");
                     perform(w, rest);

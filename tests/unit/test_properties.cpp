@@ -129,23 +129,17 @@ drive_result random_drive(const std::string& name, task_count tasks, int p, cons
         const pfarm::chunk c = first ? first->work : s.current();
         for (task_count t = c.first; t < c.first + c.count; ++t) ++out.computed[static_cast<std::size_t>(t)];
         const double seconds = static_cast<double>(c.count) * o.times[static_cast<std::size_t>(w)] * jitter(rng);
-        if (first) {
+        if (first || (reply_first && s.asks_when_done())) {  // compute or request first: the plain ask, then the accounting
             pfarm::request_message m;
             m.done = c;
             m.seconds = seconds, m.started = now, m.finished = now + seconds;
             up[static_cast<std::size_t>(w)].push_back(m);
-            const auto rest = s.on_computed(*first, seconds, now, now + seconds);
-            EXPECT_TRUE(rest.empty());
-            first.reset();
-        } else if (reply_first && s.asks_when_done()) {  // request first, as the MPI worker: the plain ask, then the accounting
-            pfarm::request_message m;
-            m.done = c;
-            m.seconds = seconds, m.started = now, m.finished = now + seconds;
-            up[static_cast<std::size_t>(w)].push_back(m);
-            const auto rest = s.on_chunk_done(seconds, now, now + seconds, true);
+            const auto rest =
+                first ? s.on_computed(*first, seconds, now, now + seconds) : s.on_chunk_done(seconds, now, now + seconds, true);
             EXPECT_TRUE(std::none_of(rest.begin(), rest.end(),
                                      [](const auto& a) { return a.what == pfarm::worker_action::kind::send; }));
             worker_acts(w, rest);
+            first.reset();
         } else {
             worker_acts(w, s.on_chunk_done(seconds, now, now + seconds));
         }
