@@ -149,6 +149,7 @@ private:
             perform(session_.reply_first(rank - offset_, message_));
             perform(session_.settle());
             following_ = nullptr;
+            prepare(session_.decisions().upcoming(rank - offset_));
             serve_own();
             if (!payloads_.empty()) payloads_.complete(false, [this](const auto& p) { deliver_following(p); });
         } catch (...) {
@@ -204,26 +205,54 @@ private:
         }
     }
 
+    /// Bytes of the inputs a reply carries (0: none, or they follow it).
+    std::size_t payload_of(const reply_message& r) const {
+        if (r.what != reply_message::kind::assign || setup_.config.replicated) return 0;
+        return static_cast<std::size_t>(r.work.count) * kernel_.in_bytes;
+    }
+
+    /// Writes reply `r` (header and inputs) into send_ when it travels as one message; returns its bytes (0: it does
+    /// not: its inputs follow).
+    std::size_t encode_into_send(const reply_message& r) {
+        const std::size_t payload = payload_of(r);
+        if (reply_payload_offset + payload > inline_capacity) return 0;
+        send_.reserve(reply_payload_offset + payload);
+        const reply_header h = encode(r);
+        std::memcpy(send_.data(), &h, sizeof h);
+        if (payload > 0)
+            std::memcpy(send_.data() + reply_payload_offset, in_ + static_cast<std::size_t>(r.work.first) * kernel_.in_bytes,
+                        payload);
+        return payload > 0 ? reply_payload_offset + payload : sizeof h;
+    }
+
+    /// While the farmer waits: the assign of chunk `c` (the session's farmer::upcoming, which the next request is
+    /// sent as it comes: farmer_session::reply_first) written into send_ ahead, so that its send only sends it.
+    void prepare(chunk c) {
+        if (c.count == 0 || c == prepared_) return;
+        reply_message r;
+        r.work = c;
+        prepared_bytes_ = encode_into_send(r);
+        prepared_ = prepared_bytes_ > 0 ? c : chunk{};
+    }
+
     /// A reply with its inputs; inputs too large to travel in it follow, sent from in_ without blocking.
     void send(int rank, const reply_message& r) {
-        reply_header h = encode(r);
-        std::size_t payload = 0;
-        if (r.what == reply_message::kind::assign && !setup_.config.replicated)
-            payload = static_cast<std::size_t>(r.work.count) * kernel_.in_bytes;
-        const std::byte* inputs = in_ + static_cast<std::size_t>(r.work.first) * kernel_.in_bytes;
-        if (payload == 0) {
-            mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, rank, tag_reply, comm_), "MPI_Send");
-        } else if (reply_payload_offset + payload <= inline_capacity) {
-            send_.reserve(reply_payload_offset + payload);
-            std::memcpy(send_.data(), &h, sizeof h);
-            std::memcpy(send_.data() + reply_payload_offset, inputs, payload);
-            mpi::check(MPI_Send(send_.data(), static_cast<int>(reply_payload_offset + payload), MPI_BYTE, rank, tag_reply, comm_),
-                       "MPI_Send");
+        if (r.work == prepared_ && r.what == reply_message::kind::assign && !r.calibration) {  // in send_ already
+            prepared_ = {};
+            mpi::check(MPI_Send(send_.data(), static_cast<int>(prepared_bytes_), MPI_BYTE, rank, tag_reply, comm_), "MPI_Send");
+            return;
+        }
+        prepared_ = {};  // send_ is written now
+        if (const std::size_t bytes = encode_into_send(r); bytes > 0) {
+            mpi::check(MPI_Send(send_.data(), static_cast<int>(bytes), MPI_BYTE, rank, tag_reply, comm_), "MPI_Send");
         } else {
+            const std::size_t payload = payload_of(r);
+            reply_header h = encode(r);
             h.inputs_follow = 1;
             mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, rank, tag_reply, comm_), "MPI_Send");
             pending_.emplace_back();
-            mpi::check(MPI_Isend(inputs, static_cast<int>(payload), MPI_BYTE, rank, tag_inputs, comm_, &pending_.back()),
+            mpi::check(MPI_Isend(in_ + static_cast<std::size_t>(r.work.first) * kernel_.in_bytes, static_cast<int>(payload),
+                                 MPI_BYTE, rank, tag_inputs, comm_, &pending_.back()),
                        "MPI_Isend");
             if (pending_.size() >= 64) complete_sends(false);
         }
@@ -331,7 +360,9 @@ private:
     std::size_t index_bytes_ = 0;         ///< their index, with results of any size
     following_payloads payloads_;          ///< results too large for their request, on their way
     following_payloads::payload* following_ = nullptr;  ///< while a message is handled: its results, when they follow into a buffer
-    wire_buffer send_;
+    wire_buffer send_;                    ///< a reply that travels as one message, written here
+    chunk prepared_;                      ///< send_ holds the assign of this chunk already (prepare(); count 0: none)
+    std::size_t prepared_bytes_ = 0;
     std::vector<MPI_Request> pending_;    ///< inputs sent without blocking
 };
 

@@ -62,13 +62,20 @@ private:
         reply_header h;
         std::memcpy(&h, reply_.data(), sizeof h);
         const reply_message r = decode(h);
-        if (r.what == reply_message::kind::assign && !setup_.config.replicated && kernel_.in_bytes > 0) {
+        const bool own_inputs = r.what == reply_message::kind::assign && !setup_.config.replicated && kernel_.in_bytes > 0;
+        if (!listen_ && session_.computes_at_once(r)) {
+            // Compute first: its inputs are read where they arrived (in the reply, or received into slot 0); nothing
+            // else is held, and the next reply is received once this chunk's request has gone.
+            const std::byte* inputs = in_ + static_cast<std::size_t>(r.work.first) * kernel_.in_bytes;
+            if (own_inputs) inputs = h.inputs_follow ? receive_inputs(0, r.work) : reply_.data() + reply_payload_offset;
+            if (emulated_) compute(&r, inputs);
+            else compute_at_once(r, inputs);
+            return;
+        }
+        if (own_inputs) {
             const int i = free_slot();
             if (h.inputs_follow) {
-                const std::size_t bytes = static_cast<std::size_t>(r.work.count) * kernel_.in_bytes;
-                inputs_[i].reserve(bytes);
-                mpi::check(MPI_Recv(inputs_[i].data(), static_cast<int>(bytes), MPI_BYTE, 0, tag_inputs, comm_, MPI_STATUS_IGNORE),
-                           "MPI_Recv");
+                receive_inputs(i, r.work);
                 slot_offset_[i] = 0;
             } else {
                 std::swap(inputs_[i], reply_);
@@ -80,11 +87,18 @@ private:
             const chunk c = session_.current();
             const double spt = next > c.first ? (clock() - started_) / static_cast<double>(next - c.first) : 0.0;
             perform(session_.on_reclaim(r, next, spt));
-        } else if (!listens() && session_.computes_at_once(r)) {  // compute first: the session is told after the request
-            compute(&r);
         } else {
             perform(session_.on_reply(r));
         }
+    }
+
+    /// The inputs of chunk `c`, too large to travel in its reply, received into slot `i`; returns where they are.
+    const std::byte* receive_inputs(int i, chunk c) {
+        const std::size_t bytes = static_cast<std::size_t>(c.count) * kernel_.in_bytes;
+        inputs_[i].reserve(bytes);
+        mpi::check(MPI_Recv(inputs_[i].data(), static_cast<int>(bytes), MPI_BYTE, 0, tag_inputs, comm_, MPI_STATUS_IGNORE),
+                   "MPI_Recv");
+        return inputs_[i].data();
     }
 
     /// The input slot not holding the chunk being computed (with prefetch, one chunk computes while the next
@@ -168,40 +182,24 @@ private:
         return true;
     }
 
-    /// Whether the farmer's messages are read between two tasks (a reclaim, a cancel may come).
-    bool listens() const { return setup_.config.reclaim != 0 || setup_.config.stragglers != 0; }
 
-    /// Computes the session's current chunk into results_ (its payload), answering reclaims between tasks. Compute
-    /// first (`at_once`: a reply for which worker_session::computes_at_once held, not handed to the session yet):
-    /// its chunk, the session told of the reply and of the chunk's end once its request has gone (on_computed).
-    void compute(const reply_message* at_once = nullptr) {
+    /// Computes the session's current chunk into results_ (its payload), answering reclaims between tasks, paying
+    /// emulated slowdown, asking ahead (prefetch). Compute first where one of those applies (`at_once`: a reply for
+    /// which worker_session::computes_at_once held, not handed to the session yet, its inputs at `at_once_inputs`):
+    /// its chunk, the session told once its request has gone (end_chunk).
+    void compute(const reply_message* at_once = nullptr, const std::byte* at_once_inputs = nullptr) {
         const chunk c = at_once ? at_once->work : session_.current();
-        if (sending_[current_] != MPI_REQUEST_NULL)  // its results of two chunks ago are still on their way
-            mpi::check(MPI_Wait(&sending_[current_], MPI_STATUS_IGNORE), "MPI_Wait");
-        chunk_results& results = results_[current_];
-        results.begin(kernel_, c.count);
-        const std::byte* inputs = inputs_of(c);
+        chunk_results& results = start_chunk(c);
+        const std::byte* inputs = at_once ? at_once_inputs : inputs_of(c);
         started_ = clock();
-        // Between two tasks: a reclaim, or a cancel (stragglers), may come.
-        const bool listen = listens(), emulated = setup_.emulated.active();
         double owed = 0.0;  // emulated slowdown: sleep owed, paid in slices of >= 1 ms
         // The chunk's end moves only when a reclaim takes tasks back, which needs listening.
-        for (task_count task = c.first; task < (listen ? session_.current().first + session_.current().count : c.first + c.count);
+        for (task_count task = c.first; task < (listen_ ? session_.current().first + session_.current().count : c.first + c.count);
              ++task) {
             const auto i = static_cast<std::size_t>(task - c.first);
-            const double task_start = emulated ? clock() : 0.0;
-            try {
-                results.run(task, static_cast<task_count>(i), inputs + i * kernel_.in_bytes);
-            } catch (const std::exception& e) {
-                if (at_once) session_.on_reply(*at_once);  // computing it, for the session too (its action: this chunk)
-                perform(session_.on_failure(task, e.what()));
-                return;
-            } catch (...) {
-                if (at_once) session_.on_reply(*at_once);
-                perform(session_.on_failure(task, "unknown exception"));
-                return;
-            }
-            if (emulated) {
+            const double task_start = emulated_ ? clock() : 0.0;
+            if (!run_task(results, task, i, inputs, at_once)) return;
+            if (emulated_) {
                 owed += setup_.emulated.owed(rank_, task_start, clock() - task_start);
                 if (owed >= 1e-3) sleep_for(owed), owed = 0.0;
             }
@@ -209,17 +207,66 @@ private:
             // test per task keeps them going while it computes (the farmer receives them without waiting).
             if (sending_[0] != MPI_REQUEST_NULL || sending_[1] != MPI_REQUEST_NULL) progress_sends();
             if (!at_once && task + 1 == session_.ask_at()) perform(session_.on_boundary(task + 1));  // prefetch: ask ahead now
-            if (listen && task + 1 < session_.current().first + session_.current().count) {
+            // Between two tasks: a reclaim, or a cancel (stragglers), may come.
+            if (listen_ && task + 1 < session_.current().first + session_.current().count) {
                 answer_messages(task + 1);  // one MPI_Iprobe per task
                 // Aborted, or cancelled: computing nothing, or the chunk asked ahead from its start.
                 if (!session_.computing() || session_.current().first != c.first) return;
             }
         }
         if (owed > 0.0) sleep_for(owed);
+        end_chunk(at_once ? c : session_.current(), at_once);
+    }
+
+    /// Compute first where nothing happens between two tasks (no reclaim, no stragglers, no emulated slowdown): the
+    /// chunk of reply `r` computed from `inputs`, its plain ask sent, the session told after. compute() does the same
+    /// with those; this is the round trip's path, kept apart so that it stays short (docs/performance.md).
+    void compute_at_once(const reply_message& r, const std::byte* inputs) {
+        const chunk c = r.work;
+        chunk_results& results = start_chunk(c);
+        started_ = clock();
+        for (task_count i = 0; i < c.count; ++i) {
+            if (!run_task(results, c.first + i, static_cast<std::size_t>(i), inputs, &r)) return;
+            if (sending_[0] != MPI_REQUEST_NULL || sending_[1] != MPI_REQUEST_NULL) progress_sends();
+        }
+        end_chunk(c, &r);
+    }
+
+    /// The results buffer for chunk `c`, ready (its results of two chunks ago, if still on their way, waited for).
+    chunk_results& start_chunk(chunk c) {
+        if (sending_[current_] != MPI_REQUEST_NULL)
+            mpi::check(MPI_Wait(&sending_[current_], MPI_STATUS_IGNORE), "MPI_Wait");
+        chunk_results& results = results_[current_];
+        results.begin(kernel_, c.count);
+        return results;
+    }
+
+    /// Runs task `task`, the chunk's `i`-th, on its input in `inputs`. A task that throws fails the farm (the session
+    /// told of `at_once` first: it was computing that chunk) and false is returned.
+    bool run_task(chunk_results& results, task_count task, std::size_t i, const std::byte* inputs,
+                  const reply_message* at_once) {
+        try {
+            results.run(task, static_cast<task_count>(i), inputs + i * kernel_.in_bytes);
+            return true;
+        } catch (const std::exception& e) {
+            task_failed(task, e.what(), at_once);
+        } catch (...) {
+            task_failed(task, "unknown exception", at_once);
+        }
+        return false;
+    }
+
+    [[gnu::noinline]] void task_failed(task_count task, const char* what, const reply_message* at_once) {
+        if (at_once) session_.on_reply(*at_once);
+        perform(session_.on_failure(task, what));
+    }
+
+    /// Chunk `done` has been computed (started_ is when it started): its request goes, with the session's accounting
+    /// after it where the request is the plain ask (request first, compute first: `at_once` as in compute()).
+    void end_chunk(chunk done, const reply_message* at_once) {
         const double finished = clock();
-        const chunk done = at_once ? c : session_.current();
         const double busy = finished - started_;
-        if (at_once || session_.asks_when_done()) {  // request first: the plain ask goes now, the session accounts after
+        if (at_once || session_.asks_when_done()) {  // the plain ask goes now, the session accounts after
             plain_.done = done;
             plain_.seconds = busy, plain_.started = started_, plain_.finished = finished;
             send(plain_, false, false);
@@ -272,6 +319,8 @@ private:
     task_count slot_first_[2] = {-1, -1};   ///< the first task of the chunk each holds
     std::size_t slot_offset_[2] = {0, 0};   ///< where its inputs start: after the reply's header when it was the reply
     double started_ = 0.0;
+    const bool listen_ = setup_.config.reclaim != 0 || setup_.config.stragglers != 0;  ///< reads the farmer's messages between two tasks (a reclaim, a cancel may come)
+    const bool emulated_ = setup_.emulated.active();  ///< pays emulated slowdown per task
 };
 
 }  // namespace
