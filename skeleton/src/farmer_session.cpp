@@ -67,29 +67,47 @@ const std::vector<farmer_action>& farmer_session::on_message(int worker, const r
     return handle(worker, m);
 }
 
-const std::vector<farmer_action>& farmer_session::reply_first(int worker, const request_message& m) {
+bool farmer_session::answers_first(int worker, const request_message& m) const {
     if (!options_.clock) throw internal_error("farmer session: reply_first needs options.clock");
     check(worker);
-    auto& w = workers_[static_cast<std::size_t>(worker)];
-    if (!replies_first_ || m.what != request_message::kind::ask || m.done.count == 0 || m.has_sample || aborting_ ||
-        w.retired || w.awaiting || w.release_inferred || farmer_.calibrating() || farmer_.held(worker) != 1 ||
-        farmer_.asked(worker)) {
+    const auto& w = workers_[static_cast<std::size_t>(worker)];
+    return replies_first_ && m.what == request_message::kind::ask && m.done.count > 0 && !m.has_sample && !aborting_ &&
+           !w.retired && !w.awaiting && !w.release_inferred && !farmer_.calibrating() && farmer_.held(worker) == 1 &&
+           !farmer_.asked(worker);
+}
+
+void farmer_session::begin_settling(int worker, const request_message& m) {
+    timed_ = false;
+    actions_.clear();
+    settling_ = worker;
+    settling_message_ = &m;
+}
+
+chunk farmer_session::reply_known(int worker, const request_message& m) {
+    if (!answers_first(worker, m)) return {};
+    const chunk c = farmer_.upcoming(worker);  // known without the technique: the request in settle()
+    if (c.count == 0) return {};
+    begin_settling(worker, m);
+    settling_sent_ = c;
+    return c;  // not awaiting, as answer() leaves it after an assign
+}
+
+const std::vector<farmer_action>& farmer_session::reply_first(int worker, const request_message& m) {
+    if (!answers_first(worker, m)) {
         on_message(worker, m);
         settling_message_ = nullptr;  // settled already
         settling_ = worker;
         return actions_;
     }
-    timed_ = false;
-    actions_.clear();
-    settling_ = worker;
-    settling_message_ = &m;
-    if (const chunk c = farmer_.upcoming(worker); c.count > 0) {  // known without the technique: the request in settle()
+    begin_settling(worker, m);
+    if (const chunk c = farmer_.upcoming(worker); c.count > 0) {  // reply_known()'s case, the reply an action
         reply_message r = reply(reply_message::kind::assign);
         r.work = c;
         send(worker, r);
         settling_sent_ = c;
-        return actions_;  // not awaiting, as answer() leaves it after an assign
+        return actions_;
     }
+    auto& w = workers_[static_cast<std::size_t>(worker)];
     w.awaiting = true;
     answer(worker, farmer_.request(worker, request_time(), true), true);  // assign or stop (nothing parks here)
     return actions_;
@@ -316,8 +334,8 @@ void farmer_session::discard(int worker) {
         }
 }
 
-double farmer_session::deadline() const {
-    if (!farmer_.stragglers() || parked_.empty() || aborting_) return std::numeric_limits<double>::infinity();
+double farmer_session::straggler_deadline() const {
+    if (parked_.empty() || aborting_) return std::numeric_limits<double>::infinity();
     // A chunk overdue at the last timer and not re-executed then waits for an event (a completion, an answer to a
     // reclaim), after which the parked workers are asked again anyway: only later deadlines call for a timer.
     return farmer_.straggler_deadline(timer_at_);

@@ -120,6 +120,7 @@ drive_result random_drive(const std::string& name, task_count tasks, int p, cons
         }
     };
     for (int w = 0; w < p; ++w) worker_acts(w, workers[static_cast<std::size_t>(w)].start());
+    long handled = 0;  // messages the farmer took
     // Compute first (reply_first, no reclaim: the MPI worker's way when it reads nothing between two tasks): a reply
     // the session says is only to be computed is held here, computed, and handed over with the chunk's end.
     std::vector<std::optional<pfarm::reply_message>> at_once(static_cast<std::size_t>(p));
@@ -165,8 +166,16 @@ drive_result random_drive(const std::string& name, task_count tasks, int p, cons
         if (m < p) {
             const pfarm::request_message msg = up[j].front();
             up[j].pop_front();
-            if (reply_first) {
-                farmer_acts(farm.reply_first(w, msg));
+            if (reply_first) {  // every other message through reply_known(), as the MPI farmer with its assign written ahead
+                const pfarm::chunk known = ++handled % 2 == 0 ? farm.reply_known(w, msg) : pfarm::chunk{};
+                if (known.count > 0) {
+                    pfarm::farmer_action a;
+                    a.worker = w;
+                    a.reply.work = known;
+                    farmer_acts({a});
+                } else {
+                    farmer_acts(farm.reply_first(w, msg));
+                }
                 farmer_acts(farm.settle());
             } else {
                 farmer_acts(farm.on_message(w, msg, now));
@@ -334,11 +343,32 @@ TEST(FarmerSession, ReplyFirstAnswersBeforeTheResultsAndSettleTakesThemOrRefuses
     EXPECT_EQ(rest[0].results, (pfarm::chunk{0, 1}));
     EXPECT_EQ(farm.tasks_of(0), 1);
     EXPECT_THROW(farm.settle(), pfarm::internal_error);  // nothing to settle
+    // reply_known(): the chunk known ahead (ss: the next one), the reply left to the caller; settle() as after reply_first.
     ask.done = {1, 1};
+    EXPECT_EQ(farm.reply_known(0, ask), (pfarm::chunk{2, 1}));
+    EXPECT_THROW(farm.reply_known(0, ask), pfarm::internal_error);  // settle() first
+    const auto& known = farm.settle();
+    ASSERT_EQ(known.size(), 1u);
+    EXPECT_EQ(known[0].results, (pfarm::chunk{1, 1}));
+    EXPECT_EQ(farm.tasks_of(0), 2);
+    EXPECT_EQ(farm.chunks_of(0).size(), 3u);  // the hand-out recorded in settle()
+    pfarm::request_message empty;  // nothing in hand: not known ahead, and nothing changed
+    EXPECT_EQ(farm.reply_known(0, empty).count, 0);
+    EXPECT_THROW(farm.settle(), pfarm::internal_error);
+    ask.done = {2, 1};
     farm.reply_first(0, ask);
     EXPECT_TRUE(farm.abort("gone").empty());  // it computes (its next message is answered abort); nothing left to settle
-    EXPECT_EQ(farm.tasks_of(0), 1);
+    EXPECT_EQ(farm.tasks_of(0), 2);
     EXPECT_TRUE(farm.aborting());
+    // A technique whose chunk sizes are not constant: never known ahead (its requests go to the technique).
+    pfarm::farmer_session gss(100, 1, pfarm::make_technique("gss", {}, 1), {.clock = [&now] { return now; }});
+    pfarm::request_message next;
+    const pfarm::chunk c = gss.reply_first(0, next)[0].reply.work;
+    gss.settle();
+    next.done = c;
+    EXPECT_EQ(gss.reply_known(0, next).count, 0);
+    EXPECT_EQ(gss.reply_first(0, next).size(), 1u);
+    gss.settle();
 }
 
 /// The reply that assigns [first, first + count).

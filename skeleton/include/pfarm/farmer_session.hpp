@@ -115,12 +115,19 @@ public:
     /// accepts the results: the hand-out's bookkeeping, and its clock read when records are kept, are off the path too.
     /// Measured in docs/performance.md ("Reply first", "The chunk known ahead").
     const std::vector<farmer_action>& reply_first(int worker, const request_message& m);
+    /// reply_first() where its reply is only the chunk known ahead: returns that chunk, for the driver to send as an
+    /// assign (settle() follows as after reply_first), without building the actions; a count of 0 otherwise, with
+    /// nothing changed (call reply_first). For a driver that holds the upcoming assign ready to send (the MPI farmer
+    /// writes it while it waits: docs/performance.md); reply_first() is this, with the reply as an action.
+    chunk reply_known(int worker, const request_message& m);
     const std::vector<farmer_action>& settle();
     /// The farmer itself failed (an exception while handling a message): every worker is stopped with abort.
     const std::vector<farmer_action>& abort(const std::string& why);
     /// Stragglers: when the driver must call on_timer() if no message comes before (infinity: no need). Workers
     /// parked while a chunk elsewhere may become overdue are asked again then.
-    double deadline() const;
+    double deadline() const {
+        return farmer_.stragglers() ? straggler_deadline() : std::numeric_limits<double>::infinity();
+    }
     const std::vector<farmer_action>& on_timer(double now);
     /// Pool mode: range `range` joins the pool at `now`; the parked workers are asked again.
     const std::vector<farmer_action>& add_tasks(chunk range, double now);
@@ -166,6 +173,10 @@ private:
     double now();      ///< the time of the message being handled (read from the clock at most once)
     double arrival();  ///< when it reached the farmer
     const worker_state& state(int worker) const;
+    /// reply_first()'s rule: whether worker's message m may be answered before its results are accounted.
+    bool answers_first(int worker, const request_message& m) const;
+    void begin_settling(int worker, const request_message& m);  ///< reply_first() answers; settle() follows
+    double straggler_deadline() const;  ///< deadline() with stragglers
     void check(int worker) const {
         if (worker < 0 || worker >= workers()) [[unlikely]] bad_worker(worker);
         if (settling_ >= 0) [[unlikely]] not_settled();

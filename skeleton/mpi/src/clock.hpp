@@ -35,8 +35,8 @@ public:
 #if defined(__x86_64__)
         if (source_ == source::tsc) {
             const std::uint64_t since = __rdtsc() - anchor_ticks_;  // unsigned: a TSC gone backwards reads huge
-            if (since < interval_ticks_) [[likely]]
-                return not_before(anchor_seconds_ + static_cast<double>(since) * seconds_per_tick_);
+            if (since < interval_ticks_) [[likely]]  // below 2^63: converted as signed, one instruction
+                return not_before(anchor_seconds_ + static_cast<double>(static_cast<std::int64_t>(since)) * seconds_per_tick_);
         }
 #endif
         return anchor();

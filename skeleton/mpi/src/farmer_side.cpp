@@ -145,8 +145,11 @@ private:
             }
             if (message_.what == request_message::kind::ask) ++report_.farmer_requests;
             // The reply goes before the results are accounted where it cannot depend on them (reply first: the
-            // session's rule); the session reads the clock if it needs it.
-            perform(session_.reply_first(rank - offset_, message_));
+            // session's rule); the session reads the clock if it needs it. With the upcoming assign written ahead, the
+            // session only says whether it is the reply (reply_known), and it goes as it is.
+            const chunk known = prepared_.count > 0 ? session_.reply_known(rank - offset_, message_) : chunk{};
+            if (known.count > 0) send_assign(rank, known);
+            else perform(session_.reply_first(rank - offset_, message_));
             perform(session_.settle());
             following_ = nullptr;
             prepare(session_.decisions().upcoming(rank - offset_));
@@ -233,6 +236,12 @@ private:
         r.work = c;
         prepared_bytes_ = encode_into_send(r);
         prepared_ = prepared_bytes_ > 0 ? c : chunk{};
+    }
+
+    void send_assign(int rank, chunk c) {
+        reply_message r;
+        r.work = c;
+        send(rank, r);
     }
 
     /// A reply with its inputs; inputs too large to travel in it follow, sent from in_ without blocking.

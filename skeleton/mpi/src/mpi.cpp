@@ -13,9 +13,7 @@ std::string describe(int code) {
 
 mpi_error::mpi_error(const std::string& call, int code) : error(call + ": " + describe(code)), code_(code) {}
 
-void check(int code, const char* call) {
-    if (code != MPI_SUCCESS) throw mpi_error(call, code);
-}
+void fail(int code, const char* call) { throw mpi_error(call, code); }
 
 environment::environment(int* argc, char*** argv) {
     int initialised = 0;

@@ -29,7 +29,9 @@ public:
                     .readings_calibration = setup.config.readings_calibration != 0,
                     // A reply without inputs is a header: sent without waiting for its receive, it cannot deadlock
                     // with results sent while it comes (worker_session_options::results_early).
-                    .results_early = setup.config.replicated != 0 || kernel.in_bytes == 0}) {}
+                    .results_early = setup.config.replicated != 0 || kernel.in_bytes == 0}) {
+        reply_.reserve(inline_capacity);
+    }
 
     farm_report run(const farm_options& options, int ranks) {
         report_ = empty_report(options, ranks, setup_.config.tasks);
@@ -51,8 +53,13 @@ private:
     /// Receives the farmer's next message and hands it to the session. A reclaim is answered with the chunk's
     /// progress (`next` the first task not started; the session ignores it when nothing is being computed).
     void receive_one(task_count next = 0) {
-        MPI_Status status;
-        receive(comm_, 0, tag_reply, reply_, true, setup_.config.gentle_wait != 0, status);
+        if (setup_.config.gentle_wait != 0) {
+            MPI_Status status;
+            receive(comm_, 0, tag_reply, reply_, true, true, status);
+        } else {  // every reply's path: one MPI_Recv into the buffer
+            mpi::check(MPI_Recv(reply_.data(), static_cast<int>(inline_capacity), MPI_BYTE, 0, tag_reply, comm_, MPI_STATUS_IGNORE),
+                       "MPI_Recv");
+        }
         take(next);
     }
 
@@ -79,6 +86,7 @@ private:
                 slot_offset_[i] = 0;
             } else {
                 std::swap(inputs_[i], reply_);
+                reply_.reserve(inline_capacity);  // the next reply is received into it
                 slot_offset_[i] = reply_payload_offset;
             }
             slot_first_[i] = r.work.first;
@@ -139,6 +147,27 @@ private:
     /// send is complete.
     bool send(const request_message& m, bool readings, bool calibration) {
         // The chunk's results, computed in place after the header's room in results_[current_], go with it.
+        chunk_results& results = results_[current_];
+        if (!readings && m.done.count > 0 && m.what != request_message::kind::released &&
+            m.what != request_message::kind::failure) {  // every chunk's path: no readings, its results in one message
+            const std::size_t bytes = results.bytes(m.done.count);
+            if (request_payload_offset + bytes <= inline_capacity) {
+                request_header& h = *::new (static_cast<void*>(results.buffer().data())) request_header;
+                encode_into(h, m);
+                h.results_bytes = static_cast<std::int64_t>(bytes);
+                h.index_bytes = static_cast<std::int64_t>(results.index_bytes());
+                mpi::check(MPI_Send(results.buffer().data(), static_cast<int>(request_payload_offset + bytes), MPI_BYTE, 0,
+                                    tag_request, comm_),
+                           "MPI_Send");
+                return true;
+            }
+        }
+        return send_otherwise(m, readings, calibration);
+    }
+
+    /// send() for every other request: with readings, without results, with results that follow, a failure, a victim's
+    /// answer.
+    [[gnu::noinline]] bool send_otherwise(const request_message& m, bool readings, bool calibration) {
         chunk_results& results = results_[current_];
         const bool with_results =
             m.what != request_message::kind::released && m.what != request_message::kind::failure && m.done.count > 0;
