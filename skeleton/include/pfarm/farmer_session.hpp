@@ -118,7 +118,8 @@ public:
     /// reply_first() where its reply is only the chunk known ahead: returns that chunk, for the driver to send as an
     /// assign (settle() follows as after reply_first), without building the actions; a count of 0 otherwise, with
     /// nothing changed (call reply_first). For a driver that holds the upcoming assign ready to send (the MPI farmer
-    /// writes it while it waits: docs/performance.md); reply_first() is this, with the reply as an action.
+    /// writes it while it waits: docs/performance.md); reply_first() is this, with the reply as an action. It reads
+    /// only m.what, m.done and m.has_sample: the driver may fill in the rest of m after it, before settle().
     chunk reply_known(int worker, const request_message& m);
     const std::vector<farmer_action>& settle();
     /// The farmer itself failed (an exception while handling a message): every worker is stopped with abort.

@@ -122,9 +122,15 @@ private:
     /// in place first). Its receive is posted again whatever happens.
     void handle(const received_message& m) {
         try {
+            const int rank = m.source;
+            // The reply goes before the results are accounted where it cannot depend on them (reply first: the
+            // session's rule). With the upcoming assign written ahead, the session says from the request's kind and
+            // chunk alone whether it is the reply (reply_known), and it goes before the rest is read.
+            decode_head(m.data, message_);
+            const chunk known = prepared_.count > 0 ? session_.reply_known(rank - offset_, message_) : chunk{};
+            if (known.count > 0) send_assign(rank, known);
             request_header h;
             std::memcpy(&h, m.data, sizeof h);
-            const int rank = m.source;
             decode(h, offsets_[static_cast<std::size_t>(rank)], message_);
             delivering_ = message_.done;
             if (message_.what == request_message::kind::failure) {
@@ -144,12 +150,7 @@ private:
                     payloads_.receive_in_place(out_ + static_cast<std::size_t>(h.first) * kernel_.out_bytes, bytes, rank, comm_);
             }
             if (message_.what == request_message::kind::ask) ++report_.farmer_requests;
-            // The reply goes before the results are accounted where it cannot depend on them (reply first: the
-            // session's rule); the session reads the clock if it needs it. With the upcoming assign written ahead, the
-            // session only says whether it is the reply (reply_known), and it goes as it is.
-            const chunk known = prepared_.count > 0 ? session_.reply_known(rank - offset_, message_) : chunk{};
-            if (known.count > 0) send_assign(rank, known);
-            else perform(session_.reply_first(rank - offset_, message_));
+            if (known.count == 0) perform(session_.reply_first(rank - offset_, message_));  // it reads the clock if it must
             perform(session_.settle());
             following_ = nullptr;
             prepare(session_.decisions().upcoming(rank - offset_));

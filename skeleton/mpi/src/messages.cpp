@@ -164,16 +164,9 @@ farmer_inbox::farmer_inbox(MPI_Comm comm, bool reclaim, bool gentle) : comm_(com
     requests_[1] = request_.request();
 }
 
-const received_message* farmer_inbox::next(bool block) {
+const received_message* farmer_inbox::next_otherwise(bool block) {
     MPI_Status status;
     if (!reclaim_) {
-        if (block && !gentle_) {  // every request's path without reclaim: one MPI_Recv into the buffer, nothing else
-            mpi::check(MPI_Recv(buffer_.data(), static_cast<int>(inline_capacity), MPI_BYTE, MPI_ANY_SOURCE, tag_request, comm_,
-                                &message_.status),
-                       "MPI_Recv");
-            message_.source = message_.status.MPI_SOURCE;
-            return &message_;
-        }
         if (!receive(comm_, MPI_ANY_SOURCE, tag_request, buffer_, block, gentle_, status)) return nullptr;
         message_ = {status.MPI_SOURCE, buffer_.data(), status, received_message::unknown};
         return &message_;

@@ -11,6 +11,8 @@
 
 #include "wire.hpp"
 
+#include "pfarm/mpi.hpp"
+
 #include <mpi.h>
 
 #include <cstddef>
@@ -130,7 +132,15 @@ class farmer_inbox {
 public:
     farmer_inbox(MPI_Comm comm, bool reclaim, bool gentle);
     /// The next message, or null when none has come and `block` is false. Valid until release().
-    const received_message* next(bool block);
+    const received_message* next(bool block) {
+        if (reclaim_ || !block || gentle_) return next_otherwise(block);
+        // Every request's path without reclaim: one MPI_Recv into the buffer, nothing else (inline: the round trip's).
+        mpi::check(MPI_Recv(buffer_.data(), static_cast<int>(inline_capacity), MPI_BYTE, MPI_ANY_SOURCE, tag_request, comm_,
+                            &message_.status),
+                   "MPI_Recv");
+        message_.source = message_.status.MPI_SOURCE;
+        return &message_;
+    }
     /// The message from next() is handled (with reclaim its receive is posted again).
     void release() {
         if (taken_) repost();  // without reclaim nothing was posted ahead: every message's path, inline
@@ -139,6 +149,7 @@ public:
     void close();
 
 private:
+    const received_message* next_otherwise(bool block);  ///< next() with reclaim, or not blocking, or gentle
     void repost();  ///< reclaim: posts again the receive whose message next() returned
     MPI_Comm comm_;
     bool reclaim_, gentle_;

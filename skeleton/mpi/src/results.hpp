@@ -18,7 +18,8 @@ public:
     /// Makes room for a chunk of `count` tasks (the buffer is reused: no allocation once warm).
     void begin(const task_kernel& kernel, task_count count) {
         kernel_ = &kernel;
-        if (kernel.variable()) {
+        variable_ = kernel.variable();
+        if (variable_) {
             index_bytes_ = variable_index_bytes(count);
             used_ = index_bytes_;
             buffer_.reserve(request_payload_offset + index_bytes_);
@@ -31,7 +32,7 @@ public:
 
     /// Runs task `task` (0-based), the chunk's `i`-th, on its input `in`. May throw what the task throws.
     void run(task_count task, task_count i, const std::byte* in) {
-        if (kernel_->variable()) {
+        if (variable_) {
             slot_ = i;
             const std::uint64_t none = 0;  // a task that writes nothing has no results
             std::memcpy(payload() + static_cast<std::size_t>(i) * sizeof none, &none, sizeof none);
@@ -43,7 +44,7 @@ public:
 
     /// Bytes of the results of the first `done` tasks (all computed so far with results of any size).
     std::size_t bytes(task_count done) const {
-        return kernel_->variable() ? used_ : static_cast<std::size_t>(done) * kernel_->out_bytes;
+        return variable_ ? used_ : static_cast<std::size_t>(done) * kernel_->out_bytes;
     }
     std::size_t index_bytes() const noexcept { return index_bytes_; }
     wire_buffer& buffer() noexcept { return buffer_; }
@@ -60,6 +61,7 @@ private:
     }
 
     const task_kernel* kernel_ = nullptr;
+    bool variable_ = false;  ///< kernel_->variable(), read once per chunk
     wire_buffer buffer_;
     std::size_t index_bytes_ = 0, used_ = 0;
     task_count slot_ = 0;

@@ -69,7 +69,7 @@ private:
         reply_header h;
         std::memcpy(&h, reply_.data(), sizeof h);
         const reply_message r = decode(h);
-        const bool own_inputs = r.what == reply_message::kind::assign && !setup_.config.replicated && kernel_.in_bytes > 0;
+        const bool own_inputs = r.what == reply_message::kind::assign && inputs_travel_;
         if (!listen_ && session_.computes_at_once(r)) {
             // Compute first: its inputs are read where they arrived (in the reply, or received into slot 0); nothing
             // else is held, and the next reply is received once this chunk's request has gone.
@@ -114,7 +114,7 @@ private:
     int free_slot() const { return session_.computing() && slot_first_[0] == session_.current().first ? 1 : 0; }
 
     const std::byte* inputs_of(const chunk& c) const {
-        if (setup_.config.replicated || kernel_.in_bytes == 0) return in_ + static_cast<std::size_t>(c.first) * kernel_.in_bytes;
+        if (!inputs_travel_) return in_ + static_cast<std::size_t>(c.first) * kernel_.in_bytes;
         for (int i = 0; i < 2; ++i)
             if (slot_first_[i] == c.first) return inputs_[i].data() + slot_offset_[i];
         throw internal_error("farm: rank " + std::to_string(rank_) + " has no inputs for its chunk");
@@ -262,7 +262,7 @@ private:
     }
 
     /// The results buffer for chunk `c`, ready (its results of two chunks ago, if still on their way, waited for).
-    chunk_results& start_chunk(chunk c) {
+    [[gnu::always_inline]] chunk_results& start_chunk(chunk c) {
         if (sending_[current_] != MPI_REQUEST_NULL)
             mpi::check(MPI_Wait(&sending_[current_], MPI_STATUS_IGNORE), "MPI_Wait");
         chunk_results& results = results_[current_];
@@ -292,7 +292,7 @@ private:
 
     /// Chunk `done` has been computed (started_ is when it started): its request goes, with the session's accounting
     /// after it where the request is the plain ask (request first, compute first: `at_once` as in compute()).
-    void end_chunk(chunk done, const reply_message* at_once) {
+    [[gnu::always_inline]] void end_chunk(chunk done, const reply_message* at_once) {
         const double finished = clock();
         const double busy = finished - started_;
         if (at_once || session_.asks_when_done()) {  // the plain ask goes now, the session accounts after
@@ -350,6 +350,7 @@ private:
     double started_ = 0.0;
     const bool listen_ = setup_.config.reclaim != 0 || setup_.config.stragglers != 0;  ///< reads the farmer's messages between two tasks (a reclaim, a cancel may come)
     const bool emulated_ = setup_.emulated.active();  ///< pays emulated slowdown per task
+    const bool inputs_travel_ = !setup_.config.replicated && kernel_.in_bytes > 0;  ///< an assign carries its inputs
 };
 
 }  // namespace
