@@ -52,6 +52,14 @@ struct record {
 };
 
 /// What a random drive saw.
+/// The reply that assigns [first, first + count).
+pfarm::reply_message assign(task_count first, task_count count) {
+    pfarm::reply_message r;
+    r.what = pfarm::reply_message::kind::assign;
+    r.work = {first, count};
+    return r;
+}
+
 struct drive_result {
     std::vector<record> handouts;  ///< every assign, in the order sent
     std::vector<int> computed;     ///< per task: how many times a worker computed it
@@ -168,14 +176,8 @@ drive_result random_drive(const std::string& name, task_count tasks, int p, cons
             up[j].pop_front();
             if (reply_first) {  // every other message through reply_known(), as the MPI farmer with its assign written ahead
                 const pfarm::chunk known = ++handled % 2 == 0 ? farm.reply_known(w, msg) : pfarm::chunk{};
-                if (known.count > 0) {
-                    pfarm::farmer_action a;
-                    a.worker = w;
-                    a.reply.work = known;
-                    farmer_acts({a});
-                } else {
-                    farmer_acts(farm.reply_first(w, msg));
-                }
+                if (known.count == 0) farmer_acts(farm.reply_first(w, msg));
+                else farmer_acts({{pfarm::farmer_action::kind::send, w, assign(known.first, known.count), {}}});
                 farmer_acts(farm.settle());
             } else {
                 farmer_acts(farm.on_message(w, msg, now));
@@ -371,13 +373,6 @@ TEST(FarmerSession, ReplyFirstAnswersBeforeTheResultsAndSettleTakesThemOrRefuses
     gss.settle();
 }
 
-/// The reply that assigns [first, first + count).
-pfarm::reply_message assign(task_count first, task_count count) {
-    pfarm::reply_message r;
-    r.what = pfarm::reply_message::kind::assign;
-    r.work = {first, count};
-    return r;
-}
 
 /// Request first: the session announces the plain ask only when it is the request due (nothing asked ahead, no reply
 /// ahead, no readings), and on_chunk_done(..., true) then sends nothing, or refuses when it was not; compute first
