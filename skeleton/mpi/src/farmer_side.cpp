@@ -1,8 +1,9 @@
 // pfarm MPI engine: rank 0's side, the MPI transport of a farmer_session (farmer_session.hpp owns every rule:
 // the barrier, parking, chunks in flight, reclaim, stop, abort, records and metrics). This file only receives
 // requests (and the results that follow one, without waiting for them: following_payloads), stores the results
-// the session accepts, sends the replies it decides, and, when the farmer computes, runs rank 0's own worker
-// (own_worker.hpp), between two of whose tasks it serves the requests.
+// the session accepts, sends the replies it decides (the assign of the chunk known ahead written while it waits),
+// and, when the farmer computes, runs rank 0's own worker (own_worker.hpp), between two of whose tasks it serves
+// the requests.
 #include "engine.hpp"
 #include "messages.hpp"
 #include "own_worker.hpp"
