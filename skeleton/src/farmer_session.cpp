@@ -72,7 +72,7 @@ bool farmer_session::answers_first(int worker, const request_message& m) const {
     check(worker);
     const auto& w = workers_[static_cast<std::size_t>(worker)];
     return replies_first_ && m.what == request_message::kind::ask && m.done.count > 0 && !m.has_sample && !aborting_ &&
-           !w.retired && !w.awaiting && !w.release_inferred && farmer_.steady(worker);
+           !w.retired && !w.awaiting && !w.release_inferred && !farmer_.calibrating() && farmer_.holds_one_unasked(worker);
 }
 
 void farmer_session::begin_settling(int worker, const request_message& m) {

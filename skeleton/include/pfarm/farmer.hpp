@@ -206,11 +206,11 @@ public:
     chunk in_flight(int worker, int i) const { return workers_.at(static_cast<std::size_t>(worker)).in_flight[i]; }
     /// Whether worker `worker` is being asked to give tasks back (its answer is due).
     bool asked(int worker) const { return workers_.at(static_cast<std::size_t>(worker)).thief >= 0; }
-    /// Past calibration, worker `worker` holds exactly one chunk and is not asked for tasks back: held() == 1 and
-    /// !asked() without their checks (`worker` must be valid: farmer_session's reply first asks it on every request).
-    bool steady(int worker) const noexcept {
+    /// held(worker) == 1 && !asked(worker) without their bounds checks (`worker` must be valid): farmer_session's
+    /// reply first asks it on every request.
+    bool holds_one_unasked(int worker) const noexcept {
         const auto& w = workers_[static_cast<std::size_t>(worker)];
-        return phase_ != phase::calibrating && w.held == 1 && w.thief < 0;
+        return w.held == 1 && w.thief < 0;
     }
     /// Workers waiting for a victim's answer (a driver that aborts must answer them too).
     std::vector<int> thieves() const;

@@ -217,10 +217,11 @@ private:
     }
 
     /// Writes reply `r` (header and inputs) into send_ when it travels as one message; returns its bytes (0: it does
-    /// not: its inputs follow).
+    /// not: its inputs follow, and send_ is left as it was).
     std::size_t encode_into_send(const reply_message& r) {
         const std::size_t payload = payload_of(r);
         if (reply_payload_offset + payload > inline_capacity) return 0;
+        prepared_ = {};  // send_ no longer holds the assign written ahead
         send_.reserve(reply_payload_offset + payload);
         const reply_header h = encode(r);
         std::memcpy(send_.data(), &h, sizeof h);
@@ -249,11 +250,9 @@ private:
     /// A reply with its inputs; inputs too large to travel in it follow, sent from in_ without blocking.
     void send(int rank, const reply_message& r) {
         if (r.work == prepared_ && r.what == reply_message::kind::assign && !r.calibration) {  // in send_ already
-            prepared_ = {};
             mpi::check(MPI_Send(send_.data(), static_cast<int>(prepared_bytes_), MPI_BYTE, rank, tag_reply, comm_), "MPI_Send");
             return;
         }
-        prepared_ = {};  // send_ is written now
         if (const std::size_t bytes = encode_into_send(r); bytes > 0) {
             mpi::check(MPI_Send(send_.data(), static_cast<int>(bytes), MPI_BYTE, rank, tag_reply, comm_), "MPI_Send");
         } else {
@@ -372,8 +371,8 @@ private:
     following_payloads payloads_;          ///< results too large for their request, on their way
     following_payloads::payload* following_ = nullptr;  ///< while a message is handled: its results, when they follow into a buffer
     wire_buffer send_;                    ///< a reply that travels as one message, written here
-    chunk prepared_;                      ///< send_ holds the assign of this chunk already (prepare(); count 0: none)
-    std::size_t prepared_bytes_ = 0;
+    chunk prepared_;                      ///< send_ holds the assign of this chunk (prepare(); count 0: none)
+    std::size_t prepared_bytes_ = 0;      ///< and its bytes
     std::vector<MPI_Request> pending_;    ///< inputs sent without blocking
 };
 

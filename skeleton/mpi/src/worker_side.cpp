@@ -148,34 +148,25 @@ private:
     bool send(const request_message& m, bool readings, bool calibration) {
         // The chunk's results, computed in place after the header's room in results_[current_], go with it.
         chunk_results& results = results_[current_];
-        if (!readings && m.done.count > 0 && m.what != request_message::kind::released &&
-            m.what != request_message::kind::failure) {  // every chunk's path: no readings, its results in one message
-            const std::size_t bytes = results.bytes(m.done.count);
-            if (request_payload_offset + bytes <= inline_capacity) {
-                request_header& h = *::new (static_cast<void*>(results.buffer().data())) request_header;
-                encode_into(h, m);
-                h.results_bytes = static_cast<std::int64_t>(bytes);
-                h.index_bytes = static_cast<std::int64_t>(results.index_bytes());
-                mpi::check(MPI_Send(results.buffer().data(), static_cast<int>(request_payload_offset + bytes), MPI_BYTE, 0,
-                                    tag_request, comm_),
-                           "MPI_Send");
-                return true;
-            }
-        }
-        return send_otherwise(m, readings, calibration);
-    }
-
-    /// send() for every other request: with readings, without results, with results that follow, a failure, a victim's
-    /// answer.
-    [[gnu::noinline]] bool send_otherwise(const request_message& m, bool readings, bool calibration) {
-        chunk_results& results = results_[current_];
         const bool with_results =
             m.what != request_message::kind::released && m.what != request_message::kind::failure && m.done.count > 0;
         const std::size_t bytes = with_results ? results.bytes(m.done.count) : 0;
-        const bool results_in = with_results && request_payload_offset + bytes <= inline_capacity;
-        // Default-constructed once, where it goes: in place before the results, or the header alone.
-        request_header& h = *::new (results_in ? static_cast<void*>(results.buffer().data()) : static_cast<void*>(&header_))
-                                request_header;
+        if (!with_results || request_payload_offset + bytes > inline_capacity) return send_header_alone(m, readings, calibration, bytes);
+        // Every chunk's request: its header default-constructed in place before the results, one message.
+        request_header& h = *::new (static_cast<void*>(results.buffer().data())) request_header;
+        encode_into(h, m);
+        if (readings && !read_monitors(h, calibration)) return false;
+        h.results_bytes = static_cast<std::int64_t>(bytes);
+        h.index_bytes = static_cast<std::int64_t>(results.index_bytes());
+        mpi::check(MPI_Send(results.buffer().data(), static_cast<int>(request_payload_offset + bytes), MPI_BYTE, 0, tag_request, comm_),
+                   "MPI_Send");
+        return true;
+    }
+
+    /// send() for a request whose header goes alone: a victim's answer, a failure (its text after it), a request
+    /// without results, or one whose results (`bytes`) follow it. Out of line: the chunk's path is send()'s.
+    [[gnu::noinline]] bool send_header_alone(const request_message& m, bool readings, bool calibration, std::size_t bytes) {
+        request_header& h = *::new (static_cast<void*>(&header_)) request_header;
         encode_into(h, m);
         if (readings && !read_monitors(h, calibration)) return false;
         if (m.what == request_message::kind::released) {
@@ -195,22 +186,16 @@ private:
             mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_request, comm_), "MPI_Send");
             return true;
         }
-        wire_buffer& buffer = results.buffer();
+        chunk_results& results = results_[current_];
         h.results_bytes = static_cast<std::int64_t>(bytes);
         h.index_bytes = static_cast<std::int64_t>(results.index_bytes());
-        if (results_in) {  // the header is in place already
-            mpi::check(MPI_Send(buffer.data(), static_cast<int>(request_payload_offset + bytes), MPI_BYTE, 0, tag_request, comm_),
-                       "MPI_Send");
-        } else {
-            h.results_follow = 1;
-            mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_request, comm_), "MPI_Send");
-            mpi::check(MPI_Isend(results.payload(), static_cast<int>(bytes), MPI_BYTE, 0, tag_results, comm_, &sending_[current_]),
-                       "MPI_Isend");
-            current_ = 1 - current_;  // the next chunk computes into the other buffer
-        }
+        h.results_follow = 1;
+        mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_request, comm_), "MPI_Send");
+        mpi::check(MPI_Isend(results.payload(), static_cast<int>(bytes), MPI_BYTE, 0, tag_results, comm_, &sending_[current_]),
+                   "MPI_Isend");
+        current_ = 1 - current_;  // the next chunk computes into the other buffer
         return true;
     }
-
 
     /// Computes the session's current chunk into results_ (its payload), answering reclaims between tasks, paying
     /// emulated slowdown, asking ahead (prefetch). Compute first where one of those applies (`at_once`: a reply for
@@ -285,6 +270,7 @@ private:
         return false;
     }
 
+    /// A task of the chunk threw: the farm fails. Out of line, off the task loop.
     [[gnu::noinline]] void task_failed(task_count task, const char* what, const reply_message* at_once) {
         if (at_once) session_.on_reply(*at_once);
         perform(session_.on_failure(task, what));
