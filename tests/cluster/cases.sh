@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# The cluster tests' cases, each run inside an emulated cluster made by 'pfarm-cluster with' (PFARM_CLUSTER, the
+# harness, and PFARM_CLUSTER_NAME set): the same answers across emulated nodes as on one node.
+#   cases.sh CASE WORKDIR      programs from the environment: MANDELBROT, CALCIUM, PFARM_RUN, C_API
+# Cases: mandelbrot, calcium, hierarchical, decentralised, c_api, run_mpirun, journal_kill, slurm.
+set -euo pipefail
+case_name=$1 work=$2
+rm -rf "$work" && mkdir -p "$work"
+cd "$work"
+
+pc() { "$PFARM_CLUSTER" "$@"; }
+say() { echo "cluster.$case_name: $*" >&2; }
+fail() { echo "cluster.$case_name: FAILED: $*" >&2; exit 1; }
+# The single-node reference: plain mpiexec on this machine, outside the emulated nodes.
+local_mpi() { local n=$1; shift; mpirun --oversubscribe -np "$n" "$@"; }
+json_field() { python3 -c 'import json,sys; t=open(sys.argv[1]).read(); print(json.loads(t[t.index("{"):t.rindex("}")+1])[sys.argv[2]])' "$1" "$2"; }
+timed() {  # timed LABEL COMMAND...: runs it, prints its wall time
+  local t0=$SECONDS label=$1; shift
+  "$@"
+  say "$label: $((SECONDS - t0)) s"
+}
+
+# The rank -> hostname map of an mpirun over HOSTS (what the ranks' gethostname says).
+rank_hosts() {
+  pc run --host "$1" -- sh -c 'echo "$OMPI_COMM_WORLD_RANK $(hostname)"' | sort -n
+}
+
+mandel_args=(--width 240 --height 160 --max-iterations 800 --quiet --json)
+
+case $case_name in
+mandelbrot)
+  # The flat farmer across 3 nodes (ranks 0-1 on node0, 2 on node1, 3 on node2): the checksum and the image equal a
+  # single-node run's, with a fixed technique and with the adaptive ones.
+  local_mpi 4 "$MANDELBROT" "${mandel_args[@]}" --technique gss --output ref.pgm >ref.json
+  ref=$(json_field ref.json checksum)
+  [ "$(rank_hosts node0:2,node1:1,node2:1 | awk '{print $2}' | sort -u | wc -l)" -eq 3 ] || fail "ranks not on 3 hostnames"
+  for t in "gss" "multi" "af" "ss --prefetch --reclaim"; do
+    # shellcheck disable=SC2086
+    timed "$t" pc run -- "$MANDELBROT" "${mandel_args[@]}" --technique $t --output "c-${t%% *}.pgm" >"c-${t%% *}.json"
+    got=$(json_field "c-${t%% *}.json" checksum)
+    [ "$got" = "$ref" ] || fail "$t: checksum $got across nodes, $ref on one node"
+    cmp -s ref.pgm "c-${t%% *}.pgm" || fail "$t: the image differs from the single-node run's"
+    [ "$(json_field "c-${t%% *}.json" ranks)" = 4 ] || fail "$t: not 4 ranks"
+  done
+  say "checksum $ref and the image identical to one node's for gss, multi, af, ss with prefetch and reclaim"
+  ;;
+
+calcium)
+  # pfarm-calcium across 3 nodes: its whole output folder byte-identical to a one-rank run's.
+  args=(--channels 300 --steps 400 --peak-duration 0.002 --voltage-step 10 --experiments 26 --seed 5 --quiet)
+  local_mpi 1 "$CALCIUM" --technique static --output ref "${args[@]}" >/dev/null
+  for t in multi fss; do
+    timed "$t" pc run -- "$CALCIUM" --technique "$t" --output "c-$t" "${args[@]}" >/dev/null
+    diff -r ref "c-$t" >/dev/null || fail "$t: output differs from the single-node run's: $(diff -rq ref "c-$t" | head -3)"
+  done
+  say "output folders identical to a one-rank run's ($(find ref -type f | wc -l) files)"
+  ;;
+
+hierarchical)
+  # --farmer hierarchical --masters 0: one master per node. 7 ranks, 3 on node0 (the supermaster and a group of
+  # two), 2 on node1, 2 on node2: the masters must be the lowest rank but 0 of each hostname, one per hostname.
+  hosts=node0:3,node1:2,node2:2
+  rank_hosts $hosts >ranks.txt
+  local_mpi 4 "$MANDELBROT" "${mandel_args[@]}" --technique ss --output ref.pgm >/dev/null
+  timed "hierarchical ss" pc run --host $hosts -- "$MANDELBROT" --width 240 --height 160 --max-iterations 800 \
+    --technique ss --farmer hierarchical --masters 0 --output h.pgm --quiet >h.txt
+  cmp -s ref.pgm h.pgm || fail "the image differs from the single-node run's"
+  grep -q "supermaster answered [0-9]* requests from 3 masters" h.txt || fail "not 3 masters: $(cat h.txt)"
+  masters=$(sed -n 's/^  rank \([0-9]*\): master.*/\1/p' h.txt | sort -n | tr '\n' ' ')
+  expected=$(awk '$1 != 0 && !($2 in seen) {seen[$2] = 1; print $1}' ranks.txt | sort -n | tr '\n' ' ')
+  [ "$masters" = "$expected" ] || fail "masters are ranks $masters; the lowest rank but 0 per hostname is $expected ($(tr '\n' ' ' <ranks.txt))"
+  master_hosts=$(for r in $masters; do awk -v r="$r" '$1 == r {print $2}' ranks.txt; done | sort -u | wc -l)
+  [ "$master_hosts" -eq 3 ] || fail "the masters are on $master_hosts hostnames, expected 3"
+  say "masters ranks $masters, one per hostname ($(tr '\n' ' ' <ranks.txt)); image identical"
+  ;;
+
+decentralised)
+  # The decentralised farm claims chunks by one-sided atomics on a window over every rank. Over TCP, Open MPI 4.1's
+  # osc/rdma cannot make that window (no RDMA transport); osc/pt2pt can (the harness passes --mca osc pt2pt,sm).
+  local_mpi 4 "$MANDELBROT" "${mandel_args[@]}" --technique gss --output ref.pgm >ref.json
+  for t in gss fss "dgss --weights 1,4,2,1"; do
+    # shellcheck disable=SC2086
+    timed "$t" pc run -- "$MANDELBROT" "${mandel_args[@]}" --technique $t --farmer decentralised --farmer-computes \
+      --output "d-${t%% *}.pgm" >"d-${t%% *}.json"
+    cmp -s ref.pgm "d-${t%% *}.pgm" || fail "$t: the image differs from the single-node run's"
+    [ "$(json_field "d-${t%% *}.json" checksum)" = "$(json_field ref.json checksum)" ] || fail "$t: checksum differs"
+  done
+  # Without a component that works over TCP, the run must stop with an error saying what to do, never hang.
+  set +e
+  timeout 60 "$PFARM_CLUSTER" run -- --mca osc rdma "$MANDELBROT" --width 20 --height 20 --technique gss --farmer decentralised \
+    --quiet >rdma.out 2>&1
+  rc=$?
+  set -e
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "with osc rdma across nodes: exit $rc, expected an error"
+  grep -q "MPI_Win_allocate" rdma.out || fail "with osc rdma: no error naming MPI_Win_allocate: $(head -5 rdma.out)"
+  say "images identical to one node's for gss, fss, dgss; osc rdma alone stops with: $(grep -m1 MPI_Win_allocate rdma.out)"
+  ;;
+
+c_api)
+  # The C API's test program (tests/mpi/test_c_api.c) across 3 nodes: it checks its own results.
+  timed "c api" pc run -- "$C_API" >c_api.out 2>&1 || fail "$(tail -20 c_api.out)"
+  grep -q "c api: ok" c_api.out || fail "no 'c api: ok': $(tail -5 c_api.out)"
+  say "$(grep 'c api: ok' c_api.out)"
+  ;;
+
+run_mpirun | run_srun)
+  # pfarm-run across 3 nodes whose commands are themselves MPI programs (one-rank runs of pfarm-mandelbrot): each
+  # command's checksum equals the one computed here, the job log names the host each ran on (its own hostname, as
+  # the command printed it), and the commands ran on every node.
+  widths=(16 24 32 40 48 56)
+  for w in "${widths[@]}"; do
+    local_mpi 1 "$MANDELBROT" --width "$w" --height 30 --max-iterations 200 --quiet --json >"ref-$w.json"
+  done
+  cmd="$MANDELBROT --width {1} --height 30 --max-iterations 200 --quiet --json > result-{1}.json && hostname"
+  if [ "$case_name" = run_mpirun ]; then
+    timed "pfarm-run under mpirun" pc run -- "$PFARM_RUN" --progress quiet --joblog log.tsv --output out "$cmd" ::: "${widths[@]}"
+  else
+    timed "pfarm-run under srun" pc slurm -- srun --mpi=pmix -N 3 -n 4 "$PFARM_RUN" --progress quiet --joblog log.tsv \
+      --output out "$cmd" ::: "${widths[@]}"
+  fi
+  for w in "${widths[@]}"; do
+    [ "$(json_field "result-$w.json" checksum)" = "$(json_field "ref-$w.json" checksum)" ] || fail "width $w: checksum differs"
+  done
+  python3 - <<'PY' || exit 1
+import csv, os
+rows = list(csv.DictReader(open("log.tsv"), delimiter="\t"))
+assert len(rows) == 6, f"{len(rows)} job log lines, expected 6"
+for r in rows:
+    assert r["status"] == "ok", f"task {r['task']}: {r['status']}"
+    printed = open(f"out/task_{int(r['task']):06d}.out").read().split()[-1]
+    assert printed == r["host"], f"task {r['task']}: the job log says {r['host']}, the command printed {printed}"
+hosts = sorted({r["host"] for r in rows})
+assert hosts == ["node0", "node1", "node2"], f"commands ran on {hosts}, expected node0, node1 and node2"
+print("cluster.run: 6 MPI commands ok, on", ", ".join(f"{h} ({sum(r['host'] == h for r in rows)})" for h in hosts))
+PY
+  ;;
+
+journal_kill)
+  # A node lost: a calcium sweep with --journal across 3 nodes, node2 SIGKILLed (every process on it) once the
+  # journal holds some tasks; mpirun ends the job. A rerun with the journal across the 3 nodes (node2 back) computes
+  # only what the journal lacks, and the output folder equals an uninterrupted single-node run's.
+  args=(--channels 2000 --steps 2000 --peak-duration 0.004 --voltage-step 2 --experiments 120 --trace-stride 20
+        --seed 7 --technique ss --quiet)
+  timed "reference" local_mpi 3 "$CALCIUM" --output ref "${args[@]}" >/dev/null
+  set +e
+  pc run -- "$CALCIUM" --output run --journal journal "${args[@]}" >first.out 2>&1 &
+  job=$!
+  for _ in $(seq 1 1200); do
+    size=$(stat -c %s journal 2>/dev/null || echo 0)
+    if [ "$size" -gt 32 ] || ! kill -0 $job 2>/dev/null; then break; fi
+    sleep 0.05
+  done
+  kill -0 $job 2>/dev/null || fail "the run ended before node2 could be killed: $(tail -5 first.out)"
+  pc kill node2
+  wait $job
+  rc=$?
+  set -e
+  [ $rc -ne 0 ] || fail "the run went on to exit 0 after node2 was lost"
+  say "node2 killed; mpirun exited $rc; journal of $(stat -c %s journal) bytes"
+  timed "resume" pc run -- "$CALCIUM" --output run --journal journal --json "${args[@]}" >resume.json
+  diff -r ref run >/dev/null || fail "the resumed output differs: $(diff -rq ref run | head -3)"
+  python3 - <<'PY'
+import json
+t = open("resume.json").read()
+r = json.loads(t[t.index("{"):t.rindex("}") + 1])
+computed, journaled, tasks = sum(r["tasks_per_rank"]), r["journaled"], r["tasks"]
+print(f"cluster.journal_kill: resumed: {journaled} tasks from the journal, {computed} computed, {tasks} in all")
+assert journaled > 0, "nothing was restored from the journal"
+assert computed > 0, "the journal held every task: make the sweep longer"
+assert computed + journaled == tasks, "a journaled task was computed again, or a task is missing"
+PY
+  say "output identical to an uninterrupted single-node run"
+  ;;
+
+slurm)
+  # Slurm on the emulated nodes: srun --mpi=pmix starts pfarm-calcium on 3 nodes (output identical to one rank's),
+  # and an sbatch job runs mpirun in its allocation (pfarm-mandelbrot, checksum as on one node).
+  pc slurm -- sinfo -N -h -o "%N %T" >sinfo.txt
+  [ "$(grep -c idle sinfo.txt)" -eq 3 ] || fail "not 3 idle nodes: $(cat sinfo.txt)"
+  args=(--channels 300 --steps 400 --peak-duration 0.002 --voltage-step 10 --experiments 26 --seed 5 --quiet)
+  local_mpi 1 "$CALCIUM" --technique static --output ref "${args[@]}" >/dev/null
+  timed "srun" pc slurm -- srun --mpi=pmix -N 3 -n 4 "$CALCIUM" --technique multi --output srun "${args[@]}" >srun.out
+  diff -r ref srun >/dev/null || fail "srun: output differs from the single-node run's"
+  local_mpi 4 "$MANDELBROT" "${mandel_args[@]}" --technique gss >ref.json
+  cat >job.sh <<EOF
+#!/bin/bash
+#SBATCH -N 3
+#SBATCH -n 4
+#SBATCH -o $work/job.out
+echo "batch script on \$(hostname), nodes \$SLURM_JOB_NODELIST"
+mpirun $MANDELBROT ${mandel_args[*]} --technique gss >$work/job.json
+EOF
+  # (sbatch --wait polls every few seconds; scontrol answers at once)
+  t0=$SECONDS
+  pc slurm -- sbatch --parsable job.sh >sbatch.out || fail "sbatch: $(cat sbatch.out)"
+  id=$(cut -d';' -f1 sbatch.out)
+  for _ in $(seq 1 1200); do
+    pc slurm -- scontrol -o show job "$id" >job.state
+    grep -qE "JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY)" job.state && break
+    sleep 0.1
+  done
+  grep -q "JobState=COMPLETED .*ExitCode=0:0" job.state || fail "sbatch job $id: $(cat job.state job.out)"
+  say "sbatch: $((SECONDS - t0)) s"
+  grep -q "batch script on node0, nodes node\[0-2\]" job.out || fail "batch output: $(cat job.out)"
+  [ "$(json_field job.json checksum)" = "$(json_field ref.json checksum)" ] || fail "sbatch: checksum differs"
+  [ "$(json_field job.json ranks)" = 4 ] || fail "sbatch: not 4 ranks"
+  say "srun output identical; sbatch + mpirun checksum $(json_field job.json checksum) on 4 ranks"
+  ;;
+
+*)
+  fail "unknown case '$case_name'"
+  ;;
+esac
