@@ -1,5 +1,6 @@
 #include "pfarm/monitor_registry.hpp"
 
+#include "pfarm/cgroup_monitor.hpp"
 #include "pfarm/loadavg_monitor.hpp"
 
 namespace pfarm {
@@ -7,6 +8,8 @@ namespace pfarm {
 const std::vector<monitor_info>& monitor_list() {
     static const std::vector<monitor_info> list = {
         {"loadavg", "availability a = min(1, cpus/Q), run queue Q = max(1, procs_running), load1 (/proc)"},
+        {"cgroup", "availability min(quota share, loadavg's), run queue, load1: CPU quota of the cgroup and its "
+                   "ancestors (v1 cpu.cfs_quota_us, v2 cpu.max), threads competing for it, throttling (cpu.stat)"},
         {"hwloc", "cores (PUs this process is bound to) and node_key (host, package or NUMA grouping)"},
         {"benchmark", "bm_i: built-in CPU kernel, million operations per second (a few ms)"},
         {"bogomips", "bm_i: BogoMIPS from /proc/cpuinfo (seed 004's benchmark; x86 and Arm)"},
@@ -18,6 +21,7 @@ const std::vector<monitor_info>& monitor_list() {
 
 std::unique_ptr<monitor> make_monitor(std::string_view name, const monitor_options& options) {
     if (name == "loadavg") return std::make_unique<loadavg_monitor>(options.root);
+    if (name == "cgroup") return std::make_unique<cgroup_monitor>(options.root);
     if (name == "hwloc") return std::make_unique<hwloc_monitor>(options.hwloc);
     if (name == "benchmark") return std::make_unique<benchmark_monitor>(options.benchmark);
     if (name == "bogomips") return std::make_unique<bogomips_monitor>(options.root);

@@ -53,6 +53,44 @@ void section(json& j, const char* key, std::vector<std::string>& failures, F&& b
     }
 }
 
+json throttling_json(const std::optional<pfarm::cgroup_throttling>& t) {
+    if (!t) return nullptr;
+    return json{{"nr_periods", t->nr_periods}, {"nr_throttled", t->nr_throttled},
+                {"throttled_s", t->throttled_seconds}};
+}
+
+template <class T>
+json optional_json(const std::optional<T>& v) {
+    return v ? json(*v) : json(nullptr);
+}
+
+/// The cgroup monitor's reading: the levels walked, the limit, the competing threads, the throttling.
+json cgroup_json(const pfarm::cgroup_reading& c, json forecast) {
+    json levels = json::array();
+    for (const pfarm::cgroup_level& l : c.levels)
+        levels.push_back({{"cgroup", l.cgroup},
+                          {"directory", l.directory.string()},
+                          {"quota_us", l.quota_us},
+                          {"period_us", l.period_us},
+                          {"quota_cores", optional_json(l.quota_cores)}});
+    json out = {{"version", c.version},
+                {"cgroup", c.cgroup},
+                {"directory", c.directory.string()},
+                {"levels", levels},
+                {"limit_cores", optional_json(c.limit_cores)},
+                {"limit_directory", c.limit_cores ? json(c.limit_directory.string()) : json(nullptr)},
+                {"runnable", c.runnable},
+                {"throttling", throttling_json(c.throttling)},
+                {"throttling_delta", throttling_json(c.throttling_delta)},
+                {"throttled_fraction", optional_json(c.throttled_fraction)},
+                {"quota_availability", c.quota_availability},
+                {"load_availability", c.load.availability},
+                {"availability", c.availability},
+                {"run_queue", c.run_queue}};
+    if (!forecast.is_null()) out["forecast"] = std::move(forecast);
+    return out;
+}
+
 std::string host_name() {
     char name[HOST_NAME_MAX + 1] = {};
     if (gethostname(name, sizeof name - 1) != 0) return "unknown";
@@ -63,34 +101,73 @@ std::string host_name() {
 json probe_local(const probe_args& args, MPI_Comm comm, pfarm::resource_sample& sample,
                  std::vector<std::string>& failures) {
     json j;
-    // Load first, before the benchmark kernels of the ranks load the CPUs themselves.
-    section(j, "loadavg", failures, [&] {
-        pfarm::loadavg_monitor load;
-        pfarm::forecaster availability, run_queue, load1;
-        pfarm::loadavg_reading r;
-        for (int i = 0; i < args.samples; ++i) {
-            if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(args.interval_ms));
-            r = load.read_details();
-            availability.observe(r.availability);
-            run_queue.observe(r.run_queue);
-            load1.observe(r.load1);
+    // Load first, before the benchmark kernels of the ranks load the CPUs themselves. The load average and the
+    // cgroup are read in the same rounds, so that the cgroup's throttling delta spans the last interval.
+    pfarm::loadavg_monitor load;
+    pfarm::cgroup_monitor cgroup;
+    pfarm::forecaster availability, run_queue, load1, cgroup_availability;
+    pfarm::loadavg_reading r;
+    pfarm::cgroup_reading c;
+    std::string load_error, cgroup_error;
+    for (int i = 0; i < args.samples; ++i) {
+        if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(args.interval_ms));
+        if (load_error.empty()) {
+            try {
+                r = load.read_details();
+                availability.observe(r.availability);
+                run_queue.observe(r.run_queue);
+                load1.observe(r.load1);
+            } catch (const pfarm::monitor_error& e) {
+                load_error = e.what();
+            }
         }
-        sample.availability = r.availability;
-        sample.run_queue = r.run_queue;
-        sample.load1 = r.load1;
+        if (cgroup_error.empty()) {
+            try {
+                c = cgroup.read_details();
+                cgroup_availability.observe(c.availability);
+            } catch (const pfarm::monitor_error& e) {
+                cgroup_error = e.what();
+            }
+        }
+    }
+    auto forecast = [](const pfarm::forecaster& f) {
+        return json{{"prediction", f.predict()}, {"method", std::string(to_string(f.best_method()))},
+                    {"observations", f.observations()}};
+    };
+    const auto failed = [&](const char* key, const std::string& message) {
+        j[key] = json{{"error", message}};
+        failures.push_back(message);
+    };
+    if (!load_error.empty()) {
+        failed("loadavg", load_error);
+    } else {
         json out = {{"availability", r.availability}, {"run_queue", r.run_queue}, {"load1", r.load1},
                     {"load5", r.load5},   {"load15", r.load15},       {"procs_running", r.procs_running},
                     {"cpus", r.cpus}};
-        if (args.samples > 1) {
-            auto forecast = [](const pfarm::forecaster& f) {
-                return json{{"prediction", f.predict()}, {"method", std::string(to_string(f.best_method()))},
-                            {"observations", f.observations()}};
-            };
+        if (args.samples > 1)
             out["forecast"] = {{"availability", forecast(availability)},
                                {"run_queue", forecast(run_queue)},
                                {"load1", forecast(load1)}};
+        j["loadavg"] = std::move(out);
+    }
+    if (!cgroup_error.empty())
+        failed("cgroup", cgroup_error);
+    else
+        j["cgroup"] = cgroup_json(c, args.samples > 1 ? json{{"availability", forecast(cgroup_availability)}} : json());
+    // The sample's availability comes from the monitor the farm reads by default (cgroup in a cgroup with a
+    // CPU quota, loadavg otherwise); when that choice itself fails, the farm would stop, and the sample has none.
+    section(j, "availability_from", failures, [&] {
+        const std::string from = pfarm::make_availability_monitor()->name();
+        if (from == "cgroup" && cgroup_error.empty()) {
+            sample.availability = c.availability;
+            sample.run_queue = c.run_queue;
+            sample.load1 = c.load.load1;
+        } else if (from == "loadavg" && load_error.empty()) {
+            sample.availability = r.availability;
+            sample.run_queue = r.run_queue;
+            sample.load1 = r.load1;
         }
-        return out;
+        return json(from);
     });
     section(j, "hwloc", failures, [&] {
         pfarm::hwloc_options o;
@@ -168,7 +245,7 @@ int run(const probe_args& args) {
     json doc = {{"size", size}, {"ranks", json::array()}};
     for (std::size_t r = 0; r < lengths.size(); ++r) {
         json one = json::parse(all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r])));
-        for (const char* key : {"loadavg", "hwloc", "benchmark", "bogomips"})
+        for (const char* key : {"loadavg", "cgroup", "availability_from", "hwloc", "benchmark", "bogomips"})
             if (one[key].contains("error"))
                 std::cerr << "pfarm-probe: rank " << r << ": " << one[key]["error"].get<std::string>() << '\n';
         doc["ranks"].push_back(std::move(one));

@@ -16,7 +16,7 @@ namespace pfarm {
 
 /// What the monitors made by name read; each monitor uses only its own part.
 struct monitor_options {
-    std::filesystem::path root = "/";    ///< loadavg, bogomips: where proc/ lives
+    std::filesystem::path root = "/";    ///< loadavg, cgroup, bogomips: where proc/ (and the cgroup mounts) live
     hwloc_options hwloc;                 ///< hwloc
     benchmark_options benchmark;         ///< benchmark
     std::vector<resource_sample> script; ///< scripted (fake): the samples it returns

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "pfarm/benchmark_monitor.hpp"
+#include "pfarm/cgroup_monitor.hpp"
 #include "pfarm/forecaster.hpp"
 #include "pfarm/hwloc_monitor.hpp"
 #include "pfarm/loadavg_monitor.hpp"
