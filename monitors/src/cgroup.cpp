@@ -3,12 +3,13 @@
 // restrictive one, and combines the quota's share with the load-average availability (docs/monitors.md).
 #include "pfarm/cgroup_monitor.hpp"
 
-#include "detail.hpp"
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <fstream>
+#include <cstring>
 #include <sstream>
 #include <string_view>
 #include <system_error>
@@ -51,6 +52,36 @@ std::vector<std::string_view> split(std::string_view s, char separator) {
 }
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+/// The whole of a small kernel file into `text`; 0, or the errno of the failure. open(2) and read(2) rather than a
+/// stream: a read with every request opens a dozen such files, and a stream costs several times more.
+int try_read(const fs::path& path, std::string& text) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    text.clear();
+    char buffer[4096];
+    for (;;) {
+        const ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            const int e = errno;
+            ::close(fd);
+            return e;
+        }
+        if (n == 0) break;
+        text.append(buffer, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return 0;
+}
+
+/// As try_read, but a failure throws monitor_error naming the file.
+std::string read_file(const fs::path& path) {
+    std::string text;
+    if (const int e = try_read(path, text))
+        throw monitor_error(monitor_name, path.string(), std::string("cannot be opened (") + std::strerror(e) + ")");
+    return text;
+}
 
 /// The path `path` (written from the file-system root) under `root`.
 fs::path under(const fs::path& root, std::string_view path) {
@@ -159,8 +190,8 @@ void read_quota(int version, cgroup_level& level) {
     if (version == 1) {
         const fs::path quota_path = level.directory / "cpu.cfs_quota_us";
         const fs::path period_path = level.directory / "cpu.cfs_period_us";
-        const std::string quota_text = detail::read_text_file(monitor_name, quota_path);
-        const std::string period_text = detail::read_text_file(monitor_name, period_path);
+        const std::string quota_text = read_file(quota_path);
+        const std::string period_text = read_file(period_path);
         const auto quota = parse_integer(quota_text);
         if (!quota || (*quota != -1 && *quota <= 0))
             throw monitor_error(monitor_name, quota_path.string(),
@@ -175,9 +206,11 @@ void read_quota(int version, cgroup_level& level) {
         level.period_us = *period;
     } else {
         const fs::path max_path = level.directory / "cpu.max";
-        std::error_code ec;
-        if (!fs::exists(max_path, ec)) return;
-        const std::string text = detail::read_text_file(monitor_name, max_path);
+        std::string text;
+        if (const int e = try_read(max_path, text)) {
+            if (e == ENOENT) return;
+            throw monitor_error(monitor_name, max_path.string(), std::string("cannot be opened (") + std::strerror(e) + ")");
+        }
         const auto fields = split(trim(text), ' ');
         long long quota = -1, period = 0;
         bool valid = fields.size() == 2;
@@ -204,7 +237,7 @@ void read_quota(int version, cgroup_level& level) {
 
 cgroup_throttling read_throttling(int version, const fs::path& directory) {
     const fs::path path = directory / "cpu.stat";
-    const std::string text = detail::read_text_file(monitor_name, path);
+    const std::string text = read_file(path);
     const std::string time_key = version == 1 ? "throttled_time" : "throttled_usec";
     std::optional<long long> periods, throttled, time;
     std::istringstream in(text);
@@ -236,9 +269,8 @@ cgroup_throttling read_throttling(int version, const fs::path& directory) {
 /// it is not; a file that does not parse is an error.
 bool thread_runnable(const fs::path& root, std::string_view tid) {
     const fs::path path = under(root, "proc") / std::string(tid) / "stat";
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return false;  // exited between the listing and now
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string text;
+    if (try_read(path, text) != 0) return false;  // exited between the listing and now
     const std::size_t close = text.rfind(')');  // the command name may hold spaces and parentheses
     if (close == std::string::npos || close + 2 >= text.size() || text[close + 1] != ' ')
         throw monitor_error(monitor_name, path.string(), "malformed: expected '<pid> (<comm>) <state> ...'");
@@ -251,7 +283,7 @@ int count_runnable(const fs::path& root, int version, const fs::path& directory)
     int runnable = 0;
     const auto count_in = [&](const fs::path& dir) {
         const fs::path list = dir / list_name;
-        const std::string text = detail::read_text_file(monitor_name, list);
+        const std::string text = read_file(list);
         std::istringstream in(text);
         std::string tid;
         while (in >> tid) {
@@ -274,12 +306,12 @@ int count_runnable(const fs::path& root, int version, const fs::path& directory)
     return runnable;
 }
 
-/// The cgroup, its levels and their quotas (no load side, no counters).
-cgroup_reading read_levels(const fs::path& root) {
-    const fs::path self_path = under(root, "proc/self/cgroup");
-    const membership m = parse_self_cgroup(self_path, detail::read_text_file(monitor_name, self_path));
+/// Where the process's cgroup and its ancestors are: version, path, levels with their directories (no quotas).
+/// `self_text` is /proc/self/cgroup's content.
+cgroup_reading locate(const fs::path& root, const std::string& self_text) {
+    const membership m = parse_self_cgroup(under(root, "proc/self/cgroup"), self_text);
     const fs::path mountinfo_path = under(root, "proc/self/mountinfo");
-    const mount_point mount = find_mount(mountinfo_path, detail::read_text_file(monitor_name, mountinfo_path), m);
+    const mount_point mount = find_mount(mountinfo_path, read_file(mountinfo_path), m);
     cgroup_reading r;
     r.version = m.version;
     r.cgroup = m.cgroup;
@@ -289,18 +321,23 @@ cgroup_reading read_levels(const fs::path& root) {
         level.cgroup = cgroup;
         const std::string relative = mount.top == "/" ? cgroup : cgroup.substr(mount.top.size());
         level.directory = under(under(root, mount.directory.string()), relative);
-        read_quota(m.version, level);
         r.levels.push_back(level);
         if (cgroup == mount.top || cgroup == "/") break;
         cgroup = parent_cgroup(cgroup);
     }
     r.directory = r.levels.front().directory;
-    for (const cgroup_level& level : r.levels)
+    return r;
+}
+
+/// The quotas of `r`'s levels, read now, and the most restrictive one.
+void read_quotas(cgroup_reading& r) {
+    for (cgroup_level& level : r.levels) {
+        read_quota(r.version, level);
         if (level.quota_cores && (!r.limit_cores || *level.quota_cores < *r.limit_cores)) {
             r.limit_cores = level.quota_cores;
             r.limit_directory = level.directory;
         }
-    return r;
+    }
 }
 
 }  // namespace
@@ -310,7 +347,15 @@ cgroup_monitor::cgroup_monitor(std::filesystem::path root) : root_(std::move(roo
 }
 
 cgroup_reading cgroup_monitor::read_details() {
-    cgroup_reading r = read_levels(root_);
+    // Which cgroup, every time (a process can be moved); where it is mounted, only when that changed (mountinfo
+    // is the largest file read); the quotas every time (they can change under a running job).
+    const std::string self_text = read_file(under(root_, "proc/self/cgroup"));
+    if (self_text != self_text_ || layout_.levels.empty()) {
+        layout_ = locate(root_, self_text);
+        self_text_ = self_text;
+    }
+    cgroup_reading r = layout_;
+    read_quotas(r);
     r.load = load_.read_details();
     r.availability = r.load.availability;
     r.run_queue = r.load.run_queue;
@@ -352,7 +397,11 @@ resource_sample cgroup_monitor::read() {
     return s;
 }
 
-std::optional<double> cgroup_cpu_limit(const std::filesystem::path& root) { return read_levels(root).limit_cores; }
+std::optional<double> cgroup_cpu_limit(const std::filesystem::path& root) {
+    cgroup_reading r = locate(root, read_file(under(root, "proc/self/cgroup")));
+    read_quotas(r);
+    return r.limit_cores;
+}
 
 std::unique_ptr<monitor> make_availability_monitor(const std::filesystem::path& root) {
     if (root.empty()) throw invalid_argument("root", "is empty; expected a directory such as /");

@@ -319,6 +319,29 @@ TEST(CgroupMonitor, ThrottlingDeltasBetweenReads) {
     EXPECT_NEAR(d.throttling_delta->throttled_seconds, 0.05, 1e-12);
 }
 
+TEST(CgroupMonitor, FollowsAMoveAndAQuotaChange) {
+    cgroup_tree t;
+    t.v2("/one");
+    t.v2_level("sys/fs/cgroup/one", "20000 100000");
+    t.v2_level("sys/fs/cgroup/two", "max 100000");
+    t.write("sys/fs/cgroup/one/cpu.stat", "nr_periods 10\nnr_throttled 5\nthrottled_usec 7\n");
+    pfarm::cgroup_monitor m(t.path());
+    EXPECT_DOUBLE_EQ(m.read_details().availability, 0.2);
+    t.write("sys/fs/cgroup/one/cpu.max", "60000 100000\n");  // the quota changed under the running job
+    pfarm::cgroup_reading r = m.read_details();
+    EXPECT_DOUBLE_EQ(r.availability, 0.6);
+    EXPECT_TRUE(r.throttling_delta);
+    t.write("proc/self/cgroup", "0::/two\n");  // moved to an unlimited cgroup
+    r = m.read_details();
+    EXPECT_EQ(r.cgroup, "/two");
+    EXPECT_FALSE(r.limit_cores);
+    EXPECT_DOUBLE_EQ(r.availability, 1.0);
+    t.write("sys/fs/cgroup/two/cpu.max", "30000 100000\n");
+    r = m.read_details();
+    EXPECT_DOUBLE_EQ(r.availability, 0.3);
+    EXPECT_FALSE(r.throttling_delta);  // another cgroup's counters than the last ones read
+}
+
 TEST(CgroupMonitor, ThreadsGoneSinceTheListingAreNotCounted) {
     cgroup_tree t;
     t.v2("/j");

@@ -72,6 +72,8 @@ public:
 private:
     std::filesystem::path root_;
     loadavg_monitor load_;
+    std::string self_text_;   ///< /proc/self/cgroup when layout_ was found
+    cgroup_reading layout_;   ///< the levels' directories for it (mountinfo is read again only when it changes)
     std::filesystem::path previous_directory_;
     std::optional<cgroup_throttling> previous_;
 };
