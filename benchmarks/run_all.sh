@@ -18,20 +18,20 @@ done
 source scripts/setup.sh
 out=out/bench
 mkdir -p "$out"
-bin=build/release
+bin=build/release  # the build tree; its programs are in bin/
 launcher="mpiexec --oversubscribe"
 echo "== machine"; { uname -srm; lscpu | grep -E "Model name|^CPU\(s\)"; } | tee "$out/machine.txt"
 
 echo "== 1. decision cost per technique (pfarm-bench-chunks)"
 min_time=$([ $full = 1 ] && echo 0.5 || echo 0.05)
-$bin/benchmarks/pfarm-bench-chunks --benchmark_min_time=$min_time --benchmark_out="$out/chunks.json" \
+$bin/bin/pfarm-bench-chunks --benchmark_min_time=$min_time --benchmark_out="$out/chunks.json" \
   --benchmark_out_format=json --targets > "$out/chunks.txt"
 sed -n '/Scheduling decision cost/,$p' "$out/chunks.txt"
 
 echo "== 2. farmer overhead against raw MPI (pfarm-bench-overhead, 2 and $ranks ranks)"
 tasks=$([ $full = 1 ] && echo 200000 || echo 20000)
 for n in 2 "$ranks"; do
-  $launcher -n "$n" $bin/benchmarks/pfarm-bench-overhead --tasks "$tasks" --repetitions 5 > "$out/overhead-$n.txt"
+  $launcher -n "$n" $bin/bin/pfarm-bench-overhead --tasks "$tasks" --repetitions 5 > "$out/overhead-$n.txt"
   tail -1 "$out/overhead-$n.txt" | python3 -c 'import json, sys
 d = json.load(sys.stdin)
 print("%d ranks: raw %.2f us, pfarm %.2f us, ratio %.2f (target 1.5 at 2 ranks), prefetch ratio %.2f"
@@ -39,7 +39,7 @@ print("%d ranks: raw %.2f us, pfarm %.2f us, ratio %.2f (target 1.5 at 2 ranks),
 done
 
 echo "== 3. schedule quality (pfarm-sim over platforms x workloads x techniques)"
-python3 benchmarks/quality/run_quality.py --sim $bin/skeleton/tools/pfarm-sim $([ $full = 1 ] && echo --full) \
+python3 benchmarks/quality/run_quality.py --sim $bin/bin/pfarm-sim $([ $full = 1 ] && echo --full) \
   --out "$out/quality" > "$out/quality.txt" 2>&1 || { cat "$out/quality.txt"; exit 1; }
 tail -5 "$out/quality.txt"
 

@@ -1,3 +1,10 @@
+# pfarm_warnings(<target>): the compiler warnings every pfarm target is built with, when PFARM_WARNINGS is on.
+function(pfarm_warnings target)
+  if(PFARM_WARNINGS)
+    target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU,Clang>:-Wall -Wextra -Wpedantic>)
+  endif()
+endfunction()
+
 # pfarm_library(NAME <target> ALIAS <alias> SOURCES ... INCLUDE <dir>)
 # A library of pfarm: C++20 as a usage requirement, warnings on, headers under INCLUDE installed as is.
 function(pfarm_library target)
@@ -8,7 +15,7 @@ function(pfarm_library target)
   string(REPLACE "pfarm::" "" export_name ${arg_ALIAS})
   set_target_properties(${target} PROPERTIES EXPORT_NAME ${export_name})
   target_compile_features(${target} PUBLIC cxx_std_20)
-  target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU,Clang>:-Wall -Wextra -Wpedantic>)
+  pfarm_warnings(${target})
   target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${arg_INCLUDE}>
                                               $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   if(PFARM_INSTALL)
@@ -28,10 +35,11 @@ function(pfarm_install_targets)
   endif()
 endfunction()
 
-# pfarm_tool(<target> <sources...>): an executable installed to bin/.
+# pfarm_tool(<target> <sources...>): an executable built into <build>/bin and installed to bin/.
 function(pfarm_tool target)
   add_executable(${target} ${ARGN})
-  target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU,Clang>:-Wall -Wextra -Wpedantic>)
+  set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+  pfarm_warnings(${target})
   if(PFARM_INSTALL)
     install(TARGETS ${target} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()

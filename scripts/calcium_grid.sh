@@ -24,8 +24,8 @@ ranks=${RANKS:-2}
 read -r -a voltages <<<"${VOLTAGES:-$(seq -s ' ' -60 5 60)}"
 read -r -a seeds <<<"${SEEDS:-1 2}"
 read -r -a model <<<"${MODEL:-}"  # pfarm-calcium's defaults: 10^4 channels x 10^4 steps, a 60 ms pulse
-calcium=$BUILD/apps/calcium/pfarm-calcium
-run=$BUILD/skeleton/tools/pfarm-run
+calcium=$BUILD/bin/pfarm-calcium
+run=$BUILD/bin/pfarm-run
 mpiexec=(mpiexec -n "$ranks" --oversubscribe)
 mkdir -p "$out"
 

@@ -5,4 +5,4 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ranks=${PFARM_RANKS:-2}
-exec mpiexec -n "$ranks" --oversubscribe build/release/apps/calcium/pfarm-calcium --output out/calcium "$@"
+exec mpiexec -n "$ranks" --oversubscribe build/release/bin/pfarm-calcium --output out/calcium "$@"

@@ -73,16 +73,16 @@ def sim_run(args, tasks, technique="ss"):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default=os.path.join(REPO, "build", "release"))
-    p.add_argument("--bench", help="pfarm-bench-load (default: BUILD/benchmarks/pfarm-bench-load)")
-    p.add_argument("--sim", help="pfarm-sim (default: BUILD/skeleton/tools/pfarm-sim)")
+    p.add_argument("--bench", help="pfarm-bench-load (default: BUILD/bin/pfarm-bench-load)")
+    p.add_argument("--sim", help="pfarm-sim (default: BUILD/bin/pfarm-sim)")
     p.add_argument("--mpiexec", default="mpiexec")
     p.add_argument("--ranks", type=int, default=3)
     p.add_argument("--small", action="store_true", help="the ctest smoke test's sizes")
     p.add_argument("--timeout", type=int, default=900)
     p.add_argument("--json", help="write every run's figures here")
     args = p.parse_args()
-    args.bench = args.bench or os.path.join(args.build, "benchmarks", "pfarm-bench-load")
-    args.sim = args.sim or os.path.join(args.build, "skeleton", "tools", "pfarm-sim")
+    args.bench = args.bench or os.path.join(args.build, "bin", "pfarm-bench-load")
+    args.sim = args.sim or os.path.join(args.build, "bin", "pfarm-sim")
     sizes = SIZES["small" if args.small else "full"]
     results = {"mpi": [], "sim": []}
 

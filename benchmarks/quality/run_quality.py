@@ -661,7 +661,7 @@ def markdown(res, platforms, mode, p, tasks, elapsed, fig4_workers, other, other
 
     # ---- setup
     add("## Setup\n")
-    add("Every run is one `pfarm-sim --json` (the discrete-event model at the top of `skeleton/src/simulator.cpp`): "
+    add("Every run is one `pfarm-sim --json` (the discrete-event model at the top of `skeleton/sim/src/simulator.cpp`): "
         "one farmer serving requests one at a time, each answer costing `--overhead` of farmer time; results "
         "piggyback on requests; message latency 0. Time unit: one task of mean cost on a worker of speed 1. "
         "The metrics are DESIGN.md's: makespan (calibration included) over the fluid lower bound "
@@ -985,12 +985,12 @@ def markdown(res, platforms, mode, p, tasks, elapsed, fig4_workers, other, other
 # --------------------------------------------------------------------------------------------------------
 
 def find_sim():
-    for c in [os.environ.get("PFARM_SIM", "")] + [os.path.join(REPO, b, "skeleton", "tools", "pfarm-sim") for b in
+    for c in [os.environ.get("PFARM_SIM", "")] + [os.path.join(REPO, b, "bin", "pfarm-sim") for b in
                                                    ("build/release", "build-quality", "build", "build-sim-rel")]:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return c
     raise SystemExit("run_quality.py: pfarm-sim not found; build it (cmake --build <build> --target pfarm-sim) "
-                     "and pass --sim <build>/skeleton/tools/pfarm-sim")
+                     "and pass --sim <build>/bin/pfarm-sim")
 
 
 def main(argv=None):

@@ -10,12 +10,12 @@ B=${B:-build-portable}
 L=${L:-orterun --bind-to core}
 { lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core\(s\)|Socket|NUMA node\(s\)"; command -v python3; } > "$OUT/machine.txt" 2>&1
 for n in 2 4 8 16; do
-  $L -np $n $B/benchmarks/pfarm-bench-overhead --tasks 20000 --repetitions 5 > "$OUT/overhead-$n.txt" 2>&1
+  $L -np $n $B/bin/pfarm-bench-overhead --tasks 20000 --repetitions 5 > "$OUT/overhead-$n.txt" 2>&1
 done
 for n in 2 16; do
   for flags in "" "--prefetch" "--farmer-computes" "--prefetch --farmer-computes"; do
     for t in ss multi; do
-      m=$($L -np $n $B/apps/mandelbrot/pfarm-mandelbrot --width 1000 --height 1000 --verify none --technique $t \
+      m=$($L -np $n $B/bin/pfarm-mandelbrot --width 1000 --height 1000 --verify none --technique $t \
           --json --quiet $flags | python3 -c 'import json,sys; t=sys.stdin.read(); d=json.loads(t[t.find("{"):]); print(d["makespan"], d["farmer_cpu_seconds"])')
       echo "ranks $n technique $t flags [$flags] makespan_s/farmer_cpu_s $m"
     done

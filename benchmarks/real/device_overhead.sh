@@ -14,7 +14,7 @@ RUNS=${RUNS:-5}
 D="$OUT/overhead"
 mkdir -p "$D"
 { lscpu; nproc; uname -r; } > "$D/machine.txt" 2>&1
-bench="$B/benchmarks/pfarm-bench-overhead"
+bench="$B/bin/pfarm-bench-overhead"
 summary() {  # the headline numbers of one JSON line
   python3 -c 'import json,sys
 d=json.loads(open(sys.argv[1]).read())
@@ -42,7 +42,7 @@ for n in 4 8 16; do
 done | tee -a "$D/summary.txt"
 for i in 1 2 3; do
   for pf in "" --prefetch; do
-    pinned 0,1 "$B/apps/mandelbrot/pfarm-mandelbrot" --width 3000 --height 3000 --technique fsc \
+    pinned 0,1 "$B/bin/pfarm-mandelbrot" --width 3000 --height 3000 --technique fsc \
       --overhead-h 0.01 --sigma 1 --farmer-computes $pf --quiet --json --verify none 2>&1 |
       python3 -c 'import json,sys; t=sys.stdin.read(); d=json.loads(t[t.find("{"):])
 print("mandelbrot 3000 fsc --farmer-computes %-10s makespan %.3f s, worker busy %.3f s, idle %.3f s" % (sys.argv[1] or "plain",

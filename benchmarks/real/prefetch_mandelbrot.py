@@ -33,7 +33,7 @@ EXTRA = {"awf-d": ["--overhead-h", "0.01"], "awf-e": ["--overhead-h", "0.01"], "
 
 def techniques(build):
     """The registry's techniques, aliases left out (wf is dfss: the same runs)."""
-    text = subprocess.run([os.path.join(build, "skeleton/tools/pfarm-chunks"), "--help"], capture_output=True,
+    text = subprocess.run([os.path.join(build, "bin/pfarm-chunks"), "--help"], capture_output=True,
                           text=True, check=False).stdout
     listing = text.split("Techniques:", 1)[1]
     return [m.group(1) for m in re.finditer(r"^  (\S+)\s+(\S.*)$", listing, re.M) if not m.group(2).startswith("alias of ")]
@@ -42,7 +42,7 @@ def techniques(build):
 def makespan(build, technique, prefetch, extra_args):
     """One run: (makespan in seconds, the calibration's fitness vector or None when the run calibrated nothing)."""
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    command = ["mpiexec", "-n", "2", os.path.join(build, "apps/mandelbrot/pfarm-mandelbrot"), "--width", "1500",
+    command = ["mpiexec", "-n", "2", os.path.join(build, "bin/pfarm-mandelbrot"), "--width", "1500",
                "--height", "1500", "--max-iterations", "2000", "--technique", technique, "--farmer-computes",
                "--quiet", "--json", "--output", os.devnull] + EXTRA.get(technique, []) + extra_args + (["--prefetch"] if prefetch else [])
     run = subprocess.run(command, capture_output=True, text=True, env=env, check=False)

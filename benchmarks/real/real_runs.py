@@ -49,7 +49,7 @@ def run_json(command, env=None):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--bin", required=True, help="build directory (holds apps/ and skeleton/tools/)")
+    parser.add_argument("--bin", required=True, help="build directory (holds bin/)")
     parser.add_argument("--ranks", type=int, required=True, help="ranks of the farm (rank 0 farms)")
     parser.add_argument("--slowdown", default="", help="emulated slowdown of ranks 1..N-1 (default: none)")
     parser.add_argument("--launcher", default="mpiexec --oversubscribe", help="MPI launcher and its flags")
@@ -70,12 +70,12 @@ def main():
     speed = sum(1.0 / f for f in factors)
     launcher = shlex.split(args.launcher)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    sim = os.path.join(args.bin, "skeleton", "tools", "pfarm-sim")
+    sim = os.path.join(args.bin, "bin", "pfarm-sim")
     rows, record = [], {"ranks": args.ranks, "slowdown": factors, "size": args.size, "apps": {}}
     tmp = tempfile.mkdtemp(prefix="pfarm-real-")
 
     for app in args.apps.split(","):
-        binary = os.path.join(args.bin, "apps", app, f"pfarm-{app}")
+        binary = os.path.join(args.bin, "bin", f"pfarm-{app}")
         base = [binary] + shlex.split(SIZES[args.size][app]) + ["--json", "--quiet"]
         if app == "calcium":
             base += ["--output", os.path.join(tmp, "calcium")]

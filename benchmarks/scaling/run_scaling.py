@@ -162,7 +162,7 @@ def find_sim():
     if os.environ.get("PFARM_SIM"):
         return os.environ["PFARM_SIM"]
     for preset in ("release", "debug"):
-        path = os.path.join(REPO, "build", preset, "skeleton", "tools", "pfarm-sim")
+        path = os.path.join(REPO, "build", preset, "bin", "pfarm-sim")
         if os.path.exists(path):
             return path
     raise SystemExit("run_scaling.py: pfarm-sim not found; build it or pass --sim")

@@ -1,5 +1,5 @@
 // Fuzzes the tools' command-line parsing of a technique and its parameters as pfarm-chunks does it
-// (skeleton/tools/options.hpp: add_technique_options, samples_from, run_tool's error path), then the technique
+// (skeleton/tools/cli/options.hpp: add_technique_options, samples_from, run_tool's error path), then the technique
 // those options build (pfarm/registry.hpp make_technique) through schedule_round_robin. The input is the
 // argument list, one argument per line.
 // Invariants: parsing ends in a CLI11 parse error, a pfarm::invalid_argument whose argument the tool shows as a

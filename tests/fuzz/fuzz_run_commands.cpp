@@ -1,4 +1,4 @@
-// Fuzzes pfarm-run's input (skeleton/tools/run_commands.hpp): the commands file (parse_commands) and the ::: grid
+// Fuzzes pfarm-run's input (skeleton/tools/run/run_commands.hpp): the commands file (parse_commands) and the ::: grid
 // (has_grid, split_grid, expand_grid, shell_quote). The first byte picks which; the rest is the file's text, or the
 // words of a command line separated by newlines.
 // Invariants beyond "no crash, no foreign exception":

@@ -1,4 +1,4 @@
-// pfarm-run's parts without MPI (skeleton/tools/run_*.hpp): the commands file and the ::: grid, running a command
+// pfarm-run's parts without MPI (skeleton/tools/run/run_*.hpp): the commands file and the ::: grid, running a command
 // (exit status, output files, timeout of a whole process group, the guard that kills a command when its rank
 // dies), and the records a rerun resumes from (the ranks' records files and their merge into the journal).
 #include "run_commands.hpp"

@@ -1,4 +1,4 @@
-// The literature techniques (skeleton/src/techniques/literature.cpp, docs/techniques/literature.md): fsc, mfsc,
+// The literature techniques (skeleton/core/src/techniques/literature.cpp, docs/techniques/literature.md): fsc, mfsc,
 // af, awf, awf-b, awf-c, awf-d, awf-e. Expected values are computed by hand from the formulas in the comments.
 #include "pfarm/error.hpp"
 #include "pfarm/farmer.hpp"

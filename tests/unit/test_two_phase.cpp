@@ -1,4 +1,4 @@
-// The static part of the two-phase techniques (skeleton/src/techniques/two_phase.cpp, docs/techniques/two-phase.md):
+// The static part of the two-phase techniques (skeleton/core/src/techniques/two_phase.cpp, docs/techniques/two-phase.md):
 // A = ceil(alpha S / 100) tasks apportioned by weight with the largest remainder (detail::apportion), ties to the
 // lower worker index. Expected values are worked out by hand in the comments.
 #include "pfarm/detail/schedule_math.hpp"

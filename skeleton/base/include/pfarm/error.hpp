@@ -14,7 +14,7 @@
 // - The C API (pfarm.h) reports the C names: pfarm_options' fields and pfarm_run's parameters (pfarm.h lists
 //   where they differ from the C++ names).
 // - The command-line tools name the flag ("--min-chunk"): they rename the library's names in one place, where
-//   they print the error (pfarm::tools::flag_for, skeleton/tools/options.hpp).
+//   they print the error (pfarm::tools::flag_for, skeleton/tools/cli/options.hpp).
 #pragma once
 
 #include <stdexcept>

@@ -1,4 +1,5 @@
-// pfarm: everything, in one include (the C++ API; the C API is <pfarm.h>).
+// pfarm: the library in one include (the C++ API; the C API is <pfarm.h>; the simulator is
+// <pfarm/simulator.hpp>, target pfarm::sim).
 #pragma once
 
 #include "pfarm/calibration.hpp"  // fitness F, CV, k; statistical calibration
@@ -12,5 +13,4 @@
 #include "pfarm/registry.hpp"     // techniques by name
 #include "pfarm/round_robin.hpp"  // chunk sequences (pfarm-chunks)
 #include "pfarm/schedule.hpp"     // a schedule that learns across calls
-#include "pfarm/simulator.hpp"    // the discrete-event simulator
 #include "pfarm/trace.hpp"        // the trace schema: records, summary, writer and reader

@@ -9,7 +9,7 @@
 // A rank's claims are a claim_session over a claim_schedule: which atomic operation a claim issues on the window
 // host's counters, and what the host's answer means (a chunk, the end, or a lost swap to retry). This is the
 // arithmetic and the claim rule only, once for both drivers: skeleton/mpi/src/decentralised.cpp issues the
-// operations with MPI one-sided calls, the simulator (skeleton/src/simulator_decentralised.cpp) in simulated time.
+// operations with MPI one-sided calls, the simulator (skeleton/sim/src/simulator_decentralised.cpp) in simulated time.
 #pragma once
 
 #include "pfarm/technique.hpp"

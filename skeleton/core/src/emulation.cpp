@@ -2,7 +2,7 @@
 // load changes (pfarm/emulation.hpp).
 #include "pfarm/emulation.hpp"
 
-#include "numbers.hpp"
+#include "pfarm/detail/numbers.hpp"
 
 #include "pfarm/error.hpp"
 

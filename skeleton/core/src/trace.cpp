@@ -3,7 +3,7 @@
 // docs/traces.md).
 #include "pfarm/trace.hpp"
 
-#include "numbers.hpp"
+#include "pfarm/detail/numbers.hpp"
 
 #include "pfarm/error.hpp"
 #include "pfarm/output_file.hpp"

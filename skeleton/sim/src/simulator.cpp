@@ -64,7 +64,7 @@
 // unchanged.
 #include "pfarm/simulator.hpp"
 
-#include "numbers.hpp"
+#include "pfarm/detail/numbers.hpp"
 #include "simulator_model.hpp"
 
 #include "pfarm/error.hpp"
