@@ -90,7 +90,12 @@ public:
         in_size_ = static_cast<MPI_Aint>(in_bytes) * n;
         out_size_ = static_cast<MPI_Aint>(out_bytes) * n;
         const MPI_Aint bytes = rank == 0 ? header_bytes + in_size_ + out_size_ + 64 : 0;
-        mpi::check(MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, comm, &base_, &win_), "MPI_Win_allocate");
+        // Across nodes the window needs a one-sided component that works over their network: Open MPI 4.1's
+        // osc/rdma needs RDMA hardware, and over TCP only osc/pt2pt serves (switched off by Debian's
+        // openmpi-mca-params.conf), so the error says which setting makes it work.
+        mpi::check(MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, comm, &base_, &win_),
+                   "MPI_Win_allocate (the decentralised farm's window over every rank; across nodes over TCP, Open "
+                   "MPI 4.1 needs --mca osc pt2pt,sm; docs/cluster.md)");
         bytes_ = bytes;
         std::int64_t at[2] = {0, 0};
         if (rank == 0) {  // the outputs start 64-byte aligned, so rank 0's final copy out of them is too
@@ -313,7 +318,7 @@ public:
         // once all have, rank 0 holds every result and answers each rank with the outcome.
         const bool gentle = setup_.config.gentle_wait != 0;
         outcome o = rank_ == 0 ? collect_outcome(gentle, [&] {
-            if (options_.progress != progress_mode::quiet) progress.update(claims.handed_out());
+            if (options_.progress != progress_mode::quiet) progress.update(claimed_not_done(claims));
         })
                                : report_and_await_outcome(gentle);
         if (o.what != farm_outcome::kind::ok) throw_outcome(o);
@@ -329,6 +334,10 @@ public:
 
 private:
     double clock() const { return now() - t0_; }
+
+    /// Rank 0's progress while the farm runs: the tasks claimed so far, short of the total until every rank has
+    /// reported its results in (the final line comes from the outcome).
+    task_count claimed_not_done(claimer& claims) const { return std::min(claims.handed_out(), tasks_ - 1); }
 
     /// Claims and computes chunks until a claim finds nothing (the end, or a failure elsewhere) or a task throws.
     void work(claimer& claims, progress_reporter& progress) {
@@ -398,7 +407,7 @@ private:
                 if (keep_records_) records_.push_back({c.first, c.count, claimed, started, finished, 0.0});
                 if (sent || next.count == 0) batch_done(!sent && next.count == 0);
                 claimed = claimed_next;
-                if (rank_ == 0 && options_.progress != progress_mode::quiet) progress.update(claims.handed_out());
+                if (rank_ == 0 && options_.progress != progress_mode::quiet) progress.update(claimed_not_done(claims));
             }
         } catch (const std::exception& e) {  // not a task's fault (an MPI error): the farm still ends everywhere
             fail(claims, -1, e.what());

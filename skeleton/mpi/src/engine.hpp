@@ -128,8 +128,8 @@ public:
 private:
     void show(task_count done);
     task_count tasks_;
-    double start_, last_ = -1e9, interval_ = 5.0;
-    bool enabled_ = false, bar_ = false;
+    double start_, last_ = 0.0, interval_ = 5.0;
+    bool enabled_ = false, bar_ = false, finished_ = false;
 };
 
 /// The decentralised farm (decentralised.cpp). check_decentralised runs on rank 0 inside agree(): it throws the

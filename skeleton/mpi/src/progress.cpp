@@ -1,4 +1,6 @@
-// pfarm MPI engine: the farmer's progress line on standard error (a bar on a terminal, plain lines otherwise).
+// The farm's one progress line on standard error (a bar on a terminal, plain lines otherwise), fed by every mode
+// (flat, hierarchical, decentralised, one rank) on one rank: a line at most once an interval, the first one after an
+// interval (a rate over no time says nothing), and the final line exactly once.
 #include "engine.hpp"
 
 #include <unistd.h>
@@ -11,14 +13,21 @@ namespace pfarm::detail {
 
 progress_reporter::progress_reporter(progress_mode mode, task_count tasks) : tasks_(tasks), start_(now()) {
     const bool terminal = isatty(STDERR_FILENO) != 0;
-    enabled_ = mode != progress_mode::quiet;
+    enabled_ = mode != progress_mode::quiet && tasks > 0;
     bar_ = mode == progress_mode::automatic && terminal;
     interval_ = bar_ ? 0.2 : 5.0;
+    last_ = start_;
 }
 
 void progress_reporter::show(task_count done) {
     const double t = now();
-    if (done < tasks_ && t - last_ < interval_) return;
+    if (done >= tasks_) {
+        if (finished_) return;
+        finished_ = true;
+        done = tasks_;
+    } else if (t - last_ < interval_) {
+        return;
+    }
     last_ = t;
     const double elapsed = t - start_, rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0.0;
     const double left = rate > 0 ? static_cast<double>(tasks_ - done) / rate : 0.0;
