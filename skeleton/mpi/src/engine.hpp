@@ -12,7 +12,6 @@
 #include "pfarm/emulation.hpp"
 #include "pfarm/farm.hpp"
 #include "pfarm/farmer_session.hpp"
-#include "pfarm/loadavg_monitor.hpp"
 #include "pfarm/monitor.hpp"
 
 #include <mpi.h>
@@ -38,8 +37,8 @@ struct emulation {
 
 /// Which readings the run takes (config_header::monitors).
 enum monitor_bits : std::int32_t {
-    loadavg_each = 1,         ///< loadavg with every request
-    loadavg_calibration = 2,  ///< loadavg with a calibration result
+    loadavg_each = 1,         ///< availability, run queue, load1 with every request (the availability monitor)
+    loadavg_calibration = 2,  ///< the same with a calibration result
     benchmark_once = 4,       ///< the benchmark kernel once at the start, sent with every reading
     latency_once = 8,         ///< the latency probe once at the start
 };
@@ -104,7 +103,9 @@ private:
     int rank_;
     double t0_;
     resource_sample cached_;
-    loadavg_monitor loadavg_;
+    /// Availability, run queue and load1: make_availability_monitor() (cgroup under a CPU quota, loadavg
+    /// otherwise), chosen in start() when the run reads them.
+    std::unique_ptr<monitor> availability_;
 };
 
 /// The outcome every rank learns at the end (rank 0 fills it and broadcasts it).

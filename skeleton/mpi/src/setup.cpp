@@ -5,6 +5,7 @@
 #include "messages.hpp"
 
 #include "pfarm/benchmark_monitor.hpp"
+#include "pfarm/cgroup_monitor.hpp"
 #include "pfarm/latency.hpp"
 #include "pfarm/monitor_registry.hpp"
 #include "pfarm/mpi.hpp"
@@ -58,8 +59,9 @@ emulation emulation_from(const farm_options& options, int ranks) {
 }
 
 /// The readings the run takes: what the technique needs (technique::needs(), never its name), and the
-/// monitors the user asked for: "loadavg" with every request, "benchmark" and "latency" (the MPI probe) once
-/// at the start, any other monitor of the registry (monitor_registry.hpp) once at the start.
+/// monitors the user asked for: "loadavg" or "cgroup" with every request (either name means the availability
+/// monitor, make_availability_monitor()), "benchmark" and "latency" (the MPI probe) once at the start, any
+/// other monitor of the registry (monitor_registry.hpp) once at the start.
 void choose_monitors(const technique_needs& needs, const farm_options& options, shared_setup& s) {
     std::int32_t bits = 0;
     const auto add = [&bits](reading r, std::int32_t loadavg_bit) {
@@ -75,7 +77,7 @@ void choose_monitors(const technique_needs& needs, const farm_options& options, 
     for (reading r : needs.with_calibration) add(r, loadavg_calibration);
     for (reading r : needs.with_every_request) add(r, loadavg_each);
     for (const auto& name : options.monitors) {
-        if (name == "loadavg") bits |= loadavg_each;
+        if (name == "loadavg" || name == "cgroup") bits |= loadavg_each;
         else if (name == "benchmark") bits |= benchmark_once;
         else if (name == "latency") bits |= latency_once;
         else {
@@ -250,6 +252,9 @@ void sampler::start(MPI_Comm comm, int rank) {
     int failed = 0, any = 0;
     std::string why;
     try {
+        // Under emulation the load readings are the emulated load's (read()), and no monitor is read for them.
+        if ((bits_ & (loadavg_each | loadavg_calibration)) && !emulated_.active())
+            availability_ = make_availability_monitor();
         if (bits_ & benchmark_once) cached_.benchmark = benchmark_monitor().read().benchmark;
         for (const auto& name : extra_) {
             const resource_sample s = make_monitor(name)->read();
@@ -276,7 +281,7 @@ resource_sample sampler::read(bool calibration) {
             s.run_queue = std::max(1.0, f);
             return s;
         }
-        const resource_sample l = loadavg_.read();
+        const resource_sample l = availability_->read();
         s.availability = l.availability;
         s.run_queue = l.run_queue;
         s.load1 = l.load1;
