@@ -139,7 +139,7 @@ journal_kill)
   # A node lost: a calcium sweep with --journal across 3 nodes, node2 SIGKILLed (every process on it) once the
   # journal holds some tasks; mpirun ends the job. A rerun with the journal across the 3 nodes (node2 back) computes
   # only what the journal lacks, and the output folder equals an uninterrupted single-node run's.
-  args=(--channels 2000 --steps 2000 --peak-duration 0.004 --voltage-step 2 --experiments 120 --trace-stride 20
+  args=(--channels 2000 --steps 2000 --peak-duration 0.004 --voltage-step 2 --experiments 240 --trace-stride 20
         --seed 7 --technique ss --quiet)
   timed "reference" local_mpi 3 "$CALCIUM" --output ref "${args[@]}" >/dev/null
   set +e

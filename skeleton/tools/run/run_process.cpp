@@ -153,11 +153,18 @@ double unix_time() {
 }
 
 std::vector<std::string> command_environment() {
+    // Slurm's srun sets the step's and the task's variables besides the job's; Open MPI takes a process that has
+    // SLURM_STEP_ID (or SLURM_STEPID) and SLURM_NODELIST for a rank of an srun step and aborts its MPI_Init when
+    // no PMI is there ("direct launched using srun"). The job's variables (SLURM_JOB_ID, SLURM_JOB_NODELIST,
+    // SLURM_CPUS_ON_NODE...) stay: mpirun inside a command finds the allocation by them, as in a batch script.
     static constexpr std::string_view prefixes[] = {
         "OMPI_COMM_WORLD_", "OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_pmix", "OMPI_MCA_initial_wdir=",
         "OMPI_MCA_shmem_RUNTIME_QUERY_hint=", "OMPI_MCA_mpi_oversubscribe=", "OMPI_APP_CTX_NUM_PROCS=", "OMPI_ARGV=",
         "OMPI_COMMAND=", "OMPI_FILE_LOCATION=", "OMPI_FIRST_RANKS=", "OMPI_NUM_APP_CTX=", "OMPI_UNIVERSE_SIZE=",
-        "PMIX_", "PMI_", "PFARM_TASK=", "PFARM_RANK=", "PFARM_ATTEMPT="};
+        "PMIX_", "PMI_", "SLURM_STEP_", "SLURM_STEPID=", "SLURM_PROCID=", "SLURM_LOCALID=", "SLURM_NODEID=",
+        "SLURM_TASK_PID=", "SLURM_GTIDS=", "SLURM_LAUNCH_NODE_IPADDR=", "SLURM_SRUN_COMM_", "SLURM_CPU_BIND",
+        "SLURM_DISTRIBUTION=", "SLURM_MPI_TYPE=", "SLURM_PMIX", "SLURM_TOPOLOGY_ADDR", "PFARM_TASK=", "PFARM_RANK=",
+        "PFARM_ATTEMPT="};
     std::vector<std::string> env;
     for (char** e = environ; e && *e; ++e) {
         const std::string_view v(*e);

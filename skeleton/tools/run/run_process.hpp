@@ -65,9 +65,11 @@ private:
 };
 
 /// This process's environment for a command: without the variables of the MPI launch (Open MPI's OMPI_COMM_WORLD_*,
-/// the launch's OMPI_MCA_orte_*, OMPI_MCA_ess*, OMPI_MCA_pmix* and a few more, PMIX_*, PMI_*), so that a command
-/// that is itself an MPI program starts as a singleton instead of joining the job; and without PFARM_TASK,
-/// PFARM_RANK and PFARM_ATTEMPT, which pfarm-run sets for each command.
+/// the launch's OMPI_MCA_orte_*, OMPI_MCA_ess*, OMPI_MCA_pmix* and a few more, PMIX_*, PMI_*, and under srun the
+/// step's and the task's SLURM_STEP_*, SLURM_STEPID, SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID...; the job's
+/// SLURM_JOB_* stay), so that a command that is itself an MPI program starts as a singleton instead of joining the
+/// job or taking itself for a rank of the srun step; and without PFARM_TASK, PFARM_RANK and PFARM_ATTEMPT, which
+/// pfarm-run sets for each command.
 std::vector<std::string> command_environment();
 
 /// Seconds since the Unix epoch.
