@@ -1,0 +1,739 @@
+#!/usr/bin/python3
+"""The task farm's claims on an emulated cluster: node speeds, every technique against the fluid bound, the simulator
+against the measurement, and the three farmers, measured on three emulated nodes of tests/cluster/pfarm-cluster.
+
+  sudo benchmarks/cluster/run_cluster.py [--quick] [--out docs/measurements/DATE-cluster.md] [--csv FILE]
+                                         [--bin build/release/bin] [--reps 2] [--name bench]
+
+Layout: three nodes at CPU quotas 0.8, 0.4 and 0.2 of a core (one slot each); rank 0, the farmer, runs on the fastest
+node and computes beside farming (--farmer-computes), so every node holds one computing rank.
+  (a) node speeds: each node in turn runs the workload sequentially (one rank) while every other node runs a busy
+      loop (standing for its computing rank: every node busy); T_k is the median of node k's runs; again with one more
+      busy loop on node k (its loaded speed in the non-dedicated layout).
+  (b) every technique, with and without --reclaim, on the heterogeneous layout and on a non-dedicated one (busy loops
+      started and stopped on the nodes on a schedule relative to the farm's start, the same for every technique), for
+      pfarm-calcium and pfarm-mandelbrot: makespan over the fluid bound (W / sum of the node speeds 1/T_k; for the
+      non-dedicated layout the time at which the integral of the summed speeds over the schedule reaches W).
+  (c) pfarm-sim given the same platform (task times T_k, the measured per-task costs, half the measured round trip
+      as latency, the load schedule as load changes): predicted against measured makespan, per row.
+  (d) the flat, hierarchical (--masters 0: one master per node) and decentralised farmers on 3 + 2 + 2 ranks.
+  (e) 1 farmer + 1 worker (calcium): single round (deal), work queue (ss) and a sequential run on the worker's node.
+Writes a Markdown report and a CSV of every run; prints the ratios and which targets were met.
+
+Workarounds for what the harness does not do (it is used as it is):
+  - the harness's load schedules start when the command is called, on a daemon that starts a Python process; the
+    schedule here must follow the farm's start, so this script starts and stops its busy loops itself, as processes
+    placed in the node's cgroup (the harness's own 'load' does the same), when the farm's ranks appear;
+  - the nodes' cgroups compete with every other process on the machine by CPU weight, not only by quota: on a machine
+    busy with other work the quotas stop binding and the nodes run at the same speed. During the run the cluster's
+    parent cgroup gets the weight of as many ordinary processes as there are nodes (cpu.shares 1024 x 3, or cpu.weight
+    100 x 3 under cgroup v2), and each node a weight in proportion to its quota, so that the nodes keep their quotas'
+    ratios when the machine is busy; the previous values are put back at the end (--no-weights: leave them).
+Needs root (pfarm-cluster does). Python standard library only.
+"""
+import argparse
+import csv
+import datetime
+import json
+import math
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+HARNESS = os.path.join(REPO, "tests", "cluster", "pfarm-cluster")
+PROGRAMS = ("pfarm-calcium", "pfarm-mandelbrot", "pfarm-sim")
+QUOTAS = (0.8, 0.4, 0.2)
+TECHNIQUES = ("ss", "css", "gss", "fss", "tss", "fsc", "mfsc", "af", "awf-b", "multi", "dealdyn-sm", "static", "deal")
+QUICK_TECHNIQUES = ("ss", "fss", "af", "multi")
+ADAPTIVE = ("multi", "af", "awf-b")
+FARMER_HOSTS = "node0:3,node1:2,node2:2"      # (d): two ranks besides rank 0 on each node, one master per node
+FARMER_TECHNIQUE = "fss"                       # one that all three farmers run
+# The decentralised farm takes fixed-size results only (calcium's are streamed): Mandelbrot only.
+FARMERS = {"calcium": ("flat", "hierarchical"), "mandelbrot": ("flat", "hierarchical", "decentralised")}
+# The non-dedicated layout: (node, start, stop) of one busy loop, in fractions of the heterogeneous bound E of the
+# workload, on the farm's clock (stop None: to the end). node2 starts loaded (calibration sees it) and is freed,
+# node0 is loaded in the middle, node1 from 60% on.
+LOAD_SCHEDULE = ((2, 0.0, 0.4), (0, 0.3, 0.8), (1, 0.6, None))
+# Targets of the issue: the best technique within 5% (heterogeneous) / 10% (non-dedicated) of the bound; multi,
+# af and awf-b within 10% of the best; the simulator within 10% of the measurement on at least 80% of the rows.
+TARGET_BEST = {"heterogeneous": 1.05, "non-dedicated": 1.10}
+TARGET_ADAPTIVE = 1.10
+TARGET_SIM, TARGET_SIM_SHARE = 0.10, 0.80
+
+WORKLOADS = {
+    "full": {
+        "calcium": ["--channels", "2000", "--steps", "4000", "--peak-duration", "0.02", "--voltage-step", "2.5",
+                    "--summary-only"],
+        "mandelbrot": ["--width", "2000", "--height", "800", "--verify", "none"],
+    },
+    "quick": {
+        "calcium": ["--channels", "1000", "--steps", "2000", "--peak-duration", "0.01", "--voltage-step", "5",
+                    "--summary-only"],
+        "mandelbrot": ["--width", "1000", "--height", "400", "--verify", "none"],
+    },
+}
+
+
+class BenchError(Exception):
+    pass
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def uptime():
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def last_json(text):
+    """The last JSON object in a program's output (the apps print their report as one object with --json)."""
+    end = text.rindex("}")
+    depth = 0
+    for i in range(end, -1, -1):
+        if text[i] == "}":
+            depth += 1
+        elif text[i] == "{":
+            depth -= 1
+            if depth == 0:
+                return json.loads(text[i:end + 1])
+    raise ValueError("no JSON object")
+
+
+class Cluster:
+    """The emulated cluster: pfarm-cluster up/down, mpirun across its nodes, busy loops placed in a node's cgroup."""
+
+    def __init__(self, name, work):
+        self.name, self.work = name, work
+        self.state = None
+        self.mpirun_opts = None
+        self.loops = {}          # node index -> [Popen]
+        self.saved_weights = []  # (file, old value)
+
+    def harness(self, *args, check=True, timeout=120):
+        r = subprocess.run([HARNESS, "--name", self.name, *args], capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise BenchError(f"pfarm-cluster {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
+        return r.stdout
+
+    def up(self):
+        self.harness("up", "--nodes", "3", "--slots", "3,2,2", "--quota", ",".join(map(str, QUOTAS)), "--replace",
+                     "--quiet")
+        with open(f"/run/pfarm-cluster/{self.name}/state.json") as f:
+            self.state = json.load(f)
+        opts = self.harness("run", "--print").split()
+        # the --host of the printed options is replaced per run
+        i = opts.index("--host")
+        self.mpirun_opts = opts[:i] + opts[i + 2:]
+
+    def down(self):
+        self.stop_loops()
+        self.restore_weights()
+        self.harness("down", check=False)
+
+    # -- CPU weights (see the module's docstring)
+    def set_weights(self):
+        flavour = self.state["cgroup"]
+        root = self.state["cgroup_root"]
+        parent = os.path.dirname(root)
+        if flavour == "v1":
+            name, unit = "cpu.shares", 1024
+        else:
+            name, unit = "cpu.weight", 100
+        plan = [(os.path.join(parent, name), unit * len(QUOTAS))]
+        top = max(QUOTAS)
+        for node, q in zip(self.state["nodes"], QUOTAS):
+            plan.append((os.path.join(node["cgroup"], name), max(2, round(unit * q / top))))
+        for path, value in plan:
+            with open(path) as f:
+                self.saved_weights.append((path, f.read().strip()))
+            with open(path, "w") as f:
+                f.write(str(value))
+        return [(p, v) for p, v in plan]
+
+    def restore_weights(self):
+        for path, value in reversed(self.saved_weights):
+            try:
+                with open(path, "w") as f:
+                    f.write(value)
+            except OSError:
+                pass  # the cgroup is gone (torn down)
+        self.saved_weights = []
+
+    # -- busy loops in a node's cgroup
+    def start_loop(self, k):
+        procs = os.path.join(self.state["nodes"][k]["cgroup"], "cgroup.procs")
+
+        def enter():
+            with open(procs, "w") as f:
+                f.write(str(os.getpid()))
+        p = subprocess.Popen(["/bin/sh", "-c", "while :; do :; done"], preexec_fn=enter,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.loops.setdefault(k, []).append(p)
+
+    def stop_loop(self, k):
+        for p in self.loops.pop(k, []):
+            p.kill()
+            p.wait()
+
+    def stop_loops(self):
+        for k in list(self.loops):
+            self.stop_loop(k)
+
+    def node_has(self, k, comm):
+        try:
+            with open(os.path.join(self.state["nodes"][k]["cgroup"], "cgroup.procs")) as f:
+                pids = f.read().split()
+        except OSError:
+            return False
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    if comm.startswith(f.read().strip()):
+                        return True
+            except OSError:
+                pass
+        return False
+
+    def mpirun(self, hosts, argv, on_start=None, timeout=300):
+        """Runs argv across HOSTS; returns (report JSON, wall seconds from the ranks' start to the end, output).
+        on_start() is called once every node of HOSTS holds a rank of the program."""
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        cmd = ["mpirun", *self.mpirun_opts, "--host", hosts, *argv]
+        nodes = sorted({int(h.split(":")[0][4:]) for h in hosts.split(",")})
+        comm = os.path.basename(argv[0])
+        out = tempfile.TemporaryFile(mode="w+", dir=self.work)
+        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+        t_start = None
+        deadline = time.monotonic() + timeout
+        while p.poll() is None:
+            if t_start is None and all(self.node_has(k, comm) for k in nodes):
+                t_start = time.monotonic()
+                if on_start:
+                    on_start()
+            if time.monotonic() > deadline:
+                p.kill()
+                p.wait()
+                raise BenchError(f"{' '.join(cmd)}: over {timeout} s")
+            time.sleep(0.005 if t_start is None else 0.02)
+        t_end = time.monotonic()
+        out.seek(0)
+        text = out.read()
+        if p.returncode != 0:
+            raise BenchError(f"{' '.join(cmd)}: exit {p.returncode}\n{text[-2000:]}")
+        return last_json(text), (t_end - t_start) if t_start else None, text
+
+
+class Schedule:
+    """Busy loops on the nodes at times relative to the farm's start (the non-dedicated layout)."""
+
+    def __init__(self, cluster, scale):
+        self.cluster = cluster
+        self.events = []  # (time, node, +1 start | -1 stop)
+        for k, a, b in LOAD_SCHEDULE:
+            self.events.append((a * scale, k, +1))
+            if b is not None:
+                self.events.append((b * scale, k, -1))
+        self.events.sort()
+        self.timer_threads = []
+        self.stop = threading.Event()
+
+    def start(self):
+        t0 = time.monotonic()
+
+        def body():
+            for t, k, what in self.events:
+                if self.stop.wait(max(0.0, t0 + t - time.monotonic())):
+                    return
+                if what > 0:
+                    self.cluster.start_loop(k)
+                else:
+                    self.cluster.stop_loop(k)
+        th = threading.Thread(target=body, daemon=True)
+        th.start()
+        self.timer_threads.append(th)
+
+    def end(self):
+        self.stop.set()
+        for th in self.timer_threads:
+            th.join()
+        self.cluster.stop_loops()
+
+    def speed_pieces(self, T, T_loaded, offset):
+        """[(from, speed sum)] on the farm's clock: the schedule's events moved earlier by offset (the time from the
+        ranks' appearance to the farm's start is unknown; offset is the estimate, see the report)."""
+        state = [False] * len(T)
+        pieces = []
+        times = sorted({max(0.0, t - offset) for t, _, _ in self.events} | {0.0})
+        for t in times:
+            for te, k, what in self.events:
+                if max(0.0, te - offset) <= t:
+                    state[k] = what > 0
+            pieces.append((t, sum(1 / (T_loaded[k] if state[k] else T[k]) for k in range(len(T)))))
+        return pieces, state
+
+
+def fluid_time(pieces):
+    """The time at which the integral of the summed speeds (piecewise constant) reaches one workload."""
+    done = 0.0
+    for i, (t, s) in enumerate(pieces):
+        nxt = pieces[i + 1][0] if i + 1 < len(pieces) else math.inf
+        if done + s * (nxt - t) >= 1.0:
+            return t + (1.0 - done) / s
+        done += s * (nxt - t)
+    raise AssertionError("unreachable")
+
+
+def load_changes(schedule, T, T_loaded, offset):
+    changes = []
+    for t, k, what in schedule.events:
+        changes.append({"worker": k, "time": max(0.0, t - offset),
+                        "factor": (T_loaded[k] / T[k]) if what > 0 else 1.0})
+    return changes
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def measure_speeds(cluster, app, args, loaded, runs):
+    """Node k's time for the workload, sequentially (one rank), with every node busy: while node k runs it, every
+    other node runs one busy loop (as a computing rank would keep it busy); loaded: node k runs one busy loop beside
+    it too. runs runs per node, one node after the other; returns {node: [makespans]}."""
+    times = {}
+    for k in range(len(QUOTAS)):
+        for j in range(len(QUOTAS)):
+            if j != k or loaded:
+                cluster.start_loop(j)
+        try:
+            times[k] = [cluster.mpirun(f"node{k}:1", [app, *args, "--technique", "static"])[0]["makespan"]
+                        for _ in range(runs)]
+        finally:
+            cluster.stop_loops()
+    return times
+
+
+def task_costs(programs, app, args, work):
+    """Per-task costs of the workload, normalised to sum 1: an ss run of two ranks on this machine (outside the
+    cluster) with --trace, each chunk's compute time (finished - started)."""
+    trace = os.path.join(work, f"costs-{app}.csv")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cmd = ["mpirun", "--oversubscribe", "-np", "2", programs[app], *args, "--technique", "ss", "--trace", trace]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    if r.returncode != 0:
+        raise BenchError(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr[-2000:]}")
+    costs = {}
+    with open(trace) as f:
+        rows = [line for line in f if not line.startswith("#")]
+    for row in csv.DictReader(rows):
+        if int(row["count"]) != 1:
+            raise BenchError(f"{trace}: a chunk of {row['count']} tasks in an ss run")
+        costs[int(row["first"])] = max(1e-9, float(row["finished"]) - float(row["started"]))
+    total = sum(costs.values())
+    values = [costs[i] / total for i in range(len(costs))]
+    path = os.path.join(work, f"costs-{app}.txt")
+    with open(path, "w") as f:
+        f.write("".join(f"{c!r}\n" for c in values))
+    return path, values
+
+
+def technique_args(t, n_tasks, h, sigma):
+    if t == "css":
+        return ["--chunk", str(max(1, round(n_tasks / (8 * len(QUOTAS)))))]
+    if t == "fsc":
+        return ["--overhead-h", f"{h:.6g}", "--sigma", f"{sigma:.6g}"]
+    return []
+
+
+def simulate(programs, work, tag, technique, targs, reclaim, costs_path, T, latency, changes):
+    platform = {"task_times": list(T), "latency": latency, "overhead": 0.0}
+    if changes:
+        platform["load_changes"] = changes
+    path = os.path.join(work, f"platform-{tag}.json")
+    with open(path, "w") as f:
+        json.dump(platform, f)
+    cmd = [programs["pfarm-sim"], "--platform", path, "--costs", costs_path, "--technique", technique, *targs,
+           "--json"] + (["--reclaim"] if reclaim else [])
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise BenchError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()}")
+    return json.loads(r.stdout)["makespan"]
+
+
+def fmt(x, d=3):
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{d}f}"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a smoke run (about 3 minutes on a busy 2-core machine): small workloads, "
+                    + ", ".join(QUICK_TECHNIQUES) + ", one repetition")
+    ap.add_argument("--out", help="the Markdown report (default docs/measurements/DATE-cluster.md; "
+                    "--quick: DIR of --csv or a temporary folder)")
+    ap.add_argument("--csv", help="the CSV of every run (default: the report's name with .csv)")
+    ap.add_argument("--bin", default=os.path.join(REPO, "build", "release", "bin"),
+                    help="folder of pfarm-calcium, pfarm-mandelbrot, pfarm-sim (copied first, so that a rebuild "
+                    "during the run does not change them)")
+    ap.add_argument("--reps", type=int, help="repetitions per case, the median reported (default 2; --quick 1)")
+    ap.add_argument("--name", default="bench", help="the emulated cluster's name (default bench)")
+    ap.add_argument("--no-weights", action="store_true", help="leave the cgroups' CPU weights as they are")
+    ap.add_argument("--skip", default="", help="parts to leave out, comma-separated: farmers,table4")
+    ap.add_argument("--from-json", metavar="FILE", help="write the report again from a run's JSON (FILE, written "
+                    "beside the CSV) instead of running")
+    args = ap.parse_args(argv)
+    if args.from_json:
+        return render_again(args)
+    if os.geteuid() != 0:
+        print("run_cluster.py: must run as root (the emulated cluster needs namespaces and cgroups)", file=sys.stderr)
+        return 1
+    reps = args.reps or (1 if args.quick else 2)
+    if reps < 1:
+        print(f"run_cluster.py: --reps: is {reps}; expected >= 1", file=sys.stderr)
+        return 2
+    skip = {s for s in args.skip.split(",") if s}
+    if skip - {"farmers", "table4"}:
+        print(f"run_cluster.py: --skip: is '{args.skip}'; expected farmers, table4", file=sys.stderr)
+        return 2
+    today = datetime.date.today().isoformat()
+    work = tempfile.mkdtemp(prefix="pfarm-cluster-bench-")
+    if args.out:
+        out_md = args.out
+    elif args.quick:
+        out_md = os.path.join(os.path.dirname(args.csv) if args.csv else work, "cluster-quick.md")
+    else:
+        out_md = os.path.join(REPO, "docs", "measurements", f"{today}-cluster.md")
+    out_csv = args.csv or os.path.splitext(out_md)[0] + ".csv"
+
+    programs = {}
+    bindir = os.path.join(work, "bin")
+    os.makedirs(bindir)
+    for p in PROGRAMS:
+        src = os.path.join(args.bin, p)
+        if not os.access(src, os.X_OK):
+            print(f"run_cluster.py: --bin: no executable {src}", file=sys.stderr)
+            return 2
+        programs[p] = shutil.copy2(src, os.path.join(bindir, p))
+        if subprocess.run([programs[p], "--help"], capture_output=True).returncode != 0:
+            print(f"run_cluster.py: {src} --help fails", file=sys.stderr)
+            return 1
+
+    def on_signal(sig, _frame):
+        raise SystemExit(128 + sig)
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, on_signal)
+
+    t_begin = time.monotonic()
+    uptime_start = uptime()
+    log(f"work folder {work}; {uptime_start}")
+    cluster = Cluster(args.name, work)
+    rows = []          # every run
+    results = {}       # (workload, layout, technique, reclaim) -> dict
+    speeds = {}
+    extra = {}
+    try:
+        cluster.up()
+        weights = [] if args.no_weights else cluster.set_weights()
+        rtt_text = cluster.harness("rtt", "node0", "node1", "--count", "500")
+        rtt = float(rtt_text.split("median")[1].split("us")[0]) * 1e-6
+        log(f"cluster up; weights {weights}; round trip {rtt * 1e6:.1f} us")
+        mode = "quick" if args.quick else "full"
+        techniques = QUICK_TECHNIQUES if args.quick else TECHNIQUES
+        for wl in ("calcium", "mandelbrot"):
+            app = programs[f"pfarm-{wl}"]
+            wargs = list(WORKLOADS[mode][wl]) + ["--quiet", "--json"]
+            if wl == "calcium":
+                wargs += ["--output", os.path.join(work, "calcium-out")]
+            else:
+                wargs += ["--output", "/dev/null"]
+            # (a) node speeds
+            log(f"{wl}: node speeds, every node busy")
+            t_plain = measure_speeds(cluster, app, wargs, False, reps)
+            log(f"{wl}: node speeds with one busy loop on every node")
+            t_loaded = measure_speeds(cluster, app, wargs, True, reps)
+            T = [median(t_plain[k]) for k in range(3)]
+            TL = [median(t_loaded[k]) for k in range(3)]
+            bound = 1 / sum(1 / t for t in T)
+            speeds[wl] = {"plain": t_plain, "loaded": t_loaded, "T": T, "TL": TL, "bound": bound,
+                          "load1": loadavg()}
+            log(f"{wl}: T {[round(t, 3) for t in T]}, loaded {[round(t, 3) for t in TL]}, bound {bound:.3f} s")
+            costs_path, costs = task_costs(programs, f"pfarm-{wl}", wargs, work)
+            n_tasks = len(costs)
+            mean_task = len(QUOTAS) * bound / n_tasks
+            h = rtt / mean_task
+            sigma = statistics.pstdev(costs) / statistics.mean(costs)
+            speeds[wl].update(tasks=n_tasks, h=h, sigma=sigma)
+            sched = lambda: Schedule(cluster, bound)  # noqa: E731
+            # (b) every technique, with and without reclaim, both layouts; repetitions interleaved
+            for rep in range(reps):
+                for layout in ("heterogeneous", "non-dedicated"):
+                    for t in techniques:
+                        targs = technique_args(t, n_tasks, h, sigma)
+                        for reclaim in (False, True):
+                            argv = [app, *wargs, "--technique", t, *targs, "--farmer-computes"] + \
+                                (["--reclaim"] if reclaim else [])
+                            s = sched() if layout == "non-dedicated" else None
+                            l1 = loadavg()
+                            try:
+                                rep_json, wall, _ = cluster.mpirun("node0:1,node1:1,node2:1", argv,
+                                                                   on_start=s.start if s else None)
+                            finally:
+                                if s:
+                                    s.end()
+                            m = rep_json["makespan"]
+                            offset = max(0.0, wall - m) if wall else 0.0
+                            if s:
+                                b = fluid_time(s.speed_pieces(T, TL, offset)[0])
+                            else:
+                                b = bound
+                            key = (wl, layout, t, reclaim)
+                            r = results.setdefault(key, {"makespans": [], "bounds": [], "offsets": [], "load1": []})
+                            r["makespans"].append(m)
+                            r["bounds"].append(b)
+                            r["offsets"].append(offset)
+                            r["load1"].append(l1)
+                            rows.append({"part": "b", "workload": wl, "layout": layout, "farmer": "flat",
+                                         "technique": t, "reclaim": int(reclaim), "rep": rep + 1,
+                                         "makespan": m, "bound": b, "ratio": m / b, "offset": offset, "load1": l1,
+                                         "tasks_per_rank": " ".join(map(str, rep_json["tasks_per_rank"]))})
+                            log(f"{wl} {layout} {t}{' reclaim' if reclaim else ''} rep {rep + 1}: {m:.3f} s, "
+                                f"bound {b:.3f}, ratio {m / b:.3f}, load {l1}")
+            # (c) the simulator on the same platform
+            for key, r in results.items():
+                if key[0] != wl:
+                    continue
+                _, layout, t, reclaim = key
+                offset = median(r["offsets"])
+                changes = load_changes(sched(), T, TL, offset) if layout == "non-dedicated" else None
+                r["sim"] = simulate(programs, work, f"{wl}-{layout}", t, technique_args(t, n_tasks, h, sigma),
+                                    reclaim, costs_path, T, rtt / 2, changes)
+            # (d) the three farmers on 3 + 2 + 2 ranks
+            if "farmers" not in skip:
+                for rep in range(reps):
+                    for farmer in FARMERS[wl]:
+                        fargs = ["--farmer", farmer] + (["--masters", "0"] if farmer == "hierarchical" else [])
+                        argv = [app, *wargs, "--technique", FARMER_TECHNIQUE, "--farmer-computes", *fargs]
+                        l1 = loadavg()
+                        rep_json, _, _ = cluster.mpirun(FARMER_HOSTS, argv)
+                        m = rep_json["makespan"]
+                        key = (wl, "farmers", farmer)
+                        r = results.setdefault(key, {"makespans": [], "load1": []})
+                        r["makespans"].append(m)
+                        r["load1"].append(l1)
+                        rows.append({"part": "d", "workload": wl, "layout": "heterogeneous", "farmer": farmer,
+                                     "technique": FARMER_TECHNIQUE, "reclaim": 0, "rep": rep + 1, "makespan": m,
+                                     "bound": bound, "ratio": m / bound, "offset": "", "load1": l1,
+                                     "tasks_per_rank": " ".join(map(str, rep_json["tasks_per_rank"]))})
+                        log(f"{wl} {farmer} {FARMER_TECHNIQUE} on {FARMER_HOSTS} rep {rep + 1}: {m:.3f} s, "
+                            f"ratio {m / bound:.3f}")
+        # (e) Table 4 style: 1 farmer (node0, farming only) + 1 worker (node1), calcium
+        if "table4" not in skip:
+            app = programs["pfarm-calcium"]
+            wargs = list(WORKLOADS[mode]["calcium"]) + ["--quiet", "--json", "--output",
+                                                         os.path.join(work, "calcium-t4")]
+            t4 = {"deal": [], "ss": [], "sequential": []}
+            for rep in range(reps):
+                for kind in t4:
+                    l1 = loadavg()
+                    if kind == "sequential":
+                        rep_json, _, _ = cluster.mpirun("node1:1", [app, *wargs, "--technique", "static"])
+                    else:
+                        rep_json, _, _ = cluster.mpirun("node0:1,node1:1", [app, *wargs, "--technique", kind])
+                    t4[kind].append(rep_json["makespan"])
+                    rows.append({"part": "e", "workload": "calcium", "layout": "1 farmer + 1 worker",
+                                 "farmer": "flat", "technique": kind, "reclaim": 0, "rep": rep + 1,
+                                 "makespan": rep_json["makespan"], "bound": "", "ratio": "", "offset": "",
+                                 "load1": l1, "tasks_per_rank": " ".join(map(str, rep_json["tasks_per_rank"]))})
+                    log(f"table 4 {kind} rep {rep + 1}: {rep_json['makespan']:.3f} s")
+            extra["table4"] = t4
+    finally:
+        cluster.down()
+    elapsed = time.monotonic() - t_begin
+    uptime_end = uptime()
+    log(f"done in {elapsed:.0f} s; {uptime_end}")
+
+    os.makedirs(os.path.dirname(os.path.abspath(out_csv)), exist_ok=True)
+    with open(out_csv, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["part", "workload", "layout", "farmer", "technique", "reclaim", "rep",
+                                          "makespan", "bound", "ratio", "offset", "load1", "tasks_per_rank"])
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+    raw = {"mode": mode, "reps": reps, "techniques": list(techniques), "speeds": speeds,
+           "results": [[list(k), v] for k, v in results.items()], "extra": extra, "rtt": rtt, "weights": weights,
+           "uptime_start": uptime_start, "uptime_end": uptime_end, "elapsed": elapsed, "today": today}
+    with open(os.path.splitext(out_csv)[0] + ".json", "w") as f:
+        json.dump(raw, f)
+    report, summary = render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, uptime_start,
+                             uptime_end, elapsed, out_csv, today)
+    os.makedirs(os.path.dirname(os.path.abspath(out_md)), exist_ok=True)
+    with open(out_md, "w") as f:
+        f.write(report)
+    print(summary)
+    print(f"report {out_md}; runs {out_csv}")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def render_again(args):
+    with open(args.from_json) as f:
+        raw = json.load(f)
+    results = {}
+    for k, v in raw["results"]:
+        results[tuple(k)] = v
+    speeds = raw["speeds"]
+    for sp in speeds.values():
+        for part in ("plain", "loaded"):
+            sp[part] = {int(k): v for k, v in sp[part].items()}
+    out_csv = args.csv or os.path.splitext(args.from_json)[0] + ".csv"
+    out_md = args.out or os.path.splitext(args.from_json)[0] + ".md"
+    args.quick = raw["mode"] == "quick"
+    report, summary = render(args, raw["mode"], raw["reps"], raw["techniques"], speeds, results, raw["extra"],
+                             raw["rtt"], raw["weights"], raw["uptime_start"], raw["uptime_end"], raw["elapsed"],
+                             out_csv, raw["today"])
+    with open(out_md, "w") as f:
+        f.write(report)
+    print(summary)
+    print(f"report {out_md}")
+    return 0
+
+
+def render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, up0, up1, elapsed, out_csv, today):
+    L = []
+    S = []  # the summary printed at the end
+    cmd = "sudo benchmarks/cluster/run_cluster.py" + (" --quick" if args.quick else "") + \
+        (f" --reps {args.reps}" if args.reps else "") + (" --no-weights" if args.no_weights else "") + \
+        (f" --skip {args.skip}" if args.skip else "")
+    L.append(f"# The farm on an emulated cluster ({today}{', quick' if args.quick else ''})\n")
+    L.append(f"Made by `{cmd}` in {elapsed / 60:.1f} min (every run: `{os.path.basename(out_csv)}`). "
+             "Three emulated nodes of `tests/cluster/pfarm-cluster` (network and UTS namespaces, TCP over veth "
+             f"pairs, round trip {rtt * 1e6:.1f} us) at CPU quotas {', '.join(map(str, QUOTAS))} of a core, one rank "
+             "each; rank 0, the farmer, on the fastest node with `--farmer-computes`. Medians of "
+             f"{reps} run{'s' if reps > 1 else ''}, repetitions interleaved.\n")
+    L.append(f"**The machine was shared**: 2 cores, other engineers building and testing on it during the run. "
+             f"`uptime` at the start: `{up0}`; at the end: `{up1}`; each run's 1-minute load average is in the CSV "
+             "(`load1`). The nodes' speeds are therefore measured, not taken from the quotas, and drift during the run; "
+             "every ratio below is of one run's own measurements.\n")
+    if weights:
+        L.append("CPU weights during the run (the nodes keep their quotas' ratios when the machine is busy; restored "
+                 "afterwards): " + ", ".join(f"`{p.replace('/sys/fs/cgroup/', '')}` = {v}" for p, v in weights)
+                 + ".\n")
+    L.append("Non-dedicated layout: one busy loop on node2 from the farm's start to 0.4 E, on node0 from 0.3 E to "
+             "0.8 E, on node1 from 0.6 E to the end, where E is the workload's heterogeneous bound; the loops are "
+             "started when every node holds its rank, so the schedule's times on the farm's clock are earlier by the "
+             "time from the ranks' appearance to the farm's start (MPI_Init and setup). That time is estimated per "
+             "run as wall time from the ranks' appearance to mpirun's end minus the makespan (it holds the shutdown "
+             "too), and the bound of each run is computed with it.\n")
+    # (a)
+    L.append("## (a) Node speeds\n")
+    L.append("A sequential run (one rank, `--technique static`) on one node at a time, while every other node runs one "
+             "busy loop (as its computing rank would keep it busy): T is the median of the node's runs. Loaded: one "
+             "busy loop on the measured node too (its speed while the non-dedicated schedule loads it). The report's "
+             "makespan is the farm's own (from the farm's start), not mpirun's wall time.\n")
+    L.append("| workload | tasks | node | quota | T (s) | runs | speed share | T loaded (s) | runs | fluid bound (s) |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|")
+    for wl, sp in speeds.items():
+        tot = sum(1 / t for t in sp["T"])
+        for k in range(3):
+            L.append(f"| {wl} | {sp['tasks']} | node{k} | {QUOTAS[k]} | {fmt(sp['T'][k])} | {len(sp['plain'][k])} | "
+                     f"{fmt((1 / sp['T'][k]) / tot, 2)} | {fmt(sp['TL'][k])} | {len(sp['loaded'][k])} | "
+                     f"{fmt(sp['bound']) if k == 0 else ''} |")
+    L.append("")
+    L.append("The quotas' ratio is 4 : 2 : 1 (shares 0.57, 0.29, 0.14); the measured shares are what the bound uses.\n")
+    # (b) + (c)
+    targets = []
+    sim_rows = []
+    for wl in speeds:
+        for layout in ("heterogeneous", "non-dedicated"):
+            L.append(f"## (b, c) {wl}, {layout}\n")
+            L.append("makespan (s) and makespan / fluid bound, median of the runs; sim: pfarm-sim's prediction on "
+                     "the measured platform and its ratio to the measured makespan.\n")
+            L.append("| technique | makespan | / bound | sim | sim / measured | with reclaim | / bound | sim | "
+                     "sim / measured |")
+            L.append("|---|---|---|---|---|---|---|---|---|")
+            ratios = {}
+            for t in techniques:
+                cells = []
+                for reclaim in (False, True):
+                    r = results[(wl, layout, t, reclaim)]
+                    m = median(r["makespans"])
+                    ratio = median([a / b for a, b in zip(r["makespans"], r["bounds"])])
+                    ratios[(t, reclaim)] = ratio
+                    sr = r["sim"] / m
+                    sim_rows.append(abs(sr - 1) <= TARGET_SIM)
+                    cells += [fmt(m), fmt(ratio), fmt(r["sim"]), fmt(sr)]
+                L.append(f"| {t} | " + " | ".join(cells) + " |")
+            L.append("")
+            best = min(ratios, key=ratios.get)
+            best_ratio = ratios[best]
+            goal = TARGET_BEST[layout]
+            met = best_ratio <= goal
+            targets.append((f"{wl}, {layout}: best within {round((goal - 1) * 100)}% of the bound",
+                            f"{best[0]}{' + reclaim' if best[1] else ''} at {best_ratio:.3f}", met))
+            line = [f"Best: **{best[0]}{' with reclaim' if best[1] else ''}**, {best_ratio:.3f} of the bound."]
+            for t in ADAPTIVE:
+                if t not in techniques:
+                    continue
+                plain, rec = ratios[(t, False)] / best_ratio, ratios[(t, True)] / best_ratio
+                better = min(plain, rec)
+                targets.append((f"{wl}, {layout}: {t} within 10% of the best",
+                                f"{better:.3f} of the best ({plain:.3f} plain, {rec:.3f} with reclaim)",
+                                better <= TARGET_ADAPTIVE))
+                line.append(f"{t} / best: {plain:.3f} ({rec:.3f} with reclaim).")
+            L.append(" ".join(line) + "\n")
+    share = sum(sim_rows) / len(sim_rows) if sim_rows else 0.0
+    targets.append((f"simulator within 10% of the measurement on at least {round(TARGET_SIM_SHARE * 100)}% of the rows",
+                    f"{sum(sim_rows)} of {len(sim_rows)} rows ({share * 100:.0f}%)", share >= TARGET_SIM_SHARE))
+    L.append("The simulator's platform: task times T of (a) (seconds per workload, so each task's time is its share "
+             "of the workload's cost times T), per-task costs from an `ss` run with `--trace` of two ranks on the "
+             "machine outside the cluster, latency half the measured round trip, no service time; the non-dedicated "
+             "schedule as load changes (factor T loaded / T). It has no farmer that computes: rank 0's share is "
+             "simulated as a worker.\n")
+    # (d)
+    if any(k[1] == "farmers" for k in results if len(k) == 3):
+        L.append(f"## (d) Flat, hierarchical and decentralised farmers\n")
+        L.append(f"`--technique {FARMER_TECHNIQUE} --farmer-computes` on `--host {FARMER_HOSTS}` (7 ranks; the "
+                 "hierarchical farmer with `--masters 0`: one master per node); the bound is the heterogeneous one "
+                 "of (a) (the same nodes).\n")
+        L.append("| workload | farmer | makespan (s) | / bound | / flat |")
+        L.append("|---|---|---|---|---|")
+        for wl in speeds:
+            flat = median(results[(wl, "farmers", "flat")]["makespans"])
+            for farmer in FARMERS[wl]:
+                m = median(results[(wl, "farmers", farmer)]["makespans"])
+                L.append(f"| {wl} | {farmer} | {fmt(m)} | {fmt(m / speeds[wl]['bound'])} | {fmt(m / flat)} |")
+        L.append("")
+    if "table4" in extra:
+        t4 = extra["table4"]
+        seq = median(t4["sequential"])
+        L.append("## (e) 1 farmer + 1 worker (first paper's Table 4 style), calcium\n")
+        L.append("Farmer on node0 (farming only), worker on node1 (quota 0.4); sequential: one rank on node1.\n")
+        L.append("| mode | makespan (s) | / sequential |")
+        L.append("|---|---|---|")
+        for kind, label in (("deal", "single round (deal)"), ("ss", "work queue (ss)"), ("sequential", "sequential")):
+            L.append(f"| {label} | {fmt(median(t4[kind]))} | {fmt(median(t4[kind]) / seq)} |")
+        L.append("")
+    L.append("## Targets\n")
+    L.append("| target | measured | met |")
+    L.append("|---|---|---|")
+    for name, value, met in targets:
+        L.append(f"| {name} | {value} | {'yes' if met else '**no**'} |")
+        S.append(f"{'MET   ' if met else 'MISSED'} {name}: {value}")
+    L.append("")
+    return "\n".join(L), "\n".join(S)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
