@@ -13,7 +13,13 @@ say() { echo "cluster.$case_name: $*" >&2; }
 fail() { echo "cluster.$case_name: FAILED: $*" >&2; exit 1; }
 # The single-node reference: plain mpiexec on this machine, outside the emulated nodes.
 local_mpi() { local n=$1; shift; mpirun --oversubscribe -np "$n" "$@"; }
-json_field() { python3 -c 'import json,sys; t=open(sys.argv[1]).read(); print(json.loads(t[t.index("{"):t.rindex("}")+1])[sys.argv[2]])' "$1" "$2"; }
+json_field() {  # json_field FILE KEY: a field of the JSON object in FILE (text around it skipped)
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+t = open(sys.argv[1]).read()
+print(json.loads(t[t.index("{"):t.rindex("}") + 1])[sys.argv[2]])
+PY
+}
 timed() {  # timed LABEL COMMAND...: runs it, prints its wall time
   local t0=$SECONDS label=$1; shift
   "$@"
@@ -33,7 +39,8 @@ mandelbrot)
   # single-node run's, with a fixed technique and with the adaptive ones.
   local_mpi 4 "$MANDELBROT" "${mandel_args[@]}" --technique gss --output ref.pgm >ref.json
   ref=$(json_field ref.json checksum)
-  [ "$(rank_hosts node0:2,node1:1,node2:1 | awk '{print $2}' | sort -u | wc -l)" -eq 3 ] || fail "ranks not on 3 hostnames"
+  [ "$(rank_hosts node0:2,node1:1,node2:1 | awk '{print $2}' | sort -u | wc -l)" -eq 3 ] ||
+    fail "ranks not on 3 hostnames"
   for t in "gss" "multi" "af" "ss --prefetch --reclaim"; do
     # shellcheck disable=SC2086
     timed "$t" pc run -- "$MANDELBROT" "${mandel_args[@]}" --technique $t --output "c-${t%% *}.pgm" >"c-${t%% *}.json"
@@ -51,7 +58,8 @@ calcium)
   local_mpi 1 "$CALCIUM" --technique static --output ref "${args[@]}" >/dev/null
   for t in multi fss; do
     timed "$t" pc run -- "$CALCIUM" --technique "$t" --output "c-$t" "${args[@]}" >/dev/null
-    diff -r ref "c-$t" >/dev/null || fail "$t: output differs from the single-node run's: $(diff -rq ref "c-$t" | head -3)"
+    diff -r ref "c-$t" >/dev/null ||
+      fail "$t: output differs from the single-node run's: $(diff -rq ref "c-$t" | head -3)"
   done
   say "output folders identical to a one-rank run's ($(find ref -type f | wc -l) files)"
   ;;
@@ -68,7 +76,8 @@ hierarchical)
   grep -q "supermaster answered [0-9]* requests from 3 masters" h.txt || fail "not 3 masters: $(cat h.txt)"
   masters=$(sed -n 's/^  rank \([0-9]*\): master.*/\1/p' h.txt | sort -n | tr '\n' ' ')
   expected=$(awk '$1 != 0 && !($2 in seen) {seen[$2] = 1; print $1}' ranks.txt | sort -n | tr '\n' ' ')
-  [ "$masters" = "$expected" ] || fail "masters are ranks $masters; the lowest rank but 0 per hostname is $expected ($(tr '\n' ' ' <ranks.txt))"
+  [ "$masters" = "$expected" ] ||
+    fail "masters are ranks $masters; the lowest rank but 0 per hostname is $expected ($(tr '\n' ' ' <ranks.txt))"
   master_hosts=$(for r in $masters; do awk -v r="$r" '$1 == r {print $2}' ranks.txt; done | sort -u | wc -l)
   [ "$master_hosts" -eq 3 ] || fail "the masters are on $master_hosts hostnames, expected 3"
   say "masters ranks $masters, one per hostname ($(tr '\n' ' ' <ranks.txt)); image identical"
@@ -87,13 +96,14 @@ decentralised)
   done
   # Without a component that works over TCP, the run must stop with an error saying what to do, never hang.
   set +e
-  timeout 60 "$PFARM_CLUSTER" run -- --mca osc rdma "$MANDELBROT" --width 20 --height 20 --technique gss --farmer decentralised \
-    --quiet >rdma.out 2>&1
+  timeout 60 "$PFARM_CLUSTER" run -- --mca osc rdma "$MANDELBROT" --width 20 --height 20 --technique gss \
+    --farmer decentralised --quiet >rdma.out 2>&1
   rc=$?
   set -e
   [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "with osc rdma across nodes: exit $rc, expected an error"
   grep -q "MPI_Win_allocate" rdma.out || fail "with osc rdma: no error naming MPI_Win_allocate: $(head -5 rdma.out)"
-  say "images identical to one node's for gss, fss, dgss; osc rdma alone stops with: $(grep -m1 MPI_Win_allocate rdma.out)"
+  say "images identical to one node's for gss, fss, dgss; osc rdma alone stops with:" \
+    "$(grep -m1 MPI_Win_allocate rdma.out)"
   ;;
 
 c_api)
@@ -117,11 +127,12 @@ run_mpirun | run_srun)
     timed "pfarm-run under mpirun" pc run -- "$PFARM_RUN" --technique static --progress quiet --joblog log.tsv \
       --output out "$cmd" ::: "${widths[@]}"
   else
-    timed "pfarm-run under srun" pc slurm -- srun --mpi=pmix -N 3 -n 4 "$PFARM_RUN" --technique static --progress quiet \
-      --joblog log.tsv --output out "$cmd" ::: "${widths[@]}"
+    timed "pfarm-run under srun" pc slurm -- srun --mpi=pmix --kill-on-bad-exit=1 -N 3 -n 4 "$PFARM_RUN" --technique static \
+      --progress quiet --joblog log.tsv --output out "$cmd" ::: "${widths[@]}"
   fi
   for w in "${widths[@]}"; do
-    [ "$(json_field "result-$w.json" checksum)" = "$(json_field "ref-$w.json" checksum)" ] || fail "width $w: checksum differs"
+    [ "$(json_field "result-$w.json" checksum)" = "$(json_field "ref-$w.json" checksum)" ] ||
+      fail "width $w: checksum differs"
   done
   python3 - <<'PY' || exit 1
 import csv, os
@@ -181,7 +192,8 @@ slurm)
   [ "$(grep -c idle sinfo.txt)" -eq 3 ] || fail "not 3 idle nodes: $(cat sinfo.txt)"
   args=(--channels 300 --steps 400 --peak-duration 0.002 --voltage-step 10 --experiments 26 --seed 5 --quiet)
   local_mpi 1 "$CALCIUM" --technique static --output ref "${args[@]}" >/dev/null
-  timed "srun" pc slurm -- srun --mpi=pmix -N 3 -n 4 "$CALCIUM" --technique multi --output srun "${args[@]}" >srun.out
+  timed "srun" pc slurm -- srun --mpi=pmix --kill-on-bad-exit=1 -N 3 -n 4 "$CALCIUM" --technique multi --output srun \
+    "${args[@]}" >srun.out
   diff -r ref srun >/dev/null || fail "srun: output differs from the single-node run's"
   local_mpi 4 "$MANDELBROT" "${mandel_args[@]}" --technique gss >ref.json
   cat >job.sh <<EOF

@@ -16,7 +16,7 @@ leftovers() {
   local tag
   tag=pfc$(printf '%s' "$1" | sha1sum | cut -c1-6)
   ip netns list | grep "^$tag-" || true
-  ip -o link show | grep -o "$tag[a-z0-9]*" || true
+  ip -o link show | grep -o "${tag}[a-z0-9]*" || true
   ls -d /sys/fs/cgroup/cpu/pfarm-cluster/"$1" /sys/fs/cgroup/pfarm-cluster/"$1" 2>/dev/null || true
   ls -d /run/pfarm-cluster/"$1" 2>/dev/null || true
 }
@@ -34,8 +34,11 @@ set -e
 
 pc up --nodes 3 --hosts alpha,beta,gamma --slots 2,1,1 --quota 0.8,0.4,0.2
 "$pc_path" --name "$other" up --nodes 2 --quota max --quiet
-subnet=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["subnet"])' /run/pfarm-cluster/"$name"/state.json)
-subnet_b=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["subnet"])' /run/pfarm-cluster/"$other"/state.json)
+# state CLUSTER EXPR: a value from the cluster's state.json (st), by a Python expression
+state() { python3 -c 'import json,sys; st = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' \
+  /run/pfarm-cluster/"$1"/state.json "$2"; }
+subnet=$(state "$name" 'st["subnet"]')
+subnet_b=$(state "$other" 'st["subnet"]')
 [ "$subnet" != "$subnet_b" ] || fail "two clusters on one subnet $subnet"
 set +e
 pc up --nodes 1 >/dev/null 2>&1 && fail "a second 'up' of the same name succeeded"
@@ -60,9 +63,10 @@ except OSError: pass" || fail "a node reached outside its subnet"
 say "hostnames, addresses and routes right; no route out"
 
 # The quota throttles: a busy loop on gamma (0.2 of a core) for 1 s uses about 0.2 s of CPU.
-cg=$(python3 -c 'import json,sys; print([n for n in json.load(open(sys.argv[1]))["nodes"] if n["host"] == "gamma"][0]["cgroup"])' /run/pfarm-cluster/"$name"/state.json)
+cg=$(state "$name" '[n for n in st["nodes"] if n["host"] == "gamma"][0]["cgroup"]')
 if [ -f "$cg/cpu.cfs_quota_us" ]; then
-  [ "$(cat "$cg/cpu.cfs_quota_us")" = 20000 ] && [ "$(cat "$cg/cpu.cfs_period_us")" = 100000 ] || fail "gamma's quota files"
+  [ "$(cat "$cg/cpu.cfs_quota_us")" = 20000 ] && [ "$(cat "$cg/cpu.cfs_period_us")" = 100000 ] ||
+    fail "gamma's quota files"
 else
   [ "$(cat "$cg/cpu.max")" = "20000 100000" ] || fail "gamma's cpu.max: $(cat "$cg/cpu.max")"
 fi
