@@ -188,8 +188,9 @@ PY
   ;;
 
 slurm)
-  # Slurm on the emulated nodes: srun --mpi=pmix starts pfarm-calcium on 3 nodes (output identical to one rank's),
-  # and an sbatch job runs mpirun in its allocation (pfarm-mandelbrot, checksum as on one node).
+  # Slurm on the emulated nodes: srun --mpi=pmix starts pfarm-calcium on 3 nodes (output identical to one rank's)
+  # and the decentralised farm (checksum as on one node), and an sbatch job runs mpirun in its allocation
+  # (pfarm-mandelbrot, checksum as on one node).
   pc slurm -- sinfo -N -h -o "%N %T" >sinfo.txt
   [ "$(grep -c idle sinfo.txt)" -eq 3 ] || fail "not 3 idle nodes: $(cat sinfo.txt)"
   args=(--channels 300 --steps 400 --peak-duration 0.002 --voltage-step 10 --experiments 26 --seed 5 --quiet)
@@ -198,6 +199,10 @@ slurm)
     "${args[@]}" >srun.out
   diff -r ref srun >/dev/null || fail "srun: output differs from the single-node run's"
   local_mpi 4 "$MANDELBROT" "${mandel_args[@]}" --technique gss >ref.json
+  # The decentralised farm under srun: OMPI_MCA_osc=pt2pt,sm comes from the harness's environment, which srun passes on.
+  timed "srun decentralised" pc slurm -- srun --mpi=pmix --kill-on-bad-exit=1 -N 3 -n 4 "$MANDELBROT" \
+    "${mandel_args[@]}" --technique gss --farmer decentralised --farmer-computes >srun-d.json
+  [ "$(json_field srun-d.json checksum)" = "$(json_field ref.json checksum)" ] || fail "srun decentralised: checksum"
   cat >job.sh <<EOF
 #!/bin/bash
 #SBATCH -N 3
@@ -220,7 +225,8 @@ EOF
   grep -q "batch script on node0, nodes node\[0-2\]" job.out || fail "batch output: $(cat job.out)"
   [ "$(json_field job.json checksum)" = "$(json_field ref.json checksum)" ] || fail "sbatch: checksum differs"
   [ "$(json_field job.json ranks)" = 4 ] || fail "sbatch: not 4 ranks"
-  say "srun output identical; sbatch + mpirun checksum $(json_field job.json checksum) on 4 ranks"
+  say "srun output identical, srun decentralised checksum right; sbatch + mpirun checksum" \
+    "$(json_field job.json checksum) on 4 ranks"
   ;;
 
 *)
