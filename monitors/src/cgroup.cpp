@@ -368,8 +368,6 @@ cgroup_reading cgroup_monitor::read_details() {
     r.limit_cores = std::min(*r.limit_cores, static_cast<double>(r.load.cpus));
     r.runnable = count_runnable(root_, r.version, r.limit_directory);
     r.quota_availability = std::min(1.0, *r.limit_cores / std::max(1, r.runnable));
-    r.availability = std::min(r.quota_availability, r.load.availability);
-    r.run_queue = std::max(r.load.run_queue, std::max(1, r.runnable) * r.load.cpus / *r.limit_cores);
     r.throttling = read_throttling(r.version, r.limit_directory);
     // Counters that went down belong to a cgroup made anew under the same name: no difference then.
     if (previous_ && previous_directory_ == r.limit_directory && r.throttling->nr_periods >= previous_->nr_periods &&
@@ -383,6 +381,17 @@ cgroup_reading cgroup_monitor::read_details() {
         if (d.nr_periods > 0)
             r.throttled_fraction = static_cast<double>(d.nr_throttled) / static_cast<double>(d.nr_periods);
     }
+    // In a period where the cgroup was throttled its threads had the whole quota: the machine's load did not hold
+    // them back, and a thread's share was the quota's. In the other periods the quota was not reached, and the
+    // machine's load may be what held them.
+    if (r.throttled_fraction)
+        r.binding = std::min(1.0, *r.throttled_fraction);
+    else if (r.throttling->nr_periods > 0)
+        r.binding = std::min(1.0, static_cast<double>(r.throttling->nr_throttled) /
+                                      static_cast<double>(r.throttling->nr_periods));
+    r.availability = r.binding * r.quota_availability +
+                     (1 - r.binding) * std::min(r.quota_availability, r.load.availability);
+    r.run_queue = r.availability < 1 ? r.load.cpus / r.availability : r.load.run_queue;
     previous_ = r.throttling;
     previous_directory_ = r.limit_directory;
     return r;

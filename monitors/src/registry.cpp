@@ -8,8 +8,8 @@ namespace pfarm {
 const std::vector<monitor_info>& monitor_list() {
     static const std::vector<monitor_info> list = {
         {"loadavg", "availability a = min(1, cpus/Q), run queue Q = max(1, procs_running), load1 (/proc)"},
-        {"cgroup", "availability min(quota share, loadavg's), run queue, load1: CPU quota of the cgroup and its "
-                   "ancestors (v1 cpu.cfs_quota_us, v2 cpu.max), threads competing for it, throttling (cpu.stat)"},
+        {"cgroup", "availability from the CPU quota of the cgroup and its ancestors (v1 cpu.cfs_quota_us, v2 "
+                   "cpu.max), the threads competing for it, its throttling (cpu.stat) and loadavg's; run queue, load1"},
         {"hwloc", "cores (PUs this process is bound to) and node_key (host, package or NUMA grouping)"},
         {"benchmark", "bm_i: built-in CPU kernel, million operations per second (a few ms)"},
         {"bogomips", "bm_i: BogoMIPS from /proc/cpuinfo (seed 004's benchmark; x86 and Arm)"},

@@ -84,6 +84,7 @@ json cgroup_json(const pfarm::cgroup_reading& c, json forecast) {
                 {"throttling_delta", throttling_json(c.throttling_delta)},
                 {"throttled_fraction", optional_json(c.throttled_fraction)},
                 {"quota_availability", c.quota_availability},
+                {"binding", c.binding},
                 {"load_availability", c.load.availability},
                 {"availability", c.availability},
                 {"run_queue", c.run_queue}};

@@ -101,8 +101,9 @@ def check_common(rank, cgroup, version):
     check(abs(c["limit_cores"] - LIMIT) < 1e-12, f"limit_cores {c['limit_cores']}, expected {LIMIT}", rank)
     check(c["runnable"] >= 1, "no runnable thread counted (the reader itself runs)", rank)
     check(abs(c["quota_availability"] - min(1.0, LIMIT / c["runnable"])) < 1e-12, "quota_availability", rank)
-    check(abs(c["availability"] - min(c["quota_availability"], c["load_availability"])) < 1e-12, "availability",
-          rank)
+    qa, la, b = c["quota_availability"], c["load_availability"], c["binding"]
+    check(0 <= b <= 1, f"binding {b} outside [0, 1]", rank)
+    check(abs(c["availability"] - (b * qa + (1 - b) * min(qa, la))) < 1e-12, "availability", rank)
     check(rank["sample"]["availability"] == c["availability"], "the sample's availability differs", rank)
     return c
 
@@ -131,6 +132,10 @@ def main():
         c = check_common(loaded, cgroup, version)
         check(c["runnable"] >= 2, f"with a busy loop: {c['runnable']} runnable threads, expected 2", loaded)
         check(c["quota_availability"] <= LIMIT / 2 + 1e-12, "with a busy loop: quota_availability above 0.1",
+              loaded)
+        # A busy loop at 0.2 of a core is throttled in (nearly) every period: the quota, not the machine's load,
+        # sets the share.
+        check(c["binding"] > 0.5, f"with a busy loop: the quota was binding in only {c['binding']} of the periods",
               loaded)
         delta = c["throttling_delta"]
         check(delta is not None and delta["nr_periods"] > 0 and delta["nr_throttled"] > 0,

@@ -233,6 +233,39 @@ TEST(CgroupMonitor, LoadSideWinsWhenLower) {
     EXPECT_DOUBLE_EQ(*m.read().run_queue, 8.0);
 }
 
+TEST(CgroupMonitor, AQuotaThatWasBindingOutweighsTheLoad) {
+    cgroup_tree t;
+    t.v2("/job");
+    const std::string job = "sys/fs/cgroup/job";
+    t.v2_level(job, "50000 100000");  // 0.5 CPU for 1 runnable thread
+    t.write(job + "/cgroup.threads", "5\n");
+    t.thread(5, 'R');
+    t.load(4, 16);  // 4 CPUs, 16 runnable machine-wide: the load side says 0.25
+    t.write(job + "/cpu.stat", "nr_periods 10\nnr_throttled 10\nthrottled_usec 900\n");
+    pfarm::cgroup_monitor m(t.path());
+    pfarm::cgroup_reading r = m.read_details();  // no previous read: the cgroup's life, throttled in every period
+    EXPECT_DOUBLE_EQ(r.binding, 1.0);
+    EXPECT_DOUBLE_EQ(r.availability, 0.5);
+    EXPECT_DOUBLE_EQ(r.run_queue, 8.0);
+
+    t.write(job + "/cpu.stat", "nr_periods 20\nnr_throttled 15\nthrottled_usec 1200\n");
+    r = m.read_details();  // binding in 5 of the last 10 periods: half quota, half min(quota, load)
+    EXPECT_DOUBLE_EQ(*r.throttled_fraction, 0.5);
+    EXPECT_DOUBLE_EQ(r.binding, 0.5);
+    EXPECT_DOUBLE_EQ(r.availability, 0.5 * 0.5 + 0.5 * 0.25);
+
+    r = m.read_details();  // no period since: the cgroup's life again, 15 of 20
+    EXPECT_FALSE(r.throttled_fraction);
+    EXPECT_DOUBLE_EQ(r.binding, 0.75);
+    EXPECT_DOUBLE_EQ(r.availability, 0.75 * 0.5 + 0.25 * 0.25);
+
+    t.write(job + "/cpu.stat", "nr_periods 30\nnr_throttled 15\nthrottled_usec 1200\n");
+    r = m.read_details();  // never binding in the last 10: the load side holds
+    EXPECT_DOUBLE_EQ(r.binding, 0.0);
+    EXPECT_DOUBLE_EQ(r.availability, 0.25);
+    EXPECT_DOUBLE_EQ(r.run_queue, 16.0);
+}
+
 TEST(CgroupMonitor, QuotaAboveTheMachineIsCappedAtItsCpus) {
     cgroup_tree t;
     t.v2("/job");

@@ -42,10 +42,15 @@ struct cgroup_reading {
     std::optional<cgroup_throttling> throttling_delta;  ///< since this monitor's previous read of the same level
     std::optional<double> throttled_fraction;  ///< delta nr_throttled / delta nr_periods; empty when no period passed
     double quota_availability = 1;        ///< min(1, limit_cores / max(1, runnable)); 1 without a limit
+    /// How often the quota was binding (the cgroup throttled): throttled_fraction when a period passed since the
+    /// previous read, else nr_throttled / nr_periods over the cgroup's life, else 0; 0 without a limit.
+    double binding = 0;
     loadavg_reading load;                 ///< the load-average side, read from the same root
-    double availability = 1;              ///< min(quota_availability, load.availability), in (0, 1]
-    /// The run queue that gives the same share on the whole machine, so that availability = min(1, cpus / Q)
-    /// as for loadavg: max(load.run_queue, max(1, runnable) x cpus / limit_cores); load.run_queue without a limit.
+    /// binding x quota_availability + (1 - binding) x min(quota_availability, load.availability), in (0, 1];
+    /// load.availability without a limit.
+    double availability = 1;
+    /// The run queue with the same share on the whole machine, so that availability = min(1, cpus / Q) as for
+    /// loadavg: cpus / availability when availability < 1, else load.run_queue.
     double run_queue = 1;
 };
 
@@ -57,7 +62,7 @@ struct cgroup_reading {
 /// mount shows), then in each level's directory v1 cpu.cfs_quota_us + cpu.cfs_period_us or v2 cpu.max, and
 /// cpu.stat at the limiting level; tasks (v1) or cgroup.threads (v2) and proc/<tid>/stat to count the
 /// threads competing for the quota; proc/loadavg and proc/stat for the load side.
-/// Provides availability, run_queue and load1 (the last two from the load side). Missing or malformed
+/// Provides availability, run_queue (cpus / availability) and load1 (the load side's). Missing or malformed
 /// files throw monitor_error naming the file; a process in no cgroup with a quota reads the load side alone.
 class cgroup_monitor final : public monitor {
 public:
