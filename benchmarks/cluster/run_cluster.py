@@ -8,12 +8,13 @@ against the measurement, and the three farmers, measured on three emulated nodes
 Layout: three nodes at CPU quotas 0.8, 0.4 and 0.2 of a core (one slot each); rank 0, the farmer, runs on the fastest
 node and computes beside farming (--farmer-computes), so every node holds one computing rank.
   (a) node speeds: each node in turn runs the workload sequentially (one rank) while every other node runs a busy
-      loop (standing for its computing rank: every node busy); T_k is the median of node k's runs; again with one more
-      busy loop on node k (its loaded speed in the non-dedicated layout).
+      loop (standing for its computing rank: every node busy), before the workload's runs and after them; T_k is the
+      median; again with one more busy loop on node k (its loaded speed in the non-dedicated layout).
   (b) every technique, with and without --reclaim, on the heterogeneous layout and on a non-dedicated one (busy loops
       started and stopped on the nodes on a schedule relative to the farm's start, the same for every technique), for
       pfarm-calcium and pfarm-mandelbrot: makespan over the fluid bound (W / sum of the node speeds 1/T_k; for the
-      non-dedicated layout the time at which the integral of the summed speeds over the schedule reaches W).
+      non-dedicated layout the time at which the integral of the summed speeds over the schedule reaches W); beside it
+      the run's own bound, from the speeds its ranks showed (its trace: each rank's work over its busy time).
   (c) pfarm-sim given the same platform (task times T_k, the measured per-task costs, half the measured round trip
       as latency, the load schedule as load changes): predicted against measured makespan, per row.
   (d) the flat, hierarchical (--masters 0: one master per node) and decentralised farmers on 3 + 2 + 2 ranks.
@@ -70,9 +71,9 @@ TARGET_SIM, TARGET_SIM_SHARE = 0.10, 0.80
 
 WORKLOADS = {
     "full": {
-        "calcium": ["--channels", "2000", "--steps", "4000", "--peak-duration", "0.02", "--voltage-step", "2.5",
+        "calcium": ["--channels", "2000", "--steps", "2500", "--peak-duration", "0.0125", "--voltage-step", "2.5",
                     "--summary-only"],
-        "mandelbrot": ["--width", "2000", "--height", "800", "--verify", "none"],
+        "mandelbrot": ["--width", "2000", "--height", "600", "--verify", "none"],
     },
     "quick": {
         "calcium": ["--channels", "1000", "--steps", "2000", "--peak-duration", "0.01", "--voltage-step", "5",
@@ -209,46 +210,59 @@ class Cluster:
         return False
 
     def mpirun(self, hosts, argv, on_start=None, timeout=300):
-        """Runs argv across HOSTS; returns (report JSON, wall seconds from the ranks' start to the end, output).
-        on_start() is called once every node of HOSTS holds a rank of the program."""
+        """Runs argv across HOSTS; returns (report JSON, seconds from the ranks' appearance on every node to the
+        report's appearance in the output (or mpirun's end), output). on_start() is called once every node of HOSTS
+        holds a rank of the program."""
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         cmd = ["mpirun", *self.mpirun_opts, "--host", hosts, *argv]
         nodes = sorted({int(h.split(":")[0][4:]) for h in hosts.split(",")})
         comm = os.path.basename(argv[0])
-        out = tempfile.TemporaryFile(mode="w+", dir=self.work)
+        out = tempfile.TemporaryFile(mode="w+b", dir=self.work)
         p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
-        t_start = None
+        t_start = t_report = None
+        seen = 0
         deadline = time.monotonic() + timeout
         while p.poll() is None:
             if t_start is None and all(self.node_has(k, comm) for k in nodes):
                 t_start = time.monotonic()
                 if on_start:
                     on_start()
+            elif t_start is not None and t_report is None:
+                size = os.fstat(out.fileno()).st_size
+                if size > seen:   # the report, printed once the farm has ended
+                    if b'"makespan"' in os.pread(out.fileno(), size, 0):
+                        t_report = time.monotonic()
+                    seen = size
             if time.monotonic() > deadline:
                 p.kill()
                 p.wait()
                 raise BenchError(f"{' '.join(cmd)}: over {timeout} s")
             time.sleep(0.005 if t_start is None else 0.02)
-        t_end = time.monotonic()
+        t_end = t_report or time.monotonic()
         out.seek(0)
-        text = out.read()
+        text = out.read().decode(errors="replace")
         if p.returncode != 0:
             raise BenchError(f"{' '.join(cmd)}: exit {p.returncode}\n{text[-2000:]}")
         return last_json(text), (t_end - t_start) if t_start else None, text
 
 
+def schedule_events(scale):
+    """The non-dedicated layout's events (time from the ranks' start, node, +1 start a loop | -1 stop it)."""
+    events = []
+    for k, a, b in LOAD_SCHEDULE:
+        events.append((a * scale, k, +1))
+        if b is not None:
+            events.append((b * scale, k, -1))
+    return sorted(events)
+
+
 class Schedule:
-    """Busy loops on the nodes at times relative to the farm's start (the non-dedicated layout)."""
+    """Busy loops on the nodes at times relative to the ranks' start (the non-dedicated layout)."""
 
     def __init__(self, cluster, scale):
         self.cluster = cluster
-        self.events = []  # (time, node, +1 start | -1 stop)
-        for k, a, b in LOAD_SCHEDULE:
-            self.events.append((a * scale, k, +1))
-            if b is not None:
-                self.events.append((b * scale, k, -1))
-        self.events.sort()
-        self.timer_threads = []
+        self.events = schedule_events(scale)
+        self.thread = None
         self.stop = threading.Event()
 
     def start(self):
@@ -262,28 +276,48 @@ class Schedule:
                     self.cluster.start_loop(k)
                 else:
                     self.cluster.stop_loop(k)
-        th = threading.Thread(target=body, daemon=True)
-        th.start()
-        self.timer_threads.append(th)
+        self.thread = threading.Thread(target=body, daemon=True)
+        self.thread.start()
 
     def end(self):
         self.stop.set()
-        for th in self.timer_threads:
-            th.join()
+        if self.thread:
+            self.thread.join()
         self.cluster.stop_loops()
 
-    def speed_pieces(self, T, T_loaded, offset):
-        """[(from, speed sum)] on the farm's clock: the schedule's events moved earlier by offset (the time from the
-        ranks' appearance to the farm's start is unknown; offset is the estimate, see the report)."""
+
+def speed_pieces(events, T, T_loaded, offset):
+    """[(from, summed speed)] on the farm's clock: the events moved earlier by offset (the time from the ranks'
+    appearance to the farm's start, estimated; see the report)."""
+    times = sorted({max(0.0, t - offset) for t, _, _ in events} | {0.0})
+    pieces = []
+    for t in times:
         state = [False] * len(T)
-        pieces = []
-        times = sorted({max(0.0, t - offset) for t, _, _ in self.events} | {0.0})
-        for t in times:
-            for te, k, what in self.events:
-                if max(0.0, te - offset) <= t:
-                    state[k] = what > 0
-            pieces.append((t, sum(1 / (T_loaded[k] if state[k] else T[k]) for k in range(len(T)))))
-        return pieces, state
+        for te, k, what in events:
+            if max(0.0, te - offset) <= t:
+                state[k] = what > 0
+        pieces.append((t, sum(1 / (T_loaded[k] if state[k] else T[k]) for k in range(len(T)))))
+    return pieces
+
+
+def in_run_bound(trace, costs):
+    """The fluid bound from the speeds the ranks showed in this run: rank k computed tasks of total cost w_k (the
+    normalised per-task costs) in busy time b_k (its chunks' finished - started): 1 / sum_k w_k / b_k."""
+    work, busy = {}, {}
+    with open(trace) as f:
+        rows = [line for line in f if not line.startswith("#")]
+    for row in csv.DictReader(rows):
+        k, first, count = int(row["rank"]), int(row["first"]), int(row["count"])
+        work[k] = work.get(k, 0.0) + sum(costs[first:first + count])
+        busy[k] = busy.get(k, 0.0) + float(row["finished"]) - float(row["started"])
+    return 1 / sum(work[k] / busy[k] for k in work if busy[k] > 0)
+
+
+def run_bound(key, r, sp, i):
+    """The (a) bound of run i of a case: W / sum of the speeds, integrated over the schedule where there is one."""
+    if key[1] == "non-dedicated":
+        return fluid_time(speed_pieces(schedule_events(sp["E"]), sp["T"], sp["TL"], r["offsets"][i]))
+    return sp["bound"]
 
 
 def fluid_time(pieces):
@@ -297,12 +331,9 @@ def fluid_time(pieces):
     raise AssertionError("unreachable")
 
 
-def load_changes(schedule, T, T_loaded, offset):
-    changes = []
-    for t, k, what in schedule.events:
-        changes.append({"worker": k, "time": max(0.0, t - offset),
-                        "factor": (T_loaded[k] / T[k]) if what > 0 else 1.0})
-    return changes
+def load_changes(events, T, T_loaded, offset):
+    return [{"worker": k, "time": max(0.0, t - offset), "factor": (T_loaded[k] / T[k]) if what > 0 else 1.0}
+            for t, k, what in events]
 
 
 def median(xs):
@@ -379,7 +410,8 @@ def fmt(x, d=3):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="a smoke run (about 3 minutes on a busy 2-core machine): small workloads, "
+    ap.add_argument("--quick", action="store_true",
+                    help="a smoke run (about 3 minutes on a busy 2-core machine): small workloads, "
                     + ", ".join(QUICK_TECHNIQUES) + ", one repetition")
     ap.add_argument("--out", help="the Markdown report (default docs/measurements/DATE-cluster.md; "
                     "--quick: DIR of --csv or a temporary folder)")
@@ -458,33 +490,29 @@ def main(argv=None):
                 wargs += ["--output", os.path.join(work, "calcium-out")]
             else:
                 wargs += ["--output", "/dev/null"]
-            # (a) node speeds
-            log(f"{wl}: node speeds, every node busy")
-            t_plain = measure_speeds(cluster, app, wargs, False, reps)
-            log(f"{wl}: node speeds with one busy loop on every node")
-            t_loaded = measure_speeds(cluster, app, wargs, True, reps)
-            T = [median(t_plain[k]) for k in range(3)]
-            TL = [median(t_loaded[k]) for k in range(3)]
-            bound = 1 / sum(1 / t for t in T)
-            speeds[wl] = {"plain": t_plain, "loaded": t_loaded, "T": T, "TL": TL, "bound": bound,
-                          "load1": loadavg()}
-            log(f"{wl}: T {[round(t, 3) for t in T]}, loaded {[round(t, 3) for t in TL]}, bound {bound:.3f} s")
+            # (a) node speeds, before the runs (and again after them, below)
+            log(f"{wl}: node speeds, every node busy, and with one busy loop more")
+            t_plain = measure_speeds(cluster, app, wargs, False, 1)
+            t_loaded = measure_speeds(cluster, app, wargs, True, 1)
+            T0 = [median(t_plain[k]) for k in range(3)]
+            E = 1 / sum(1 / t for t in T0)   # the schedule's time scale: the bound as measured before the runs
+            log(f"{wl}: T {[round(t, 3) for t in T0]}, loaded {[round(t_loaded[k][0], 3) for k in range(3)]}, "
+                f"bound {E:.3f} s")
             costs_path, costs = task_costs(programs, f"pfarm-{wl}", wargs, work)
             n_tasks = len(costs)
-            mean_task = len(QUOTAS) * bound / n_tasks
-            h = rtt / mean_task
+            h = rtt / (len(QUOTAS) * E / n_tasks)
             sigma = statistics.pstdev(costs) / statistics.mean(costs)
-            speeds[wl].update(tasks=n_tasks, h=h, sigma=sigma)
-            sched = lambda: Schedule(cluster, bound)  # noqa: E731
+            speeds[wl] = {"plain": t_plain, "loaded": t_loaded, "E": E, "tasks": n_tasks, "h": h, "sigma": sigma}
             # (b) every technique, with and without reclaim, both layouts; repetitions interleaved
             for rep in range(reps):
                 for layout in ("heterogeneous", "non-dedicated"):
                     for t in techniques:
                         targs = technique_args(t, n_tasks, h, sigma)
                         for reclaim in (False, True):
-                            argv = [app, *wargs, "--technique", t, *targs, "--farmer-computes"] + \
-                                (["--reclaim"] if reclaim else [])
-                            s = sched() if layout == "non-dedicated" else None
+                            trace = os.path.join(work, "trace.csv")
+                            argv = [app, *wargs, "--technique", t, *targs, "--farmer-computes", "--trace", trace] \
+                                + (["--reclaim"] if reclaim else [])
+                            s = Schedule(cluster, E) if layout == "non-dedicated" else None
                             l1 = loadavg()
                             try:
                                 rep_json, wall, _ = cluster.mpirun("node0:1,node1:1,node2:1", argv,
@@ -494,31 +522,20 @@ def main(argv=None):
                                     s.end()
                             m = rep_json["makespan"]
                             offset = max(0.0, wall - m) if wall else 0.0
-                            if s:
-                                b = fluid_time(s.speed_pieces(T, TL, offset)[0])
-                            else:
-                                b = bound
+                            inrun = in_run_bound(trace, costs)
                             key = (wl, layout, t, reclaim)
-                            r = results.setdefault(key, {"makespans": [], "bounds": [], "offsets": [], "load1": []})
+                            r = results.setdefault(key, {"makespans": [], "offsets": [], "inrun": [], "load1": []})
                             r["makespans"].append(m)
-                            r["bounds"].append(b)
                             r["offsets"].append(offset)
+                            r["inrun"].append(inrun)
                             r["load1"].append(l1)
                             rows.append({"part": "b", "workload": wl, "layout": layout, "farmer": "flat",
                                          "technique": t, "reclaim": int(reclaim), "rep": rep + 1,
-                                         "makespan": m, "bound": b, "ratio": m / b, "offset": offset, "load1": l1,
+                                         "makespan": m, "offset": offset, "inrun_bound": inrun, "load1": l1,
                                          "tasks_per_rank": " ".join(map(str, rep_json["tasks_per_rank"]))})
                             log(f"{wl} {layout} {t}{' reclaim' if reclaim else ''} rep {rep + 1}: {m:.3f} s, "
-                                f"bound {b:.3f}, ratio {m / b:.3f}, load {l1}")
-            # (c) the simulator on the same platform
-            for key, r in results.items():
-                if key[0] != wl:
-                    continue
-                _, layout, t, reclaim = key
-                offset = median(r["offsets"])
-                changes = load_changes(sched(), T, TL, offset) if layout == "non-dedicated" else None
-                r["sim"] = simulate(programs, work, f"{wl}-{layout}", t, technique_args(t, n_tasks, h, sigma),
-                                    reclaim, costs_path, T, rtt / 2, changes)
+                                f"/ bound before {m / E:.3f}, / in-run bound {m / inrun:.3f}, offset {offset:.2f}, "
+                                f"load {l1}")
             # (d) the three farmers on 3 + 2 + 2 ranks
             if "farmers" not in skip:
                 for rep in range(reps):
@@ -534,10 +551,30 @@ def main(argv=None):
                         r["load1"].append(l1)
                         rows.append({"part": "d", "workload": wl, "layout": "heterogeneous", "farmer": farmer,
                                      "technique": FARMER_TECHNIQUE, "reclaim": 0, "rep": rep + 1, "makespan": m,
-                                     "bound": bound, "ratio": m / bound, "offset": "", "load1": l1,
+                                     "load1": l1,
                                      "tasks_per_rank": " ".join(map(str, rep_json["tasks_per_rank"]))})
                         log(f"{wl} {farmer} {FARMER_TECHNIQUE} on {FARMER_HOSTS} rep {rep + 1}: {m:.3f} s, "
-                            f"ratio {m / bound:.3f}")
+                            f"/ bound before {m / E:.3f}")
+            # (a) again, after the runs: T is the median of both measurements
+            log(f"{wl}: node speeds again")
+            for k, v in measure_speeds(cluster, app, wargs, False, 1).items():
+                t_plain[k] += v
+            for k, v in measure_speeds(cluster, app, wargs, True, 1).items():
+                t_loaded[k] += v
+            T = [median(t_plain[k]) for k in range(3)]
+            TL = [median(t_loaded[k]) for k in range(3)]
+            speeds[wl].update(T=T, TL=TL, bound=1 / sum(1 / t for t in T))
+            log(f"{wl}: T {[round(t, 3) for t in T]}, loaded {[round(t, 3) for t in TL]}, "
+                f"bound {speeds[wl]['bound']:.3f} s")
+            # (c) the simulator on the same platform
+            for key, r in results.items():
+                if key[0] != wl or key[1] == "farmers":
+                    continue
+                _, layout, t, reclaim = key
+                changes = load_changes(schedule_events(E), T, TL, median(r["offsets"])) \
+                    if layout == "non-dedicated" else None
+                r["sim"] = simulate(programs, work, f"{wl}-{layout}", t, technique_args(t, n_tasks, h, sigma),
+                                    reclaim, costs_path, T, rtt / 2, changes)
         # (e) Table 4 style: 1 farmer (node0, farming only) + 1 worker (node1), calcium
         if "table4" not in skip:
             app = programs["pfarm-calcium"]
@@ -554,8 +591,8 @@ def main(argv=None):
                     t4[kind].append(rep_json["makespan"])
                     rows.append({"part": "e", "workload": "calcium", "layout": "1 farmer + 1 worker",
                                  "farmer": "flat", "technique": kind, "reclaim": 0, "rep": rep + 1,
-                                 "makespan": rep_json["makespan"], "bound": "", "ratio": "", "offset": "",
-                                 "load1": l1, "tasks_per_rank": " ".join(map(str, rep_json["tasks_per_rank"]))})
+                                 "makespan": rep_json["makespan"], "load1": l1,
+                                 "tasks_per_rank": " ".join(map(str, rep_json["tasks_per_rank"]))})
                     log(f"table 4 {kind} rep {rep + 1}: {rep_json['makespan']:.3f} s")
             extra["table4"] = t4
     finally:
@@ -567,8 +604,19 @@ def main(argv=None):
     os.makedirs(os.path.dirname(os.path.abspath(out_csv)), exist_ok=True)
     with open(out_csv, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["part", "workload", "layout", "farmer", "technique", "reclaim", "rep",
-                                          "makespan", "bound", "ratio", "offset", "load1", "tasks_per_rank"])
+                                          "makespan", "bound", "ratio", "inrun_bound", "inrun_ratio", "offset",
+                                          "load1", "tasks_per_rank"])
         w.writeheader()
+        for r in rows:   # the (a) bounds, known once the speeds were measured again after the runs
+            sp = speeds[r["workload"]] if r["part"] in ("b", "d") else None
+            if r["part"] == "b":
+                key = (r["workload"], r["layout"], r["technique"], bool(r["reclaim"]))
+                r["bound"] = run_bound(key, results[key], sp, r["rep"] - 1)
+                r["inrun_ratio"] = r["makespan"] / r["inrun_bound"]
+            elif r["part"] == "d":
+                r["bound"] = sp["bound"]
+            if r.get("bound"):
+                r["ratio"] = r["makespan"] / r["bound"]
         for r in rows:
             w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
     raw = {"mode": mode, "reps": reps, "techniques": list(techniques), "speeds": speeds,
@@ -624,31 +672,35 @@ def render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, u
              f"{reps} run{'s' if reps > 1 else ''}, repetitions interleaved.\n")
     L.append(f"**The machine was shared**: 2 cores, other engineers building and testing on it during the run. "
              f"`uptime` at the start: `{up0}`; at the end: `{up1}`; each run's 1-minute load average is in the CSV "
-             "(`load1`). The nodes' speeds are therefore measured, not taken from the quotas, and drift during the run; "
-             "every ratio below is of one run's own measurements.\n")
+             "(`load1`). The nodes' speeds are therefore measured, not taken from the quotas, and drift during the "
+             "run; every ratio below is of one run's own measurements.\n")
     if weights:
         L.append("CPU weights during the run (the nodes keep their quotas' ratios when the machine is busy; restored "
                  "afterwards): " + ", ".join(f"`{p.replace('/sys/fs/cgroup/', '')}` = {v}" for p, v in weights)
                  + ".\n")
     L.append("Non-dedicated layout: one busy loop on node2 from the farm's start to 0.4 E, on node0 from 0.3 E to "
-             "0.8 E, on node1 from 0.6 E to the end, where E is the workload's heterogeneous bound; the loops are "
-             "started when every node holds its rank, so the schedule's times on the farm's clock are earlier by the "
-             "time from the ranks' appearance to the farm's start (MPI_Init and setup). That time is estimated per "
-             "run as wall time from the ranks' appearance to mpirun's end minus the makespan (it holds the shutdown "
-             "too), and the bound of each run is computed with it.\n")
+             "0.8 E, on node1 from 0.6 E to the end, where E is the workload's heterogeneous bound measured before its "
+             "runs; the loops are started when every node holds its rank, so the schedule's times on the farm's "
+             "clock are earlier by the time from the ranks' appearance to the farm's start (MPI_Init and setup). "
+             "That time (`offset` in the CSV) is estimated per run as the time from the ranks' appearance to the "
+             "report's appearance in mpirun's output, less the makespan; the (a) bound of each run and the "
+             "simulator's load changes use it.\n")
     # (a)
     L.append("## (a) Node speeds\n")
     L.append("A sequential run (one rank, `--technique static`) on one node at a time, while every other node runs one "
-             "busy loop (as its computing rank would keep it busy): T is the median of the node's runs. Loaded: one "
-             "busy loop on the measured node too (its speed while the non-dedicated schedule loads it). The report's "
-             "makespan is the farm's own (from the farm's start), not mpirun's wall time.\n")
-    L.append("| workload | tasks | node | quota | T (s) | runs | speed share | T loaded (s) | runs | fluid bound (s) |")
+             "busy loop (as its computing rank would keep it busy), once before the workload's runs and once after "
+             "them: T is the median (the mean of the two). Loaded: one busy loop on the measured node too (its speed "
+             "while the non-dedicated schedule loads it). Times are the program's own makespan, not mpirun's wall "
+             "time. The fluid bound is 1 / sum(1/T).\n")
+    L.append("| workload | tasks | node | quota | T (s) | before, after | speed share | T loaded (s) | before, after | "
+             "fluid bound (s) |")
     L.append("|---|---|---|---|---|---|---|---|---|---|")
     for wl, sp in speeds.items():
         tot = sum(1 / t for t in sp["T"])
         for k in range(3):
-            L.append(f"| {wl} | {sp['tasks']} | node{k} | {QUOTAS[k]} | {fmt(sp['T'][k])} | {len(sp['plain'][k])} | "
-                     f"{fmt((1 / sp['T'][k]) / tot, 2)} | {fmt(sp['TL'][k])} | {len(sp['loaded'][k])} | "
+            L.append(f"| {wl} | {sp['tasks']} | node{k} | {QUOTAS[k]} | {fmt(sp['T'][k])} | "
+                     f"{', '.join(fmt(x, 2) for x in sp['plain'][k])} | {fmt((1 / sp['T'][k]) / tot, 2)} | "
+                     f"{fmt(sp['TL'][k])} | {', '.join(fmt(x, 2) for x in sp['loaded'][k])} | "
                      f"{fmt(sp['bound']) if k == 0 else ''} |")
     L.append("")
     L.append("The quotas' ratio is 4 : 2 : 1 (shares 0.57, 0.29, 0.14); the measured shares are what the bound uses.\n")
@@ -658,22 +710,27 @@ def render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, u
     for wl in speeds:
         for layout in ("heterogeneous", "non-dedicated"):
             L.append(f"## (b, c) {wl}, {layout}\n")
-            L.append("makespan (s) and makespan / fluid bound, median of the runs; sim: pfarm-sim's prediction on "
-                     "the measured platform and its ratio to the measured makespan.\n")
-            L.append("| technique | makespan | / bound | sim | sim / measured | with reclaim | / bound | sim | "
-                     "sim / measured |")
-            L.append("|---|---|---|---|---|---|---|---|---|")
-            ratios = {}
+            L.append("makespan (s, median of the runs); / bound: makespan over the fluid bound of (a) (median of "
+                     "the runs' ratios); / in-run: over the run's own fluid bound (the speeds its ranks showed, from "
+                     "its trace); sim: pfarm-sim's prediction on the measured platform, and its ratio to the measured "
+                     "makespan.\n")
+            L.append("| technique | makespan | / bound | / in-run | sim | sim / measured | with reclaim | / bound | "
+                     "/ in-run | sim | sim / measured |")
+            L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+            ratios, inruns = {}, {}
             for t in techniques:
                 cells = []
                 for reclaim in (False, True):
-                    r = results[(wl, layout, t, reclaim)]
+                    key = (wl, layout, t, reclaim)
+                    r = results[key]
                     m = median(r["makespans"])
-                    ratio = median([a / b for a, b in zip(r["makespans"], r["bounds"])])
+                    ratio = median([a / run_bound(key, r, speeds[wl], i) for i, a in enumerate(r["makespans"])])
+                    inrun = median([a / b for a, b in zip(r["makespans"], r["inrun"])])
                     ratios[(t, reclaim)] = ratio
+                    inruns[(t, reclaim)] = inrun
                     sr = r["sim"] / m
                     sim_rows.append(abs(sr - 1) <= TARGET_SIM)
-                    cells += [fmt(m), fmt(ratio), fmt(r["sim"]), fmt(sr)]
+                    cells += [fmt(m), fmt(ratio), fmt(inrun), fmt(r["sim"]), fmt(sr)]
                 L.append(f"| {t} | " + " | ".join(cells) + " |")
             L.append("")
             best = min(ratios, key=ratios.get)
@@ -682,7 +739,9 @@ def render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, u
             met = best_ratio <= goal
             targets.append((f"{wl}, {layout}: best within {round((goal - 1) * 100)}% of the bound",
                             f"{best[0]}{' + reclaim' if best[1] else ''} at {best_ratio:.3f}", met))
-            line = [f"Best: **{best[0]}{' with reclaim' if best[1] else ''}**, {best_ratio:.3f} of the bound."]
+            ib = min(inruns, key=inruns.get)
+            line = [f"Best: **{best[0]}{' with reclaim' if best[1] else ''}**, {best_ratio:.3f} of the bound "
+                    f"(best against the in-run bound: {ib[0]}{' with reclaim' if ib[1] else ''}, {inruns[ib]:.3f})."]
             for t in ADAPTIVE:
                 if t not in techniques:
                     continue
