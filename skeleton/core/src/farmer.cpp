@@ -1,3 +1,4 @@
+// pfarm scheduling core: the farmer's decisions (farmer.hpp says the protocol and its optional rules).
 #include "pfarm/farmer.hpp"
 
 #include "pfarm/error.hpp"
@@ -277,9 +278,9 @@ release_outcome farmer::released(int victim, chunk given, double now) {
         // for a later thief, and this one asks again with nothing in hand (`later`), or, when its results came in
         // meanwhile (a worker whose reply ahead is late sends them at once: worker_session.hpp), is judged again
         // now, idle. Only a victim asked for an idle thief that gave nothing had nothing unstarted: it is asked no
-        // more until it gets a new chunk. (Judged by the thief's state at the answer, the victim of a busy thief
-        // that has since sent its results was wrongly retired: in the quality study a slow worker then kept a
-        // 292-task chunk to 2.6 times the bound.)
+        // more until it gets a new chunk. (Judged by the thief's state at the answer instead, the victim of a busy
+        // thief that has since sent its results would be retired with unstarted tasks left, and a slow victim would
+        // keep its whole chunk to the end.)
         if (workers_[static_cast<std::size_t>(thief)].held > 0) return {thief, {decision::kind::later, {}, false}};
         if (!v.asked_for_busy && v.version == v.asked_version) v.reclaimable = false;
         return {thief, take_back(thief, now)};

@@ -1,3 +1,4 @@
+// pfarm metrics: percent imbalance and COV of the workers' finishing times (metrics.hpp).
 #include "pfarm/metrics.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// pfarm scheduling core: the technique registry: the table of every technique, the options every technique
+// shares and their checks, and make_technique (registry.hpp).
 #include "pfarm/registry.hpp"
 
 #include "pfarm/detail/technique_families.hpp"

@@ -1,5 +1,5 @@
 // The arithmetic the techniques share (apportionment, trapezoid parameters, virtual powers, weights from a
-// calibration), once for all of them (DESIGN.md principle 2); declarations in detail/schedule_math.hpp.
+// calibration), once for all of them, not in each technique; declarations in detail/schedule_math.hpp.
 #include "pfarm/detail/schedule_math.hpp"
 
 #include "pfarm/error.hpp"

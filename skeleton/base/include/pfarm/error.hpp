@@ -1,7 +1,6 @@
-// pfarm: the one error family (DESIGN.md principle 6).
+// pfarm: the one error family: every error pfarm throws is a pfarm::error, and bad input names the argument.
 //
-// How an invalid_argument names its argument (issue 12; docs/architecture.md, "Argument names in errors"), one
-// convention per API:
+// How an invalid_argument names its argument (docs/using-pfarm.md, "Errors"), one convention per API:
 // - The C++ library (pfarm::core, pfarm::sim, pfarm::calibration, pfarm::monitors, farm()) names the argument by
 //   its C++ name: the parameter, or the field of the options struct that holds it ("min_chunk", "weights",
 //   "task_times", "load_changes", "tasks", "technique"), never a command-line flag. An element of a list keeps

@@ -1,6 +1,6 @@
 // pfarm: the one way pfarm writes an output file (traces, the apps' images, data and reports, the tools' files):
-// checked before the run without touching what is there, then written whole or not at all (issue 15, "Bad input";
-// docs/reliability.md).
+// checked before the run without touching what is there, then written whole or not at all (docs/reliability.md,
+// "Bad input").
 //
 // - check_output_path(): before any work, that the file can be written: its folder exists, it is not a folder, it
 //   opens for writing. An existing file is left as it is (opened for appending, never truncated) and a file that

@@ -1,4 +1,4 @@
-// pfarm: what a resource monitor reads (DESIGN.md principle 3). A plain struct shared by the monitors that
+// pfarm: what a resource monitor reads: a plain struct shared by the monitors that
 // produce it, the calibration that fits times to it, and the schedulers that weigh workers by it.
 #pragma once
 

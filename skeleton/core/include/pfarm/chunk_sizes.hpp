@@ -1,6 +1,6 @@
 // pfarm scheduling core: the sizes of the chunks one worker was handed, in hand-out order, kept as runs of equal
 // sizes, so that the memory a farm's report takes grows with the changes of chunk size and not with the number of
-// requests (issue 15, "Load and hygiene": a million chunks of size 1 are one run of 16 bytes, not 8 MB).
+// requests (a million chunks of size 1 are one run, not a million entries; docs/reliability.md "Load").
 //
 // It reads like a sequence of task counts: size(), operator[], front(), back(), a forward iterator, equality with
 // another chunk_sizes or a std::vector<task_count>; push_back appends. set() and erase() change one entry (the

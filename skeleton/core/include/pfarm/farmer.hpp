@@ -1,8 +1,8 @@
-// pfarm scheduling core: the farmer state machine (DESIGN.md principle 1).
+// pfarm scheduling core: the farmer, the transport-free decision machine of a farm: what a worker that asks gets.
 //
-// It knows the tasks left, the workers, each worker's outstanding chunk and its last time, and answers
-// "worker w asks: what does it get?". It is transport-free: the discrete-event simulator and the MPI
-// farmer drive the same object. Protocol for a driver:
+// It knows the tasks left, the workers, the chunks each holds and their times, and answers "worker w asks: what
+// does it get?". The MPI farmers and the simulator drive the same object, through farmer_session. Protocol for a
+// driver:
 //
 //   farmer f(tasks, workers, make_technique(...));
 //   on a request from w:    auto d = f.request(w);   // assign (a chunk), wait, or stop
@@ -11,61 +11,27 @@
 //                           f.calibrating() is false (the calibration barrier has passed)
 //   the loop is over when   f.done()
 //
-// A worker holds at most `max_outstanding` chunks (1, or 2 with prefetch: it asks for the next chunk before
-// computing the current one; up to max_held for a hierarchical master facing its supermaster, which asks for a
-// chunk while older ones' results are still coming: master_session.hpp "Refill rule"); complete() always
-// completes its oldest chunk. Calibration tasks are one at a time whatever the limit. Reclaim and stragglers
-// take back or re-execute one of two chunks at most: with them the limit is 1 or 2.
+// A worker holds at most `max_outstanding` chunks (1, or 2 with prefetch; up to max_held for a hierarchical master:
+// master_session.hpp "Refill rule"); complete() completes its oldest. Calibration tasks go one at a time. Reclaim
+// and stragglers take back or re-execute one of two chunks at most: with them the limit is 1 or 2.
 //
-// Reclaim (work take-back, optional, docs/skeleton.md "Reclaim"): once every task is handed out, a worker
-// that asks with nothing in hand gets `reclaim` instead of `stop` while some other worker (the victim) is
-// expected to have unstarted tasks left. The driver then asks the victim for tasks back; the asker (the
-// thief) waits. When the only workers left to ask are being asked already, the asker gets `wait`: drivers
-// re-ask waiting workers after every released(). The victim answers between two tasks with the range it gave
-// back, victim_gives(): the unstarted end of one chunk it holds (empty when it had none: its chunk ended
-// first). The driver passes that to released(), which shrinks the victim's chunk and returns the thief's
-// answer: the given-back range, another reclaim, or stop. A task is never given back once started, so every
-// task still runs exactly once. Each reclaim either moves at least one task, or ends the asking of that
-// worker until it gets a new chunk, or (a thief still busy, asking ahead, got nothing) answers that thief
-// `later`, after which it asks only with nothing in hand; so the loop terminates.
-// With prefetch, a worker asks while it still holds a chunk: finding the pool empty, it becomes a thief at
-// once when some victim is expected to stay busy longer than it (the decision carries `thief_busy`, and the
-// victim gives back only its share of the difference), and gets `later` otherwise: it asks again, with
-// nothing in hand, once its chunk is done.
-//
-// Pool (a hierarchical master, master_session.hpp): constructed with `pool` set, the farmer hands out tasks from
-// a pool of ranges that grows instead of [0, tasks): add_tasks() appends a range (not necessarily after the
-// last), close_pool() says that nothing more will come. `tasks` is then only the loop size the technique is
-// started with (its I: the master's expected share). Rules that differ from [0, tasks), all of them here:
-//   - a chunk is cut at the end of the pool's first range (a worker computes a contiguous range);
-//   - a request that finds the pool empty while it is open gets `wait` (calibration task or chunk alike): the
-//     farmer session asks the parked workers again when a range arrives or the pool closes. A worker that asks
-//     ahead (holding a chunk) gets `later` instead: parked, it would keep the results of its chunk until the pool
-//     is refilled, and the master's refill may be waiting for those results (it holds at most two chunks);
-//   - calibration asks one task of every worker; a worker that asks once the pool is closed and empty is
-//     stopped without calibrating (it counts as calibrated; the barrier then starts nothing: no task is left);
-//   - the technique is started at the first request that finds tasks in the pool (after the calibration barrier
-//     when it calibrates), with remaining = the pool then;
-//   - a technique that answers 0 (it has handed out its round: static, deal, dealdyn-*, the two-phase schemes)
-//     while the pool holds tasks is started again over the pool (start() begins a new round) and the worker gets
-//     its new answer, at least one task: in a pool that grows, no worker is stopped while tasks are in reach;
-//   - reclaim (take_back) only once the pool is closed and empty, within this farmer's workers;
-//   - done() only once the pool is closed.
-// Without `pool` nothing of this applies and the farmer behaves as it always has.
-//
-// Stragglers (optional, set_stragglers(); docs/reliability.md "Stragglers"): once every task is handed out, a
-// worker that asks with nothing in hand is not stopped while another worker's oldest chunk may still be overdue.
-// A chunk is overdue when it has taken `factor` times what its worker's seconds per task predict (the farm's
-// mean for a worker with none yet), plus `slack`, since it started (handed out, or its worker's previous chunk
-// ended, whichever is later). An overdue chunk is re-executed: its tasks are handed out again, in pieces of
-// ceil(size / (workers not stopped - 1)) (at least min_chunk), to the workers that ask with nothing in hand, and
-// the first results win, task by task: when the pieces cover the chunk, its worker is told to drop it (`cancel`
-// in complete()'s answer); when its worker's results come first, only the tasks no piece delivered are
-// delivered, and the pieces still out are cancelled. A worker that asks while nothing is overdue yet gets `wait`
-// (the driver asks it again after straggler_deadline() or after any completion); with nothing left that could
-// become overdue it is stopped. A cancelled chunk stays with its worker until the driver knows it has gone
-// (drop()): its results, if they come, are discarded. A chunk re-executed, its pieces and their workers are never
-// reclaim victims; a piece is never re-executed itself. Without stragglers nothing of this applies.
+// Three optional rules, each off unless asked for:
+// - Reclaim (docs/skeleton.md "Reclaim"): once every task is handed out, a worker that asks with nothing in hand
+//   gets `reclaim` naming a victim expected to have unstarted tasks, or `wait` while the only victims are being
+//   asked already. The victim's answer (victim_gives()) goes to released(), which gives the thief that range,
+//   another reclaim, or stop; a thief still busy (prefetch) gets `later` when no victim will outlast it. A started
+//   task is never given back, so every task runs exactly once; each reclaim moves a task, ends the asking of that
+//   worker until its next chunk, or answers `later`, so the loop ends.
+// - Pool (a hierarchical master; docs/hierarchical.md "The rules, once, in the core"): tasks arrive as ranges
+//   (add_tasks(), close_pool()) and `tasks` is only the loop size the technique starts with. A chunk is cut at the
+//   end of the pool's first range; a request that finds the pool empty while it is open gets `wait` (`later` when
+//   the worker holds a chunk, whose results the master's refill may wait for); a technique that answered 0 starts a
+//   new round over the pool; reclaim only once the pool is closed and empty; done() only once it is closed.
+// - Stragglers (set_stragglers(); docs/reliability.md "Stragglers and hung nodes"): a chunk that has taken `factor`
+//   times what its worker's seconds per task predict, plus `slack`, is re-executed in pieces by the workers that ask
+//   with nothing in hand; the first results win, task by task, and the losers are told to drop theirs (complete()'s
+//   `cancel`, then drop()). A worker that asks while some chunk may still become overdue gets `wait`: the driver
+//   asks it again after straggler_deadline() or after any completion.
 #pragma once
 
 #include "pfarm/technique.hpp"
@@ -100,7 +66,7 @@ struct decision {
 /// it keeps at least one task (no chunk in flight is left empty). Count 0: nothing to give.
 chunk victim_gives(const decision& d, double victim_seconds, chunk current, task_count next_task, chunk prefetched = {});
 
-/// Straggler handling (see "Stragglers" above): off while factor is 0.
+/// Straggler handling (see "Stragglers" above; docs/reliability.md): off while factor is 0.
 struct straggler_rule {
     double factor = 0.0;  ///< overdue past factor x its predicted time (> 1 when on)
     double slack = 0.0;   ///< plus this many seconds (>= 0)

@@ -1,4 +1,4 @@
-// pfarm scheduling core: the farmer session, the farm's protocol on the farmer's side (DESIGN.md principle 1).
+// pfarm scheduling core: the farmer session, the farm's protocol on the farmer's side, for every driver.
 //
 // It turns the messages that reach the farmer (protocol.hpp) into the actions a driver performs, around the
 // decision machine `farmer` (farmer.hpp). It owns every rule a driver would otherwise write again: the
@@ -142,7 +142,7 @@ public:
     const farmer& decisions() const noexcept { return farmer_; }
     const technique_needs& needs() const noexcept { return needs_; }
 
-    // The report (DESIGN.md "Metrics"), per worker index.
+    // The report, per worker index (docs/architecture.md, "Conventions every driver shares").
     task_count tasks_of(int worker) const { return state(worker).tasks; }
     const chunk_sizes& chunks_of(int worker) const { return state(worker).chunks; }  ///< sizes, hand-out order, calibration included
     double busy_of(int worker) const { return state(worker).busy; }

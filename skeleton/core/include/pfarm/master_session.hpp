@@ -1,5 +1,7 @@
-// pfarm scheduling core: the master session, the protocol of a hierarchical master (seed 000 section IV, seed 002
-// section 4.2): "a worker session facing up and a farmer session facing down" (DESIGN.md principle 1).
+// pfarm scheduling core: the master session, the protocol of a hierarchical master (Han & Chronopoulos, "Scalable
+// loop self-scheduling schemes implemented on large-scale clusters", section IV; Chronopoulos, Penmatsa, Yu & Yu,
+// "Scalable loop self-scheduling schemes for heterogeneous clusters", section 4.2): a worker session facing up and
+// a farmer session facing down.
 //
 // Roles: a supermaster (a plain farmer_session whose workers are the masters), K masters (one master_session each)
 // and the workers (plain worker_sessions, each talking to its master as to a flat farmer). The session computes
@@ -22,7 +24,8 @@
 //     are stopped, or take tasks back, once it is empty);
 //   - results go up in the order the chunks came (the up session completes its oldest chunk first): a chunk
 //     finished early waits at the master for the one before it; a complete chunk's results go with the master's
-//     next request (seed 002, Remark 3: one message), or at once when none will come (a stop came);
+//     next request (Chronopoulos et al., section 4.2, Remark 3: one message), or at once when none will come (a
+//     stop came);
 //   - readings: when the supermaster's technique needs them, a master's request carries its group's: run queue
 //     sum V_j / sum (V_j / Q_j) over its workers' latest readings (so that the weighted schemes' A = V / Q of the
 //     master is the sum of its workers' A_j), availability their mean, benchmark their sum, latency their maximum,
@@ -34,7 +37,8 @@
 // weights masters by the powers it is given (the sum of the workers' weights, or the group sizes), not by
 // measured ones. Reclaim works within a group; there is none between masters (docs/hierarchical.md says why).
 //
-// A driver moves messages and keeps time as for a flat farm (docs/architecture.md "Adding a driver"):
+// A driver moves messages and keeps time as for a flat farm (docs/architecture.md, "The same request in the
+// other drivers"):
 //   master_session m(workers, make_technique(...), {...});
 //   perform(m.start(now));                                      // its first request up
 //   a worker's message:      perform(m.on_message(w, msg, now, arrived));
@@ -138,7 +142,7 @@ private:
 };
 
 /// The supermaster's technique when none is given: the workers' technique when it is one of the weighted schemes
-/// (registry family "weighted": dgss, dfss, dtss, dfiss, dtfss give HDGSS, HDFSS, HDTSS... of seeds 000 and 002),
+/// (registry family "weighted": dgss, dfss, dtss, dfiss, dtfss give HDGSS, HDFSS, HDTSS... of the two papers above),
 /// else fss (factoring), whose chunks over K masters shrink by stages, so that the supermaster answers a few
 /// requests per master and stage whatever the workers' technique (with ss for the workers the masters still
 /// refill their pools in large chunks).

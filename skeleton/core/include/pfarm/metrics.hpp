@@ -1,4 +1,5 @@
-// pfarm metrics (DESIGN.md "Metrics"), shared by the simulator and the MPI farm's report.
+// pfarm metrics: the balance of a run's finishing times, one definition shared by the simulator and the MPI farm's
+// report.
 #pragma once
 
 #include <span>

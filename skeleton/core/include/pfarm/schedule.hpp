@@ -5,7 +5,8 @@
 //
 // The rule: after each call, a worker's time per task is its busy time over its tasks in that call (a worker
 // that got no task keeps its earlier time); the next call's calibration is the times-only calibration of those
-// times (seed 004 Algorithm 1: F proportional to 1/t, CV of t, k = ln(S)^CV for that call's S tasks). So a
+// times (Algorithm 1 of Gonzalez-Velez & Cole, "Adaptive statistical scheduling of divisible workloads in
+// heterogeneous systems": F proportional to 1/t, CV of t, k = ln(S)^CV for that call's S tasks). So a
 // worker that slowed down between two calls gets a smaller share in the following one. The schedule calibrates
 // again when asked (recalibrate()), when the worker count or the technique's calibration mode changes, and
 // never for a technique that does not calibrate (gss, awf-b, ... adapt within each call on their own).

@@ -1,4 +1,4 @@
-// pfarm scheduling core: the technique interface (DESIGN.md principle 2).
+// pfarm scheduling core: the technique interface, the one way the farmer asks a technique for a chunk size.
 //
 // A technique is a small policy object that the farmer state machine (farmer.hpp) only calls through the
 // hooks below. It never sees a transport. Shared arithmetic (clipping to what remains, minimum chunk,
@@ -116,7 +116,8 @@ public:
         (void)worker, (void)count, (void)seconds;
     }
 
-    /// Worker `worker`'s run-queue length changed to `queue` (>= 1): non-dedicated mode of seed 002.
+    /// Worker `worker`'s run-queue length changed to `queue` (>= 1): non-dedicated mode of
+    /// Chronopoulos, Penmatsa, Yu & Yu, "Scalable loop self-scheduling schemes for heterogeneous clusters", section 3.
     virtual void run_queue_changed(int worker, double queue) { (void)worker, (void)queue; }
 
     /// How the decentralised farm may claim this technique's chunks (claim_form). The default says it cannot:

@@ -1,4 +1,4 @@
-// pfarm scheduling core: the worker session, the farm's protocol on a worker's side (DESIGN.md principle 1).
+// pfarm scheduling core: the worker session, the farm's protocol on a worker's side, for every driver.
 //
 // It turns the farmer's replies (protocol.hpp) and the end of its chunks into the actions a driver performs:
 // which requests to send, with which results and readings, when to ask ahead (prefetch), what `later`,
@@ -71,8 +71,8 @@ struct worker_session_options {
     /// Prefetch: a chunk that ends before the reply asked ahead sends its results at once when no request would
     /// go with them (`results`), rather than when the reply comes. Off where the driver cannot send while that
     /// reply may be on its way (the MPI worker when replies carry inputs: two blocking sends of a size that waits
-    /// for its receive, one each way, would deadlock). With reclaim too since stop 24 (the farmer no longer retires
-    /// the victim of a busy thief whose results came early: farmer::released; docs/skeleton.md "Prefetch").
+    /// for its receive, one each way, would deadlock). With reclaim too (the farmer does not retire the victim of a
+    /// busy thief whose results came early: farmer::released; docs/skeleton.md "Prefetch").
     bool results_early = true;
 };
 

@@ -1,4 +1,5 @@
-// The calibrated modes of seed 004 (Gonzalez-Velez & Cole 2009, Table 2): the single-round DEALDYN modes and
+// The calibrated modes of Gonzalez-Velez & Cole, "Adaptive statistical scheduling of divisible workloads in
+// heterogeneous systems" (2009), Table 2: the single-round DEALDYN modes and
 // the adaptive multi-round SCH_MULTI. (SCH_DEAL, the isometric single round, is `deal` in simple.cpp.)
 #include "pfarm/detail/schedule_math.hpp"
 #include "pfarm/detail/technique_families.hpp"
@@ -38,7 +39,7 @@ private:
     std::vector<task_count> shares_;
 };
 
-/// multi (SCH_MULTI, seed 004 section 3.2 and eq. 9): after calibration, k = ln(S)^CV; in the first round
+/// multi (SCH_MULTI, Gonzalez-Velez & Cole section 3.2 and eq. 9): after calibration, k = ln(S)^CV; in the first round
 /// every worker gets max(1, floor(S'/k F_i + 0.5)) with the same S' (the tasks left after calibration);
 /// afterwards each request gets max(1, floor(R/k F_i + 0.5)). F_i is refreshed from the worker's latest
 /// per-task time (eq. 4 over the latest times of all workers); k stays fixed (--k pins it).

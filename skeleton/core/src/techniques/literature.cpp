@@ -1,6 +1,6 @@
-// Literature techniques beyond the papers in seeds/ (DESIGN.md: "follow their original publications; name the
-// source in the code"): fixed size chunking (fsc) and its modified form (mfsc), adaptive factoring (af), and
-// adaptive weighted factoring (awf) with its variants awf-b, awf-c, awf-d, awf-e.
+// Literature techniques beyond the five papers pfarm is built from (docs/techniques/README.md), each following
+// its original publication, named in the code: fixed size chunking (fsc) and its modified form (mfsc), adaptive
+// factoring (af), and adaptive weighted factoring (awf) with its variants awf-b, awf-c, awf-d, awf-e.
 //
 // The formulas were checked against two implementations by the techniques' authors' groups: the DLB tool of
 // Carino & Banicescu (2007), kept in github.com/unibas-dmi-hpc/DLS4LB (C/DLS.c), and LB4OMP

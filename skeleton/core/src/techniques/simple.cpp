@@ -1,5 +1,7 @@
 // The simple self-scheduling techniques: static, ss, css, gss, fss, tss, fiss, tfss.
-// Sources: seed 002 section 2 (Chronopoulos et al. 2005) and seed 003 Table 1; chunk rules as DESIGN.md.
+// Sources: Chronopoulos, Penmatsa, Yu & Yu, "Scalable loop self-scheduling schemes for heterogeneous clusters"
+// (2005), section 2, and Yang et al., "A performance-based approach to loop self-scheduling on heterogeneous PC
+// clusters", Table 1; chunk rules as docs/techniques/README.md ("Shared conventions") and simple.md state them.
 #include "pfarm/detail/schedule_math.hpp"
 #include "pfarm/detail/technique_families.hpp"
 #include "pfarm/error.hpp"

@@ -1,6 +1,8 @@
-// The alpha-based two-phase schemes: n-gss/fss/tss (Yang, Cheng & Shih 2007, seed 001, "N_*"),
-// an-gss/fss/tss (seed 001's adjusted "A_N_*", alpha from a heterogeneity ratio) and hpls-gss/fss/tss
-// (Yang et al., seed 003: performance function PF_j = (1/t_j) / sum (1/t_i) from measured times).
+// The alpha-based two-phase schemes: n-gss/fss/tss (Yang, Cheng & Shih, "On development of an efficient parallel
+// loop self-scheduling for grid computing environments" (2007), "N_*"), an-gss/fss/tss (their adjusted "A_N_*",
+// section 3.2, alpha from a heterogeneity ratio) and hpls-gss/fss/tss (Yang et al., "A performance-based approach
+// to loop self-scheduling on heterogeneous PC clusters", section 3.1: performance function
+// PF_j = (1/t_j) / sum (1/t_i) from measured times).
 //
 // Phase 1: A = ceil(alpha I / 100) tasks are split by weight as each worker's first chunk, apportioned by
 // largest remainder (Hamilton: floor(A w_j / sum w) each, the tasks left to the largest remainders, a tie to

@@ -1,10 +1,12 @@
 // The distributed (speed-weighted) schemes: dgss, dfss (= weighted factoring, alias wf), dtss, dfiss, dtfss.
-// Sources: Chronopoulos, Andonie, Benche & Grosu 2001 (distributed self-scheduling), as reviewed in seed 002
-// section 3 and seed 000 section III; weighted factoring: Hummel, Schmidt, Uma & Wein 1996.
+// Sources: Chronopoulos, Andonie, Benche & Grosu 2001 (distributed self-scheduling), as reviewed in
+// Chronopoulos, Penmatsa, Yu & Yu, "Scalable loop self-scheduling schemes for heterogeneous clusters" (2005),
+// section 3, and Han & Chronopoulos, "Scalable loop self-scheduling schemes implemented on large-scale clusters",
+// section III; weighted factoring: Hummel, Schmidt, Uma & Wein 1996.
 //
 // V_j = w_j / min(w) is the virtual power of worker j, Q_j its run-queue length (1 when dedicated) and
-// A_j = V_j / Q_j its available computing power; A = sum A_j. pfarm keeps A_j real-valued (seed 002 floors
-// it, which makes a loaded slow worker's power 0 and stalls it; the real value keeps it working slower).
+// A_j = V_j / Q_j its available computing power; A = sum A_j. pfarm keeps A_j real-valued (Chronopoulos et al.
+// 2005 floor it, which makes a loaded slow worker's power 0 and stalls it; the real value keeps it working slower).
 #include "pfarm/detail/schedule_math.hpp"
 #include "pfarm/detail/technique_families.hpp"
 #include "pfarm/error.hpp"
@@ -26,7 +28,8 @@ public:
     calibration_mode needs_calibration() const override {
         return options_.weights.empty() ? calibration_mode::times_only : calibration_mode::none;
     }
-    /// The run queue with every request: A_j = V_j / Q_j follows the load (seed 002, non-dedicated mode).
+    /// The run queue with every request: A_j = V_j / Q_j follows the load (Chronopoulos et al. 2005, section 3,
+    /// non-dedicated mode).
     technique_needs needs() const override {
         technique_needs n = technique::needs();
         n.with_every_request = {reading::run_queue};
@@ -103,7 +106,8 @@ private:
 
 /// dtss: TSS with F = floor(I/(2A)); a request of worker j consumes A_j trapezoid steps:
 /// chunk round(A_j (Cur - D (A_j - 1)/2)), then Cur -= A_j D. When more than half of the A_j have changed
-/// since the trapezoid was (re)built, it is rebuilt from the remaining tasks with p = A (seed 002, step 2b).
+/// since the trapezoid was (re)built, it is rebuilt from the remaining tasks with p = A (Chronopoulos et al. 2005,
+/// section 3.1, the master's step 2(b)).
 class dtss final : public weighted_base {
 public:
     using weighted_base::weighted_base;

@@ -1,4 +1,4 @@
-// pfarm internals: the arithmetic techniques share (DESIGN.md principle 2: it lives once, here).
+// pfarm internals: the arithmetic techniques share (clipping, apportionment, trapezoids, powers), once, here.
 #pragma once
 
 #include "pfarm/technique.hpp"
@@ -36,7 +36,8 @@ inline task_count floor_count(double x) {
 /// Used by dealdyn-* (S' by F) and the two-phase schemes (their static part by weight).
 std::vector<task_count> apportion(task_count total, std::span<const double> weights);
 
-/// Trapezoid self-scheduling parameters (Tzen & Ni 1993, as in seed 002 section 2).
+/// Trapezoid self-scheduling parameters (Tzen & Ni 1993, as in Chronopoulos, Penmatsa, Yu & Yu, "Scalable loop
+/// self-scheduling schemes for heterogeneous clusters" (2005), section 2).
 struct trapezoid {
     task_count first = 1;  ///< F
     task_count last = 1;   ///< L
@@ -77,7 +78,8 @@ private:
     task_count stage_start_ = 0;
 };
 
-/// Relative powers V_j = w_j / min(w) (seed 000/002: V_j = Speed(P_j) / min Speed).
+/// Relative powers V_j = w_j / min(w) (Han & Chronopoulos, "Scalable loop self-scheduling schemes implemented on
+/// large-scale clusters", section III, and Chronopoulos et al. 2005, section 3: V_j = Speed(P_j) / min Speed).
 std::vector<double> virtual_powers(std::span<const double> weights);
 
 /// The weights a weighted technique uses: `options.weights` if given, else 1/t_j from the calibration
