@@ -1,4 +1,5 @@
-/* pfarm: the C API of the task farm (seed 004, Fig. 5), usable from C and C++.
+/* pfarm: the C API of the task farm (Gonzalez-Velez & Cole, "Adaptive statistical scheduling of divisible
+ * workloads in heterogeneous systems", Fig. 5), usable from C and C++.
  *
  *   void square(const void *in, void *out) { *(double *)out = *(const double *)in * *(const double *)in; }
  *   pfarm(square, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, SCH_MULTI);
@@ -20,7 +21,7 @@
 extern "C" {
 #endif
 
-/** The six scheduling modes of seed 004, Table 2. */
+/** The six scheduling modes of Gonzalez-Velez & Cole, Table 2. */
 enum scheduling {
     SCH_TRAD,       /**< work queue, one task per request (technique "ss") */
     SCH_DEAL,       /**< isometric single round ("deal") */

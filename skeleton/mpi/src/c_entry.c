@@ -1,4 +1,5 @@
-/* The paper's pfarm() (seed 004, Fig. 5): C, because in C++ the name belongs to namespace pfarm. */
+/* The paper's pfarm() (Gonzalez-Velez & Cole, "Adaptive statistical scheduling of divisible workloads in
+ * heterogeneous systems", Fig. 5): C, because in C++ the name belongs to namespace pfarm. */
 #include "pfarm.h"
 
 void pfarm(pfarm_worker_fn worker, void *in_data, int in_length, MPI_Datatype in_type, void *out_data, int out_length,

@@ -1,8 +1,8 @@
 // pfarm MPI engine, internal: the farm's clock, seconds on CLOCK_MONOTONIC's time line (docs/skeleton.md "The
 // farm's clock"). A worker reads it twice per chunk, on the round trip's path, so a read must be cheap: where the
 // CPU has an invariant TSC (x86-64), a read is the TSC scaled from an anchor, a (CLOCK_MONOTONIC, TSC) pair taken
-// again whenever about a millisecond has passed since the last one (11-13 ns a read on the development VM, against
-// 30-32 ns for clock_gettime). The scale is measured, never assumed: from the thread's first anchor to its latest,
+// again whenever about a millisecond has passed since the last one (a fraction of a clock_gettime call's cost). The
+// scale is measured, never assumed: from the thread's first anchor to its latest,
 // so it sharpens as the run goes on. Every read is clock_gettime until the scale is known (the first millisecond),
 // and for good once an anchor finds the TSC off the time line by more than its tolerance (a TSC not synchronised
 // across the cores a thread moved between, a VM moved to another host), or with PFARM_CLOCK=monotonic. A read is

@@ -1,3 +1,4 @@
+// pfarm: the MPI latency probe: ping-pong to rank 0 and the latency monitor built on it (latency.hpp).
 #include "pfarm/latency.hpp"
 
 #include "pfarm/mpi.hpp"

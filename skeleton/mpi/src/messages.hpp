@@ -81,10 +81,10 @@ struct received_message {
 /// Results that follow their request on tag_results (too large to travel in it), received without blocking.
 /// Without a single-copy transport (no CMA between ranks, or a network without RDMA) a large message moves only while
 /// its sender is inside MPI, and a worker that sent its results ahead (prefetch) computes its next chunk meanwhile: a
-/// blocking receive held the farmer until that worker's next MPI call. On the 16-core machine, Mandelbrot 3000 x 3000
-/// fsc --farmer-computes --prefetch: rank 0 computed 45 of 3000 columns, the run 6.9 s against 4.1 s without
-/// prefetch (docs/performance.md). A payload is received in place (nothing to do once in) or into a buffer of its
-/// own, with the deliveries to make from it once it is in; the receiving rank polls, and waits for all at the end.
+/// blocking receive held the farmer until that worker's next MPI call, so that a farmer that computes barely
+/// computed and prefetch made the run slower. A payload is received in place (nothing to do once in) or into a
+/// buffer of its own, with the deliveries to make from it once it is in; the receiving rank polls, and waits for all
+/// at the end.
 class following_payloads {
 public:
     /// A payload received into a buffer of its own, and what is to be done with it once in.

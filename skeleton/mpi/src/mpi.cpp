@@ -1,3 +1,5 @@
+// pfarm: RAII over MPI: the environment, the farm's duplicated communicator, and MPI errors as exceptions
+// (mpi.hpp).
 #include "pfarm/mpi.hpp"
 
 namespace pfarm::mpi {

@@ -137,8 +137,8 @@ inline reply_message decode(const reply_header& h) {
 
 /// A message buffer, 64-byte aligned, grown and never shrunk (no allocation once warm). Its new bytes are zeroed
 /// as it grows, so that their pages are faulted in here and not inside a timed task: a worker rank's tasks write
-/// their results into such a buffer, and its first task (the calibration task) took 18-23 us instead of 5 us on
-/// a Mandelbrot column for that alone, which a times-only calibration read as a rank 4 times slower
+/// their results into such a buffer, and the page faults alone made its first task (the calibration task) several
+/// times longer on a short task, which a times-only calibration read as a slower rank
 /// (mpi.farm.alignment checks that a worker's first task faults no page of its outputs in).
 class wire_buffer {
 public:

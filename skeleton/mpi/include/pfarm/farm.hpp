@@ -1,4 +1,5 @@
-// pfarm: the MPI task farm, C++ API (seed 004 section 4: the user gives <I, O, f> and a technique).
+// pfarm: the MPI task farm, C++ API (Gonzalez-Velez & Cole, "Adaptive statistical scheduling of divisible workloads
+// in heterogeneous systems", section 4: the user gives <I, O, f> and a technique).
 //
 //   std::vector<double> in = ..., out(in.size());
 //   auto report = pfarm::farm(MPI_COMM_WORLD, std::span(in), std::span(out),
@@ -165,7 +166,8 @@ struct farm_report {
     task_count farmer_requests = 0;
     std::vector<int> master_ranks;          ///< hierarchical: the masters' ranks (computing only with farmer_computes), by group
     std::vector<task_count> master_requests;  ///< hierarchical, rank 0: the asks each master's workers sent it
-    /// hierarchical, rank 0: of each master's requests up, those that carried a chunk's results (seed 002, Remark 3:
+    /// hierarchical, rank 0: of each master's requests up, those that carried a chunk's results (Chronopoulos,
+    /// Penmatsa, Yu & Yu, "Scalable loop self-scheduling schemes for heterogeneous clusters", section 4.2, Remark 3:
     /// results and the next request in one message)
     std::vector<task_count> master_merged;
 };

@@ -1,6 +1,7 @@
-// pfarm: latency to the farmer, by MPI ping-pong in the farm's own duplicated communicator (seed 004's l_i,
-// the latency that multivariate statistical calibration regresses on). A monitor of pfarm::monitors'
-// interface; it lives in pfarm::skeleton because it needs MPI.
+// pfarm: latency to the farmer, by MPI ping-pong in the farm's own duplicated communicator (the l_i of
+// Gonzalez-Velez & Cole, "Adaptive statistical scheduling of divisible workloads in heterogeneous systems": the
+// latency that multivariate statistical calibration regresses on). A monitor of pfarm::monitors' interface;
+// it lives in pfarm::skeleton because it needs MPI.
 #pragma once
 
 #include "pfarm/monitor.hpp"

@@ -1,4 +1,5 @@
-// pfarm: RAII over MPI (DESIGN.md principle 5; in the manner of MPL's environment.hpp).
+// pfarm: RAII over MPI: what pfarm initialises, duplicates or commits it frees (in the manner of MPL's
+// environment.hpp), and MPI errors become exceptions.
 #pragma once
 
 #include "pfarm/error.hpp"
@@ -40,7 +41,7 @@ private:
 };
 
 /// A duplicate of a user's communicator, freed by the destructor: the farm's traffic never meets the
-/// user's (DESIGN.md principle 5). Its error handler returns codes, which pfarm turns into exceptions.
+/// user's (no tag clash on their communicator). Its error handler returns codes, which pfarm turns into exceptions.
 class communicator {
 public:
     explicit communicator(MPI_Comm parent);
