@@ -1,3 +1,5 @@
+// Times-only calibration and the statistics behind it: F, CV, k, and the heterogeneity and performance ratios
+// (calibration.hpp; regression.cpp holds the statistical modes).
 #include "pfarm/calibration.hpp"
 
 #include "pfarm/error.hpp"

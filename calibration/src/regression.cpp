@@ -1,6 +1,8 @@
-// Statistical calibration of seed 004 (section 3.1.1): times fitted to scaled availability (eq. 5) or to
+// Statistical calibration of Gonzalez-Velez & Cole, "Adaptive statistical scheduling of divisible workloads in
+// heterogeneous systems", section 3.1.1: times fitted to scaled availability (eq. 5) or to
 // latency and squared scaled availability (eq. 6) through GSL, then F by eq. 4 on the fitted times.
-// GSL's error handler is off while pfarm calls it (DESIGN.md principle 4); every status is checked.
+// GSL's error handler is off while pfarm calls it (an error is pfarm's to report, never an abort); every status is
+// checked.
 #include "pfarm/calibration.hpp"
 #include "pfarm/error.hpp"
 

@@ -1,6 +1,8 @@
-// pfarm calibration: statistics, not messaging (DESIGN.md principle 4).
+// pfarm calibration: fitness F, CV and installment factor k from measured times and monitor readings; statistics
+// only, no messaging.
 //
-// Seed 004 (Gonzalez-Velez & Cole 2009), section 3.1: each worker runs one task; its time t_i gives the
+// Gonzalez-Velez & Cole, "Adaptive statistical scheduling of divisible workloads in heterogeneous systems" (2009),
+// section 3.1: each worker runs one task; its time t_i gives the
 // fitness F_i = (1/t_i) / sum_j (1/t_j) (eq. 4); the dispersion of the times gives CV = sigma / mean (eq. 7,
 // population sigma) and the installment factor k = ln(S)^CV (eq. 8).
 #pragma once
@@ -34,13 +36,15 @@ std::vector<double> fitness_from_times(std::span<const double> times, const std:
 /// out more than the remaining work in the first round.
 double installment_factor(std::int64_t total_tasks, double cv);
 
-/// Heterogeneity ratio of seed 001 (section 3.2): HR = min(bm) / max(bm) of the workers' benchmark values (or
+/// Heterogeneity ratio of Yang, Cheng & Shih, "On development of an efficient parallel loop self-scheduling for grid
+/// computing environments", section 3.2: HR = min(bm) / max(bm) of the workers' benchmark values (or
 /// speeds), in (0, 1]; 1 is a homogeneous system. Values must be finite and > 0 (invalid_argument naming
 /// `argument`).
 double heterogeneity_ratio(std::span<const double> benchmark, const std::string& argument = "benchmark");
 
-/// Performance ratio of seed 003 (HPLS): PF_j = (1/t_j) / sum_i (1/t_i) from measured application times, the
-/// share of the static phase worker j gets. Numerically eq. 4 on the same times.
+/// Performance ratio of Yang et al., "A performance-based approach to loop self-scheduling on heterogeneous PC
+/// clusters" (HPLS), section 3.1: PF_j = (1/t_j) / sum_i (1/t_i) from measured application times, the share of
+/// the static phase worker j gets. Numerically eq. 4 on the same times.
 std::vector<double> performance_ratio(std::span<const double> times, const std::string& argument = "times");
 
 /// How a calibration turns measured times into F.
@@ -69,7 +73,7 @@ struct calibration_result {
     std::string note;             ///< what was repaired or why a statistical mode fell back, empty otherwise
 };
 
-/// Times-only calibration (Algorithm 1 of seed 004, times-only branch) for a run of `total_tasks` tasks.
+/// Times-only calibration (Algorithm 1 of Gonzalez-Velez & Cole, times-only branch) for a run of `total_tasks` tasks.
 calibration_result calibrate_times_only(std::span<const double> times, std::int64_t total_tasks);
 
 /// Parses "times", "univariate", "multivariate" (technique_options::calibration, the --calibration option);
@@ -77,7 +81,7 @@ calibration_result calibrate_times_only(std::span<const double> times, std::int6
 calibration_mode parse_calibration_mode(const std::string& name);
 std::string to_string(calibration_mode mode);
 
-/// Scaled availability a'_i = a_i * bm_i / max(bm) (seed 004, section 3.1.1). Without benchmark values
+/// Scaled availability a'_i = a_i * bm_i / max(bm) (Gonzalez-Velez & Cole, section 3.1.1). Without benchmark values
 /// (`benchmark` empty) every rp_i is 1 and a' = a. Throws invalid_argument on non-finite or non-positive input.
 std::vector<double> scaled_availability(std::span<const double> availability, std::span<const double> benchmark);
 
@@ -90,8 +94,9 @@ linear_fit fit_univariate(std::span<const double> times, std::span<const double>
 linear_fit fit_multivariate(std::span<const double> times, std::span<const double> latency,
                             std::span<const double> scaled_availability);
 
-/// Algorithm 1 of seed 004 in any mode. `samples` (one per worker; ignored for times-only) supply availability,
-/// latency and benchmark. What goes wrong in practice has one defined behaviour each (docs/calibration.md):
+/// Algorithm 1 of Gonzalez-Velez & Cole in any mode. `samples` (one per worker; ignored for times-only) supply
+/// availability, latency and benchmark. What goes wrong in practice has one defined behaviour each
+/// (docs/calibration.md):
 /// - a time of 0 (a timer too coarse for a very short task) is replaced by the smallest positive time measured
 ///   (all 0: equal times), with a note;
 /// - a negative, NaN or infinite time or reading: invalid_argument naming it and the worker;
