@@ -1,3 +1,4 @@
+// The NWS-style forecaster and the forecasting monitor that wraps another monitor (forecaster.hpp).
 #include "pfarm/forecaster.hpp"
 
 #include "detail.hpp"

@@ -1,3 +1,5 @@
+// The hwloc monitor: topology, binding and grouping key read through hwloc, which no other file sees
+// (hwloc_monitor.hpp).
 #include "pfarm/hwloc_monitor.hpp"
 
 #include "detail.hpp"

@@ -1,3 +1,5 @@
+// The load-average monitor: parsing /proc/loadavg and /proc/stat into availability and run queue
+// (loadavg_monitor.hpp).
 #include "pfarm/loadavg_monitor.hpp"
 
 #include "detail.hpp"

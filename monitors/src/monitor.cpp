@@ -1,3 +1,5 @@
+// The monitor interface's shared parts: its error, reading names, sample checks, and the scripted monitor
+// (monitor.hpp).
 #include "pfarm/monitor.hpp"
 
 #include "detail.hpp"

@@ -1,3 +1,4 @@
+// Monitors by name: the list make_monitor knows and the factory (monitor_registry.hpp).
 #include "pfarm/monitor_registry.hpp"
 
 #include "pfarm/cgroup_monitor.hpp"

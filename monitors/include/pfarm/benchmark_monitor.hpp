@@ -1,5 +1,8 @@
-// pfarm: benchmark values bm_i (seed 004, eq. 5's relative performance rp'_i = bm_i / max bm) and worker
-// speeds V_j (the distributed schemes of seeds 000 and 002). Higher is faster.
+// pfarm: benchmark values bm_i (eq. 5's relative performance rp'_i = bm_i / max bm in Gonzalez-Velez & Cole,
+// "Adaptive statistical scheduling of divisible workloads in heterogeneous systems") and worker speeds V_j (the
+// distributed schemes of Han & Chronopoulos, "Scalable loop self-scheduling schemes implemented on large-scale
+// clusters", section III, and Chronopoulos, Penmatsa, Yu & Yu, "Scalable loop self-scheduling schemes for
+// heterogeneous clusters", section 3). Higher is faster.
 #pragma once
 
 #include "pfarm/monitor.hpp"
@@ -43,8 +46,8 @@ private:
 };
 
 /// BogoMIPS as the kernel printed it at boot, from the "bogomips" lines of `<root>/proc/cpuinfo` (mean over
-/// processors): the benchmark seed 004 used. Throws monitor_error naming the file when it is missing or has
-/// no such line (several architectures do not report it).
+/// processors): the benchmark Gonzalez-Velez & Cole used (section 5). Throws monitor_error naming the file when it
+/// is missing or has no such line (several architectures do not report it).
 double read_bogomips(const std::filesystem::path& root = "/");
 
 /// resource_sample::benchmark = read_bogomips(root).

@@ -1,6 +1,7 @@
-// pfarm: forecasts in the manner of the Network Weather Service (Wolski et al. 1999; seed 004 used NWS
-// forecasts of availability and latency): several simple predictors run side by side on a short history, and
-// the one with the least error on the past one-step predictions gives the forecast.
+// pfarm: forecasts in the manner of the Network Weather Service (Wolski et al. 1999; Gonzalez-Velez & Cole,
+// "Adaptive statistical scheduling of divisible workloads in heterogeneous systems", section 4, used NWS forecasts
+// of availability and latency): several simple predictors run side by side on a short history, and the one with
+// the least error on the past one-step predictions gives the forecast.
 #pragma once
 
 #include "pfarm/monitor.hpp"

@@ -1,5 +1,6 @@
 // pfarm: the hwloc monitor: the machine's topology, the processing units this process may run on, and a
-// grouping key for the hierarchical farmer. hwloc stays behind this header (DESIGN.md principle 3).
+// grouping key for the hierarchical farmer. hwloc stays behind this header (monitors are
+// plug-ins: no caller sees hwloc).
 #pragma once
 
 #include "pfarm/monitor.hpp"
@@ -13,7 +14,8 @@ namespace pfarm {
 
 /// How hwloc_monitor groups workers (resource_sample::node_key).
 enum class node_grouping {
-    host,     ///< "<hostname>": one group per machine (one master per node, seed 000's hierarchy)
+    host,     ///< "<hostname>": one group per machine (one master per node, the hierarchy of
+              ///< Han & Chronopoulos, "Scalable loop self-scheduling schemes implemented on large-scale clusters")
     package,  ///< "<hostname>/package:<i>": one group per processor package (socket) the process is bound to
     numa,     ///< "<hostname>/numa:<i>": one group per NUMA node the process is bound to
 };

@@ -1,5 +1,7 @@
-// pfarm: the load-average monitor: processor availability a_i (seed 004) and run queue Q_i (seed 002) from
-// the kernel's own counters. Formulas in docs/monitors.md.
+// pfarm: the load-average monitor: processor availability a_i (Gonzalez-Velez & Cole, "Adaptive statistical
+// scheduling of divisible workloads in heterogeneous systems") and run queue Q_i (Chronopoulos, Penmatsa, Yu & Yu,
+// "Scalable loop self-scheduling schemes for heterogeneous clusters", section 3) from the kernel's own counters.
+// Formulas in docs/monitors.md.
 #pragma once
 
 #include "pfarm/monitor.hpp"
@@ -21,8 +23,8 @@ struct loadavg_reading {
 ///
 /// The reader is itself running when it reads, so procs_running counts it; the worker that asks is the
 /// process the farm will run next, so Q = max(1, procs_running) is the run queue with the worker in it
-/// (seed 002's Q_i, for A_i = V_i / Q_i), and a new process sharing `cpus` CPUs fairly with the Q - 1 others
-/// gets a = min(1, cpus / Q) of a CPU (seed 004's availability, in (0, 1]).
+/// (Chronopoulos et al.'s Q_i, for A_i = V_i / Q_i), and a new process sharing `cpus` CPUs fairly with the Q - 1 others
+/// gets a = min(1, cpus / Q) of a CPU (Gonzalez-Velez & Cole's availability, in (0, 1]).
 /// Provides availability, run_queue and load1. Missing or malformed files throw monitor_error naming the file.
 class loadavg_monitor final : public monitor {
 public:

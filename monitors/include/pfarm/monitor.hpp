@@ -1,4 +1,5 @@
-// pfarm monitors: one small interface returning a plain sample (DESIGN.md principle 3).
+// pfarm monitors: the one small interface every resource monitor implements, returning a plain sample (tests
+// inject fakes through it).
 // The implementations have a header each (loadavg_monitor.hpp, cgroup_monitor.hpp, hwloc_monitor.hpp,
 // benchmark_monitor.hpp, forecaster.hpp; the MPI latency probe is pfarm/latency.hpp in pfarm::skeleton), the
 // registry by name is monitor_registry.hpp, and pfarm/monitors.hpp includes them all. docs/monitors.md

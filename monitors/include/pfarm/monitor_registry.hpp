@@ -1,4 +1,4 @@
-// pfarm: monitors created by name (DESIGN.md principle 3), for tools and for users who pick them on a
+// pfarm: monitors created by name, for tools and for users who pick them on a
 // command line. The MPI latency probe needs a communicator and lives in pfarm::skeleton (pfarm/latency.hpp).
 #pragma once
 
