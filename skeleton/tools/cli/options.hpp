@@ -1,4 +1,4 @@
-// Command-line options shared by the tools (pfarm-chunks, pfarm-sim, later the apps): one spelling each.
+// Command-line options shared by the tools and the apps (pfarm-chunks, pfarm-sim, farm_cli.hpp): one spelling each.
 #pragma once
 
 #include "pfarm/error.hpp"

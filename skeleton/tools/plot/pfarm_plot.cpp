@@ -7,7 +7,8 @@
 // --trace), CSV or JSON, through the one trace module (pfarm/trace.hpp). Draws
 //   - the Gantt chart: one row per worker (rank), a box per chunk from the start to the end of its computation,
 //     calibration chunks in another colour;
-//   - the installment sequence per worker (seed 004, Fig. 4): the chunk sizes in hand-out order over time on the
+//   - the installment sequence per worker (Fig. 4 of Gonzalez-Velez & Cole, "Adaptive statistical scheduling of
+//     divisible workloads in heterogeneous systems"): the chunk sizes in hand-out order over time on the
 //     left axis, one panel and colour per worker, with bars on the right axis: the run queue or the 1-minute load
 //     average that came with the worker's request, or, when the trace has neither (the simulator's, or a farm run
 //     without monitors), the time per task of each chunk, (end - start) / count.
