@@ -1,3 +1,5 @@
+// The adjoint convolution's problem and its sequential loop, which the farmed tasks are checked against
+// (adjoint_kernel.hpp).
 #include "app_support.hpp"
 #include "adjoint_kernel.hpp"
 

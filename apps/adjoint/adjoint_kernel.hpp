@@ -1,11 +1,12 @@
-// The adjoint convolution of seed 000 (Han & Chronopoulos, section V.A):
+// The adjoint convolution of Han & Chronopoulos, "Scalable loop self-scheduling schemes implemented on large-scale
+// clusters", section V.A:
 //
 //   FOR I = 1 TO N*N DO
 //     FOR J = I TO N*N DO
 //       A(I) = A(I) + X * B(J) * C(J - I)
 //
 // One task is one iteration I of the outer loop; its cost, N*N - I + 1 multiply-adds, decreases with I
-// (the paper's O(N^2 - i)), which is what makes the loop hard to balance. Seed 000 runs N = 800 on random arrays.
+// (the paper's O(N^2 - i)), which is what makes the loop hard to balance. The paper runs N = 800 on random arrays.
 #pragma once
 
 #include "compare.hpp"

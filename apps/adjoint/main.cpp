@@ -1,5 +1,6 @@
-// pfarm-adjoint: the adjoint convolution of seed 000, one task per iteration I of the outer loop (costs
-// decreasing with I), checked against the sequential loop. README.md beside this file has examples.
+// pfarm-adjoint: the adjoint convolution of Han & Chronopoulos, "Scalable loop self-scheduling schemes implemented
+// on large-scale clusters" (section V.A), one task per iteration I of the outer loop (costs decreasing with I),
+// checked against the sequential loop. README.md beside this file has examples.
 #include "app_support.hpp"
 #include "adjoint_kernel.hpp"
 

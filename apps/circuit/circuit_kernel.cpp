@@ -1,3 +1,5 @@
+// Circuit satisfiability's kernel: the built-in circuit, the circuit file parser, the blocks of inputs a task
+// checks, and the sequential search (circuit_kernel.hpp).
 #include "circuit_kernel.hpp"
 
 #include "pfarm/error.hpp"

@@ -1,4 +1,5 @@
-// Circuit satisfiability (seed 003, section 4.4): which of the 2^n assignments of a combinational circuit's
+// Circuit satisfiability (Yang et al., "A performance-based approach to loop self-scheduling on heterogeneous PC
+// clusters", section 4.4): which of the 2^n assignments of a combinational circuit's
 // n Boolean inputs make its output 1, found by exhaustive search. The built-in circuit is the classic one of
 // M. J. Quinn, "Parallel Programming in C with MPI and OpenMP" (McGraw-Hill, 2004), section 4.4 (n = 16),
 // evaluated as his check_circuit does (short-circuit && and ||, so inputs cost different amounts): exactly 9

@@ -1,4 +1,5 @@
-// pfarm-circuit: circuit satisfiability (seed 003) by exhaustive search over the 2^n inputs of a circuit (the
+// pfarm-circuit: circuit satisfiability (Yang et al., "A performance-based approach to loop self-scheduling on
+// heterogeneous PC clusters", section 4.4) by exhaustive search over the 2^n inputs of a circuit (the
 // classic 16-input one, or one read with --circuit FILE), farmed as blocks of inputs, reporting every
 // satisfying assignment; checked against the built-in circuit's nine known solutions or, for a file circuit,
 // against a sequential search on rank 0.

@@ -1,4 +1,5 @@
-// pfarm-mandelbrot: the Mandelbrot set of seed 000 (MSetLSM) farmed one column (or row) per task, checked
+// pfarm-mandelbrot: the Mandelbrot set of Han & Chronopoulos, "Scalable loop self-scheduling schemes implemented on
+// large-scale clusters" (section V.A, MSetLSM), farmed one column (or row) per task, checked
 // against the sequential loop, optionally written as a PGM image. README.md beside this file has examples.
 #include "app_support.hpp"
 #include "mandelbrot_kernel.hpp"
@@ -64,7 +65,7 @@ int run(const app_args& a, pfarm::farm_options farm) {
     // --output must be writable before the farm runs (an existing image is left as it is until the new one is whole).
     pfarm::apps::check_output_everywhere(rank, a.output, "--output");
 
-    // One task per column (seed 000's unit) or per row: a range of indices, no input travels.
+    // One task per column (the paper's unit) or per row: a range of indices, no input travels.
     const bool columns = by == mb::decomposition::columns;
     const int tasks = columns ? p.nx : p.ny;
     const std::size_t per_task = static_cast<std::size_t>(columns ? p.ny : p.nx);

@@ -1,3 +1,5 @@
+// The Mandelbrot set's kernel: one column or row as a task, the sequential loop, the summary and the image files
+// (mandelbrot_kernel.hpp).
 #include "mandelbrot_kernel.hpp"
 
 #include "pfarm/emulation.hpp"

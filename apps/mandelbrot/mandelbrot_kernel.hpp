@@ -1,4 +1,5 @@
-// The Mandelbrot set of seed 000 (Han & Chronopoulos, section V.A: MSetLSM and MSetLevel), as tasks:
+// The Mandelbrot set of Han & Chronopoulos, "Scalable loop self-scheduling schemes implemented on large-scale
+// clusters" (section V.A: MSetLSM and MSetLevel), as tasks:
 // one task computes one column of the image (the paper's smallest schedulable unit), or one row.
 #pragma once
 
@@ -11,7 +12,7 @@
 namespace pfarm::apps::mandelbrot {
 
 /// The image: nx x ny points of [xmin, xmax] x [ymin, ymax], at most maxiter iterations per point.
-/// Seed 000's domain is [-2, 2] x [-2, 2]. `bailout` is the bound on x^2 + y^2 that MSetLevel tests:
+/// The paper's domain is [-2, 2] x [-2, 2]. `bailout` is the bound on x^2 + y^2 that MSetLevel tests:
 /// 4.0 (|z| < 2, the escape radius the paper means, default); the paper's pseudo-code literally writes 2.0,
 /// a typo kept available as `--bailout 2`.
 struct params {
@@ -61,7 +62,7 @@ std::vector<std::uint32_t> sequential(const params& p);
 
 /// What the app prints of an image (held as by sequential()).
 struct summary {
-    std::uint64_t iterations = 0;  ///< sum of the levels over all pixels: the issue's checksum (the total work)
+    std::uint64_t iterations = 0;  ///< sum of the levels over all pixels: the checksum (the total work)
     std::uint64_t hash = 0;        ///< FNV-1a (64 bit) of the levels in [ix][iy] order: position-sensitive
     std::uint64_t inside = 0;      ///< points that reached maxiter
 };

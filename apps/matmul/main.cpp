@@ -1,5 +1,7 @@
-// pfarm-matmul: matrix multiplication Z = X Y (seeds 001, 003) farmed one row of Z per task, in one of seed
-// 001's four loop shapes, checked against the sequential loop or by Freivalds' test. README.md has examples.
+// pfarm-matmul: matrix multiplication Z = X Y (as in Yang, Cheng & Shih, "On development of an efficient parallel
+// loop self-scheduling for grid computing environments", and Yang et al., "A performance-based approach to loop
+// self-scheduling on heterogeneous PC clusters") farmed one row of Z per task, in one of the former's four loop
+// shapes (Fig. 1), checked against the sequential loop or by Freivalds' test. README.md has examples.
 #include "app_support.hpp"
 #include "matmul_kernel.hpp"
 
@@ -41,7 +43,8 @@ int run(const app_args& a, pfarm::farm_options farm) {
     if (a.rounds < 1) throw pfarm::invalid_argument("--rounds", "is " + std::to_string(a.rounds) + "; expected >= 1");
     if (!(a.tolerance >= 0.0))
         throw pfarm::invalid_argument("--tolerance", "is " + std::to_string(a.tolerance) + "; expected >= 0");
-    // Every rank generates X and Y from the seed (seed 003: every node holds the input matrices).
+    // Every rank generates X and Y from the seed (as in Yang et al. (HPLS), section 4.2: every node holds the
+    // input matrices).
     const mm::problem p = mm::make_problem(a.n, loop, a.seed);
     const auto n = static_cast<std::size_t>(p.n);
 

@@ -1,3 +1,5 @@
+// Matrix multiplication's kernel: the problem for each loop shape, one row of Z as a task, the sequential loop
+// and Freivalds' check (matmul_kernel.hpp).
 #include "app_support.hpp"
 #include "matmul_kernel.hpp"
 
@@ -68,7 +70,7 @@ void row(const problem& p, int i, std::span<double> z) {
     std::fill(z.begin(), z.end(), 0.0);
     double* out = z.data();
     // i-j-k order: the inner loop runs along rows of Y and Z (contiguous, vectorisable); each Z[i][k] still
-    // sums its terms in increasing j, as seed 001's loop does.
+    // sums its terms in increasing j, as Yang, Cheng & Shih's loop does.
     for (auto j = static_cast<std::size_t>(p.lo[ui]); j < static_cast<std::size_t>(p.hi[ui]); ++j) {
         const double xij = p.x[ui * un + j];
         const double* yj = p.y.data() + j * un;
@@ -80,7 +82,7 @@ std::vector<double> sequential(const problem& p) {
     const auto n = static_cast<std::size_t>(p.n);
     std::vector<double> z(n * n);
     // Y transposed, so that the inner loop reads column k of Y contiguously; the loop and its summation order
-    // are seed 001's.
+    // are Yang, Cheng & Shih's.
     std::vector<double> yt(n * n);
     for (std::size_t j = 0; j < n; ++j)
         for (std::size_t k = 0; k < n; ++k) yt[k * n + j] = p.y[j * n + k];

@@ -1,7 +1,9 @@
-// Matrix multiplication Z = X Y (n x n), as seeds 001 and 003 farm it: one task computes one row of Z, and every
-// rank holds X and Y (seed 003: "every node has a copy of the input matrices locally").
+// Matrix multiplication Z = X Y (n x n), as Yang, Cheng & Shih, "On development of an efficient parallel loop
+// self-scheduling for grid computing environments", and Yang et al., "A performance-based approach to loop
+// self-scheduling on heterogeneous PC clusters" (HPLS), farm it: one task computes one row of Z, and every rank
+// holds X and Y (HPLS, section 4.2: "every node has a copy of the input matrices locally").
 //
-// Seed 001 (Yang, Cheng & Shih, Fig. 1, section 4.2.3) also runs matrix multiplication as "simulated"
+// Yang, Cheng & Shih (Fig. 1, section 4.2.3) also run matrix multiplication as "simulated"
 // increasing, decreasing and random workload loops. pfarm makes the work of row i really vary: row i of X
 // holds nonzeros only in columns [lo_i, hi_i), and the task multiplies only those, so the product stays
 // an ordinary X Y that any sequential code can check:
@@ -47,7 +49,7 @@ problem make_problem(int n, shape loop, std::uint64_t seed);
 /// One task: z[k] = sum over j in [lo_i, hi_i) of X[i][j] Y[j][k], k in [0, n). z.size() must be n.
 void row(const problem& p, int i, std::span<double> z);
 
-/// Seed 001's serial loop (k, i, j order, over all of X): Z row-major.
+/// Yang, Cheng & Shih's serial loop (k, i, j order, over all of X): Z row-major.
 std::vector<double> sequential(const problem& p);
 
 /// Freivalds' check: compares Z v with X (Y v) for `rounds` random vectors v from `seed`, in O(rounds n^2).

@@ -1,3 +1,5 @@
+// Binomial variates from pfarm-calcium's own counter-based uniforms: inversion for small means, BTRS otherwise
+// (binomial.hpp).
 #include "pfarm/calcium/binomial.hpp"
 
 #include <cmath>

@@ -1,4 +1,5 @@
-// pfarm-calcium: the calcium-channel parameter sweep of seed 004 section 5, farmed over MPI by pfarm.
+// pfarm-calcium: the calcium-channel parameter sweep of Gonzalez-Velez & Cole, "Adaptive statistical scheduling of
+// divisible workloads in heterogeneous systems", section 5, farmed over MPI by pfarm.
 // Each task is one experiment (a voltage pulse applied to N stochastic L-type channels) over an index range;
 // its result, streamed to rank 0 as it arrives, is the summary (six doubles) followed by the text of the
 // experiment's data file; rank 0 writes every file (no shared file system needed) and keeps only the summaries,

@@ -1,3 +1,4 @@
+// The calcium-channel model of pfarm-calcium: its parameter checks and one experiment's simulation (model.hpp).
 #include "pfarm/calcium/model.hpp"
 
 #include "pfarm/calcium/binomial.hpp"

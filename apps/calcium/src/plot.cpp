@@ -1,3 +1,4 @@
+// The I-V curve as a PNG, written without a plotting library: axes, ticks, text and the PNG encoding (plot.hpp).
 #include "pfarm/calcium/plot.hpp"
 
 #include "pfarm/output_file.hpp"

@@ -1,3 +1,4 @@
+// pfarm-calcium's parameter sweep: presets, experiment-to-voltage mapping, and the files a sweep writes (sweep.hpp).
 #include "pfarm/calcium/sweep.hpp"
 
 #include "pfarm/output_file.hpp"

@@ -1,8 +1,9 @@
 // The calcium-channel model of pfarm-calcium: N voltage-gated L-type calcium channels on a spherical cell,
 // a voltage pulse from a holding potential, the summed unitary currents and the calcium they bring in.
 //
-// A RECONSTRUCTION from the literature (seed 004 section 5 names the model; the authors' rate constants are
-// not published in what we can read): see apps/calcium/README.md for every source and decision.
+// A RECONSTRUCTION from the literature (Gonzalez-Velez & Cole, "Adaptive statistical scheduling of divisible
+// workloads in heterogeneous systems", section 5, names the model; the authors' rate constants are not published
+// in what we can read): see apps/calcium/README.md for every source and decision.
 //   gating     C0 <-> C1 <-> O, C0->C1 2a, C1->C0 b, C1->O a, O->C1 2b (two independent HH m gates, m^2, no
 //              inactivation); a = 1.6 / (1 + exp(-0.072 (V + 5))), b = 0.02 (V - 1.31) / (exp((V - 1.31)/5.36) - 1)
 //              per ms, both times phi = 3^((T - 21)/10) (Huguenard & McCormick 1992, after Kay & Wong 1987);

@@ -1,4 +1,5 @@
-// The parameter sweep of pfarm-calcium: presets (seed 004 Tables 3 and 5), how experiments map to voltages and
+// The parameter sweep of pfarm-calcium: presets (Tables 3 and 5 of Gonzalez-Velez & Cole, "Adaptive statistical
+// scheduling of divisible workloads in heterogeneous systems"), how experiments map to voltages and
 // seeds, and the files a sweep writes. No MPI here.
 #pragma once
 
