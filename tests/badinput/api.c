@@ -1,4 +1,4 @@
-/* Bad input through the C API (issue 15, "Bad input"; docs/reliability.md "Bad input"), under mpiexec. The cases
+/* Bad input through the C API (docs/reliability.md "Bad input"), under mpiexec. The cases
  * are the table in main(): each calls pfarm_run, pfarm_run_tasks or pfarm_run_range collectively on every rank
  * with one thing wrong and states the status every rank must get and the C name its message must start with
  * ("min_chunk: ..."); the message must be the same on every rank. Output and journal files must be left as they

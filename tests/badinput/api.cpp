@@ -1,4 +1,4 @@
-// Bad input through the C++ API (issue 15, "Bad input"; docs/reliability.md "Bad input"), under mpiexec. The
+// Bad input through the C++ API (docs/reliability.md "Bad input"), under mpiexec. The
 // cases are the table below: each calls a farm collectively on every rank with one thing wrong and states what
 // every rank must get (the same on every rank): an invalid_argument naming the argument, a worker_error naming the
 // task, a pfarm::error whose message names what failed, or success for the edge cases that are not errors (more

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Resume after a crash (issue 15): a pfarm-calcium sweep started under mpiexec is killed with SIGKILL (the whole
+# Resume after a crash (docs/reliability.md): a pfarm-calcium sweep run by mpiexec is killed with SIGKILL (the whole
 # job) once its journal holds some tasks; rerun with the same journal, its output folder must be byte-identical to
 # an uninterrupted run's, and the rerun must compute exactly the tasks the journal lacked (counted from its
 # report: computed + journaled = experiments, journaled > 0).

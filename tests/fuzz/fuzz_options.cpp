@@ -78,7 +78,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (iterations > max_iterations || workers > max_workers) {
             // Only whether the options are valid: the registry's checks, without a schedule of this size. A
             // technique holds a few numbers per worker, so a worker count in the billions asks for that much
-            // memory: what a huge count should give is the bad-input table's (issue 15), not a parser's.
+            // memory: what a huge count should give is the bad-input table's (tests/badinput), not a parser's.
             if (workers <= 4096) (void)pfarm::make_technique(t.technique, t.options, workers);
             return 0;
         }

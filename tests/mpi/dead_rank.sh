@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# A dead rank (issue 15): a worker process killed mid-run (SIGKILL) ends the whole job under Open MPI 4.1; the
-# job must exit non-zero with a message, not hang (ctest's timeout catches a hang), and the rerun with the same
-# journal resumes: it restores what the journal holds and checks every output.
+# A dead rank (docs/reliability.md "A dead rank"): a worker process killed mid-run (SIGKILL) ends the whole job
+# under Open MPI 4.1; the job must exit non-zero with a message, not hang (ctest's timeout catches a hang), and the
+# rerun with the same journal resumes: it restores what the journal holds and checks every output.
 #   dead_rank.sh WORKDIR PROGRAM LAUNCHER...
 set -uo pipefail
 work=$1 program=$2

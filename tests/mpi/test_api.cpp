@@ -1,5 +1,5 @@
-// The farm's shapes beyond an input array (issue 13) under mpiexec (through pfarm_mpi_test). One scenario per
-// run, named by argv[1]:
+// The farm's shapes beyond an input array (docs/using-pfarm.md) under mpiexec (through pfarm_mpi_test). One
+// scenario per run, named by argv[1]:
 //   range      farm over an index range: every technique with prefetch + reclaim and in one more of {plain,
 //              farmer computes, prefetch, reclaim} (all five for a few), each task exactly once, out[i] from index
 //              first + i, a range starting beyond 2^31; the input-array farm passes the index too; an empty or

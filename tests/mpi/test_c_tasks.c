@@ -1,4 +1,4 @@
-/* The C API's indexed tasks from C (pfarm_run_tasks, pfarm_run_range; issue 13): the index each task receives,
+/* The C API's indexed tasks from C (pfarm_run_tasks, pfarm_run_range): the index each task receives,
  * each rank's own user_data reaching every call, 64-bit ranges, every path of the engine without input (farmer
  * computes, prefetch, reclaim, replicated input, one rank), and bad arguments, including those wrong on one
  * non-zero rank only, returning PFARM_ERROR_ARGUMENT on every rank. Runs on any number of ranks (1 and 3 in

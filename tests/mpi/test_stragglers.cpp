@@ -4,7 +4,8 @@
 //             streamed results: every output right, every task delivered once on rank 0, and a chunk re-executed
 //             where the slowed worker held one past its deadline;
 //   makespan  the makespan (the last result in) of the slowed run with --stragglers 2, beside the same run without
-//             the slowed worker (ranks 0-2 only): within 1.25 times it (the target) for fss and awf-b;
+//             the slowed worker (ranks 0-2 only): within 1.25 times it (docs/reliability.md's
+//             target) for fss and awf-b;
 //             printed beside them: gss, --stragglers with --reclaim, --reclaim alone, neither. Tasks are sleeps
 //             (2 ms), so that oversubscribed ranks do not share a core's time.
 #include "mpi_check.hpp"

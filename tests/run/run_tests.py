@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""pfarm-run under mpiexec (issue 16), one scenario per call:
+"""pfarm-run under mpiexec (docs/run.md), one scenario per call:
 
   run_tests.py farm|kill|halt|hierarchical WORKDIR PFARM_RUN LAUNCHER... --
 

@@ -23,7 +23,8 @@ namespace {
 
 using pfarm::testing::expect_invalid;
 
-// ---- Mandelbrot (seed 000, MSetLSM / MSetLevel) ----
+// ---- Mandelbrot (Han & Chronopoulos, "Scalable loop self-scheduling schemes implemented on large-scale
+// clusters", section V.A: MSetLSM / MSetLevel) ----
 
 namespace mb = pfarm::apps::mandelbrot;
 
@@ -140,7 +141,7 @@ TEST(AppMandelbrot, RejectsBadImages) {
     EXPECT_EQ(mb::parse_decomposition("rows"), mb::decomposition::rows);
 }
 
-// ---- Adjoint convolution (seed 000) ----
+// ---- Adjoint convolution (Han & Chronopoulos, section V.A) ----
 
 namespace cv = pfarm::apps::adjoint;
 
@@ -185,7 +186,9 @@ TEST(AppAdjoint, ArraysComeFromTheSeed) {
     expect_invalid([] { cv::make_problem(cv::max_n + 1, 1); }, "--size");
 }
 
-// ---- Matrix multiplication (seeds 001, 003) ----
+// ---- Matrix multiplication (Yang, Cheng & Shih, "On development of an efficient parallel loop self-scheduling for
+// grid computing environments"; Yang et al., "A performance-based approach to loop self-scheduling on heterogeneous
+// PC clusters") ----
 
 namespace mm = pfarm::apps::matmul;
 
@@ -263,7 +266,7 @@ TEST(AppMatmul, ChecksCatchAWrongRow) {
     EXPECT_EQ(mm::compare(z, mm::sequential(p)).mismatches, 64);
 }
 
-// ---- Circuit satisfiability (seed 003; Quinn's 16-input circuit) ----
+// ---- Circuit satisfiability (Yang et al., section 4.4; Quinn's 16-input circuit) ----
 
 namespace st = pfarm::apps::circuit;
 

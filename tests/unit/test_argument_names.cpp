@@ -1,4 +1,4 @@
-// Issue 12: one convention per API for naming a bad argument (pfarm/error.hpp). The C++ library names it by its
+// One convention per API for naming a bad argument (pfarm/error.hpp). The C++ library names it by its
 // C++ name (the parameter, or the field of the options struct: "min_chunk", "task_times"), never by a
 // command-line flag ("--min-chunk"), which only the tools show (tests/cli). These tests drive every technique of
 // the registry through every driver of the core, the simulator's own inputs, the calibration and the monitors

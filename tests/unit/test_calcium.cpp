@@ -1,5 +1,5 @@
 // The science of pfarm-calcium (apps/calcium): the generator, the binomial sampler, the gating kinetics, the
-// GHK unitary current, the calcium balance, and the checks the issue asks of the model on small N: a bell-shaped
+// GHK unitary current, the calcium balance, and the checks asked of the model on small N: a bell-shaped
 // inward I-V curve peaking between -10 and +15 mV with |I(+60)| < 0.15 |I_peak|, the open count over a long
 // pulse at N m_inf^2 within a few standard errors, the mean open count over many seeds at N m(t)^2 of the
 // deterministic gating solution, the mean current linear in N, and experiments that depend only on (seed, index).

@@ -1,4 +1,5 @@
-// Statistical calibration (seed 004, section 3.1.1): coefficients against values worked out by hand (not a
+// Statistical calibration (Gonzalez-Velez & Cole, "Adaptive statistical scheduling of divisible workloads in
+// heterogeneous systems", section 3.1.1): coefficients against values worked out by hand (not a
 // second call to GSL), fitted-time fitness against eq. 4, and every failure case's defined behaviour.
 #include "pfarm/calibration.hpp"
 #include "pfarm/error.hpp"
@@ -178,11 +179,13 @@ TEST(Calibrate, ModeNames) {
 namespace {
 
 TEST(Statistics, HeterogeneityAndPerformanceRatios) {
-    // Seed 001's example cluster: 200, 200, 233, 533, 1500 MHz gives HR = 200 / 1500.
+    // The example cluster of Yang, Cheng & Shih, "On development of an efficient parallel loop self-scheduling for
+    // grid computing environments" (section 3.2, Example 1): 200, 200, 233, 533, 1500 MHz gives HR = 200 / 1500.
     EXPECT_DOUBLE_EQ(pfarm::heterogeneity_ratio(std::vector<double>{1500, 533, 233, 200, 200}), 200.0 / 1500.0);
     EXPECT_DOUBLE_EQ(pfarm::heterogeneity_ratio(std::vector<double>{3, 3}), 1.0);
     EXPECT_THROW(pfarm::heterogeneity_ratio(std::vector<double>{1, 0}), pfarm::invalid_argument);
-    // Seed 003: PF_j = (1/t_j) / sum (1/t_i); times 1, 2, 4 give 4/7, 2/7, 1/7.
+    // Yang et al., "A performance-based approach to loop self-scheduling on heterogeneous PC clusters", section
+    // 3.1: PF_j = (1/t_j) / sum (1/t_i); times 1, 2, 4 give 4/7, 2/7, 1/7.
     const auto pf = pfarm::performance_ratio(std::vector<double>{1, 2, 4});
     EXPECT_NEAR(pf[0], 4.0 / 7.0, 1e-15);
     EXPECT_NEAR(pf[1], 2.0 / 7.0, 1e-15);

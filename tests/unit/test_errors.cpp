@@ -1,4 +1,4 @@
-// Bad input gets a pfarm::invalid_argument naming the argument (DESIGN.md principle 6).
+// Bad input gets a pfarm::invalid_argument naming the argument and the accepted range, never a silent default.
 #include "test_support.hpp"
 #include "pfarm/calibration.hpp"
 #include "pfarm/error.hpp"
@@ -126,8 +126,9 @@ TEST(Calibration, AdaptationExampleOfSeed004) {
 }
 
 TEST(Farmer, MultiAdaptsToAFasterWorker) {
-    // Seed 004: calibration 1, 2, 3, 4; S = 68; k = 2; w4 runs its first chunk of 4 in 8 instead of 16 and
-    // asks first (at t = 8 after the barrier, before anyone else): its next chunk is 3.
+    // The worked example of Gonzalez-Velez & Cole, "Adaptive statistical scheduling of divisible workloads in
+    // heterogeneous systems", section 3.2.2: calibration 1, 2, 3, 4; S = 68; k = 2; w4 runs its first chunk of 4
+    // in 8 instead of 16 and asks first (at t = 8 after the barrier, before anyone else): its next chunk is 3.
     pfarm::technique_options o;
     o.k = 2;
     pfarm::farmer f(68, 4, pfarm::make_technique("multi", o, 4));

@@ -1,7 +1,8 @@
 // Regression tests of what the fuzz targets (tests/fuzz) found, one test per finding (docs/reliability.md,
-// "Fuzzing"): in pfarm's parsers, each input was accepted, wrapped around, overflowed or exhausted memory before
-// its fix, and must now be refused with a pfarm::invalid_argument naming the argument and the file; in the farmer
-// session (F1-F3), each message order made it throw internal_error, and must now end the farm as it should.
+// "Fuzzing"): in pfarm's parsers, each input is one a parser could accept, wrap around, overflow on or exhaust
+// memory with, and must be refused with a pfarm::invalid_argument naming the argument and the file; in the farmer
+// session (F1-F3), each message order is one that could make it throw internal_error, and must end the farm as it
+// should.
 #include "test_support.hpp"
 
 #include "mandelbrot_kernel.hpp"
@@ -152,8 +153,8 @@ reply_message reply_to(const std::vector<farmer_action>& actions, int worker) {
     return {};
 }
 
-// F1: a victim's `released` (its own MPI tag) was overtaken by the results of the chunk it shrank, and the session
-// threw "returned results for [0, +3), not its chunk [0, +5)". The results now say what it gave back.
+// F1: a victim's `released` (its own MPI tag) overtaken by the results of the chunk it shrank must not make the
+// session throw "returned results for [0, +3), not its chunk [0, +5)": the results say what it gave back.
 TEST(FuzzFindings, VictimResultsThatOvertakeItsReleaseAreTheRelease) {
     auto s = two_workers(10, true, false);
     ASSERT_EQ(reply_to(s.on_message(0, ask(), 0.0), 0).work.count, 5);
@@ -183,9 +184,9 @@ TEST(FuzzFindings, VictimResultsThatOvertakeItsReleaseAreTheRelease) {
     EXPECT_EQ(s.tasks_of(1), 7);
 }
 
-// F2: with prefetch, worker 0's request ahead reached a farmer aborting for worker 1's failure: answered abort,
-// worker 0 was retired; its own failure, sent before it read that abort, made the session throw "a message from
-// worker 0, which has ended". It is now ignored.
+// F2: with prefetch, worker 0's request ahead reaches a farmer aborting for worker 1's failure: answered abort,
+// worker 0 is retired; its own failure, sent before it read that abort, is ignored (not "a message from worker 0,
+// which has ended").
 TEST(FuzzFindings, FailureOfAWorkerAbortedAlreadyIsIgnored) {
     auto s = two_workers(10, false, true);
     s.on_message(0, ask(), 0.0);
@@ -206,8 +207,8 @@ TEST(FuzzFindings, FailureOfAWorkerAbortedAlreadyIsIgnored) {
     EXPECT_EQ(s.outcome().task, 7);
 }
 
-// F3: a victim failed while a reclaim was on its way to it; aborted and retired on its failure, it then answered
-// the reclaim (nothing given), and the session threw "a message from worker 0, which has ended".
+// F3: a victim fails while a reclaim is on its way to it; aborted and retired on its failure, it then answers the
+// reclaim (nothing given), which is ignored (not "a message from worker 0, which has ended").
 TEST(FuzzFindings, AnswerToAReclaimAfterTheVictimsFailureIsIgnored) {
     auto s = two_workers(10, true, false);
     s.on_message(0, ask(), 0.0);

@@ -1,5 +1,6 @@
-// Golden vectors from the papers, under the conventions of DESIGN.md ("pfarm follows the formulas; tests
-// quote the tables where they agree"). Where a table disagrees with its own formula, the comment says how.
+// Golden vectors from the papers, under pfarm's conventions (docs/techniques/README.md: pfarm follows the
+// formulas; tests quote the tables where they agree). Where a table disagrees with its own formula, the comment
+// says how.
 #include "pfarm/round_robin.hpp"
 
 #include <gtest/gtest.h>
@@ -22,7 +23,8 @@ sizes chunk_sizes(const std::string& technique, task_count iterations, int worke
 
 sizes prefix(const sizes& s, std::size_t n) { return sizes(s.begin(), s.begin() + static_cast<long>(std::min(n, s.size()))); }
 
-// Seed 003 (HPLS), Table 1: N = 1024, p = 4 (the table prints the first nine chunks).
+// Yang et al., "A performance-based approach to loop self-scheduling on heterogeneous PC clusters" (HPLS),
+// Table 1: N = 1024, p = 4 (the table prints the first nine chunks).
 TEST(GoldenSeed003, Table1) {
     EXPECT_EQ(prefix(chunk_sizes("gss", 1024, 4), 9), (sizes{256, 192, 144, 108, 81, 61, 46, 34, 26}));
     EXPECT_EQ(prefix(chunk_sizes("fss", 1024, 4), 9), (sizes{128, 128, 128, 128, 64, 64, 64, 64, 32}));
@@ -33,14 +35,15 @@ TEST(GoldenSeed003, Table1) {
     EXPECT_EQ(chunk_sizes("ss", 1024, 4), sizes(1024, 1));
 }
 
-// Seed 002, Table 1: I = 1000, p = 4.
+// Chronopoulos, Penmatsa, Yu & Yu, "Scalable loop self-scheduling schemes for heterogeneous clusters", Table 1:
+// I = 1000, p = 4.
 TEST(GoldenSeed002, Tss) {
     // The table prints all 16 steps (sum 1040, past the loop's end); pfarm cuts the 13th chunk to what remains.
     EXPECT_EQ(chunk_sizes("tss", 1000, 4), (sizes{125, 117, 109, 101, 93, 85, 77, 69, 61, 53, 45, 37, 28}));
 }
 
 TEST(GoldenSeed002, Fss) {
-    // The table prints 62 and 32 where ceil(500/8) = 63 and ceil(248/8) = 31 (DESIGN.md follows ceil).
+    // The table prints 62 and 32 where ceil(500/8) = 63 and ceil(248/8) = 31 (pfarm follows ceil).
     EXPECT_EQ(chunk_sizes("fss", 1000, 4), (sizes{125, 125, 125, 125, 63, 63, 63, 63, 31, 31, 31, 31, 16, 16, 16, 16,
                                                   8,   8,   8,   8,   4,  4,  4,  4,  2,  2,  2,  2,  1,  1,  1,  1}));
 }
@@ -54,8 +57,9 @@ TEST(GoldenSeed002, Tfss) {
     EXPECT_EQ(chunk_sizes("tfss", 1000, 4), (sizes{113, 113, 113, 113, 81, 81, 81, 81, 49, 49, 49, 49, 17, 11}));
 }
 
-// Seed 001, Table 1: I = 2048, five workers of 1500, 533, 233, 200, 200 MHz (fastest first).
-// The -80 schemes' first five chunks (phase 1, A = 1639) differ from the table since issue 12: the table rounds
+// Yang, Cheng & Shih, "On development of an efficient parallel loop self-scheduling for grid computing
+// environments", Table 1: I = 2048, five workers of 1500, 533, 233, 200, 200 MHz (fastest first).
+// The -80 schemes' first five chunks (phase 1, A = 1639) differ from the table: the table rounds
 // each share up in worker order and gives the last worker the rest (923, 328, 144, 123, 121; exact shares
 // 922.17, 327.68, 143.24, 122.96, 122.96); pfarm apportions A by largest remainder (922, 328, 143, 123, 123:
 // floors 1636, the 3 left to the remainders 0.96, 0.96, 0.68), docs/techniques/two-phase.md. A, and so phase 2,
@@ -101,7 +105,8 @@ TEST_F(GoldenSeed001, PlainFssAndTss) {
               (sizes{204, 194, 184, 174, 164, 154, 144, 134, 124, 114, 104, 94, 84, 74, 64, 38}));
 }
 
-// Seed 004, section 3.2: calibration times 1, 2, 3, 4; S = 68; k pinned to 2.
+// Gonzalez-Velez & Cole, "Adaptive statistical scheduling of divisible workloads in heterogeneous systems",
+// section 3.2.2: calibration times 1, 2, 3, 4; S = 68; k pinned to 2.
 TEST(GoldenSeed004, FirstRound) {
     pfarm::technique_options o;
     o.times = {1, 2, 3, 4};

@@ -1,4 +1,4 @@
-// Resource monitors (DESIGN.md principle 3, docs/monitors.md): sane readings on this machine, exact readings
+// Resource monitors (docs/monitors.md): sane readings on this machine, exact readings
 // from files of our own, clear failures naming the source, the registry, and the NWS-style forecaster.
 #include "pfarm/monitors.hpp"
 

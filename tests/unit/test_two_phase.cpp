@@ -30,7 +30,7 @@ pfarm::technique_options weighted(std::vector<double> weights, double static_per
     return o;
 }
 
-// Issue 12: weights typed as rounded decimals. I = 26, alpha = 50: A = ceil(13) = 13, sum w = 1.083333.
+// Weights typed as rounded decimals. I = 26, alpha = 50: A = ceil(13) = 13, sum w = 1.083333.
 // Exact shares 13 x 0.5 / 1.083333 = 6.0000018, 3.9999963, 2.9999982: floors 6, 3, 2 (11), the two tasks
 // left to the two largest remainders (workers 1 and 2): 6, 4, 3, the exact ratio 6:4:3 of 1/2, 1/3, 1/4.
 // The former rule (ceil in index order, the last worker the rest) gave 7, 4, 2: ceil(6.0000018) = 7.
@@ -46,7 +46,8 @@ TEST(TwoPhaseSplit, ApportionOfTheIssueExample) {
     EXPECT_EQ(pfarm::detail::apportion(13, w), (sizes{6, 4, 3}));
 }
 
-// Seed 001's five workers in both orders: A = ceil(0.8 x 2048) = 1639, sum w = 2666; exact shares 922.17,
+// The five workers of Yang, Cheng & Shih, "On development of an efficient parallel loop self-scheduling for grid
+// computing environments" (Example 1), in both orders: A = ceil(0.8 x 2048) = 1639, sum w = 2666; exact shares 922.17,
 // 327.68, 143.24, 122.96, 122.96 (for 1500, 533, 233, 200, 200): floors make 1636, the 3 left go to the
 // remainders 0.96, 0.96, 0.68. The same worker gets the same share whatever its position (the former rule
 // gave 923, 328, 144, 123, 121 in one order and 123, 123, 144, 328, 921 in the other).
