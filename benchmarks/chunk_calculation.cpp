@@ -1,4 +1,4 @@
-// pfarm benchmark, part 1: the cost of one scheduling decision (benchmarks issue, section 1).
+// pfarm benchmark, part 1: the cost of one scheduling decision (docs/benchmarks.md, section 1).
 //
 // For every technique of the registry and p = 4, 64, 1024 workers, the farmer state machine is driven the
 // way the MPI farmer drives it: workers ask in round-robin order, and each request first completes the
@@ -43,8 +43,8 @@ constexpr std::int64_t decisions_per_farmer = 1 << 16;  ///< cap of timed decisi
 constexpr std::int64_t decisions_per_batch = 1 << 12;   ///< a timed batch holds about this many
 constexpr std::int64_t max_farmers_per_batch = 64;
 
-/// Targets of the issue: adaptive techniques (registry family "adaptive": multi, awf*, af) 200 ns, the
-/// others 50 ns (simple, weighted, two-phase, single-round, fixed-size: closed formulas).
+/// The targets (docs/performance.md "Targets"): adaptive techniques (registry family "adaptive": multi, awf*,
+/// af) 200 ns, the others 50 ns (simple, weighted, two-phase, single-round, fixed-size: closed formulas).
 bool is_adaptive(const pfarm::technique_info& info) { return info.family == "adaptive"; }
 double target_ns(const pfarm::technique_info& info) { return is_adaptive(info) ? 200.0 : 50.0; }
 
@@ -230,7 +230,7 @@ private:
     std::map<std::string, std::string> errors_;
 };
 
-/// The table of the issue's targets. Returns the number of techniques that miss a target; counts in
+/// The table of the targets. Returns the number of techniques that miss a target; counts in
 /// `failures` those whose benchmark failed.
 int print_targets(const collecting_reporter& r, int& failures) {
     const double log_bound = std::log2(1024.0) / std::log2(4.0);  // t(1024)/t(4) of a cost growing as log p

@@ -1,4 +1,4 @@
-// pfarm-bench-load: the farm's memory under many small requests (issue 15, "Load and hygiene"). Every rank calls
+// pfarm-bench-load: the farm's memory under many small requests (docs/reliability.md "Load"). Every rank calls
 // pfarm::farm over an index range of --tasks tasks, each writing --output-bytes bytes (1, 8 or 64), with
 // --technique (ss: a chunk of one task per request, the most requests a farm can take), and reports each rank's
 // peak resident set: the farmer's should grow with the outputs it holds (tasks x output bytes, which the caller

@@ -1,6 +1,6 @@
-// pfarm-bench-overhead: the farmer's overhead per chunk against raw MPI (benchmarks issue, section 2;
-// DESIGN.md "Metrics": overhead per chunk = farmer round trip for an empty task beside a raw MPI ping-pong
-// measured in the same run; the ratio is the number to report).
+// pfarm-bench-overhead: the farmer's overhead per chunk against raw MPI (docs/benchmarks.md, section 2): the
+// farmer's round trip for an empty task beside a raw MPI ping-pong measured in the same run; the ratio is the
+// number to report, because absolute times on shared machines are noise.
 //
 //   mpiexec -n 2 pfarm-bench-overhead [--tasks N] [--repetitions R] [--rate-tasks M] [--claim-tasks C]
 //                                     [--output FILE] [--check] [--verbose] [--profile]
@@ -48,7 +48,7 @@
 // mean (elapsed / chunks, which counts everything). Each is the median over the repetitions; a ratio is the
 // median over the repetitions of the ratio within one repetition. `ratio` in the JSON is the flat farmer's
 // trimmed-mean round trip over raw MPI's (target 1.25), `request_rate_ratio` the farmer's request rate over a
-// raw serving rank's (target 0.8, issue 12).
+// raw serving rank's (target 0.8; docs/performance.md "Targets").
 // While ranks 0 and 1 measure, the other ranks wait in a sleeping barrier, so they leave the cores alone.
 // The message sizes are read from the farm's own traffic (an MPI profiling-interface wrapper of MPI_Send
 // records the largest message each rank sends during an untimed warm-up), so (a) keeps matching (b) when
@@ -201,8 +201,8 @@ namespace {
 using pfarm::mpi::check;
 
 constexpr int tag_request = 1, tag_reply = 2;
-constexpr double target_ratio = 1.25;       ///< issue 12: round trip at most 1.25 x raw MPI's
-constexpr double target_rate_ratio = 0.8;   ///< issue 12: request rate at least 0.8 x a raw serving rank's
+constexpr double target_ratio = 1.25;       ///< target: round trip at most 1.25 x raw MPI's
+constexpr double target_rate_ratio = 0.8;   ///< target: request rate at least 0.8 x a raw serving rank's
 
 struct settings {
     long long tasks = 5000;        ///< chunks per pair measurement
@@ -324,8 +324,8 @@ timing gaps(std::vector<double> stamps, double mean) {
     return {median(g), g[index(0.1)], g[index(0.9)], sum / static_cast<double>(kept), mean, std::move(largest)};
 }
 
-/// How a raw exchange receives: with one MPI_Recv, as the farm used to (MPI_Probe, MPI_Get_count, MPI_Recv of
-/// the probed message), or as the farm does (a receive posted ahead into a buffer, MPI_Wait, MPI_Get_count,
+/// How a raw exchange receives: with one MPI_Recv, probed (MPI_Probe, MPI_Get_count, MPI_Recv of the probed
+/// message), or as the farm does (a receive posted ahead into a buffer, MPI_Wait, MPI_Get_count,
 /// the receive posted again).
 enum class receive_mode { recv, probe, posted };
 

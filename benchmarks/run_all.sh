@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole benchmark suite in one command (benchmarks issue, part 5), at a size of a few minutes on 2 cores;
+# The whole benchmark suite in one command (docs/benchmarks.md), at a size of a few minutes on 2 cores;
 # --full for the full size. Builds the release preset first (scripts/setup.sh installs what is missing).
 # Results go to out/bench/; docs/performance.md records the latest run and says which targets are met.
 #   benchmarks/run_all.sh [--full] [--ranks N]   (N: ranks of the overhead benchmark and the real runs, default 3)

@@ -1,4 +1,4 @@
-// pfarm-bench-steps: what a schedule that learns across calls saves a time-stepping code (issue 13). The same
+// pfarm-bench-steps: what a schedule that learns across calls saves a time-stepping code (using-pfarm.md). The same
 // loop is farmed --steps times with a fresh calibration every call, and --steps times with one pfarm::schedule
 // passed to every call (only the first calibrates), interleaved call by call so that both see the same machine.
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Load and hygiene (issue 15): peak resident memory of the MPI farm and of the simulator under many requests.
+"""Load and hygiene: peak resident memory of the MPI farm and of the simulator under many requests.
 
 The MPI farm: pfarm-bench-load (benchmarks/load.cpp) under mpiexec, an index range of N tasks with technique ss (a
 chunk of one task per request: N requests), each task writing 8 bytes; the farmer's peak resident set (VmHWM)
@@ -34,9 +34,9 @@ SIZES = {
     "full": {"mpi": [10_000, 100_000, 1_000_000], "sim": [100_000, 1_000_000, 10_000_000]},
     "small": {"mpi": [10_000, 300_000], "sim": [100_000, 1_000_000]},
 }
-# The check (issue 15: memory grows with the outputs held, not with the requests): at the largest size, what ss adds
+# The check (memory grows with the outputs held, not with the requests): at the largest size, what ss adds
 # beyond static (one chunk per worker) must stay under 1 MB (allocator and page noise) plus 2 bytes per request.
-# Before the report kept chunk sizes as runs (chunk_sizes.hpp) it was 16 bytes per request in both.
+# (The report keeps chunk sizes as runs, chunk_sizes.hpp: a list of every chunk would be 16 bytes per request.)
 SLACK_MB, BYTES_PER_REQUEST = 1.0, 2.0
 
 

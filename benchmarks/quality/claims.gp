@@ -9,7 +9,7 @@ set grid ytics
 set key top left font "sans,8"
 set xtics font "sans,8"
 
-set title "seed 004: single round on ".het." (makespan / bound)"
+set title "Gonzalez-Velez & Cole 2009: single round on ".het." (makespan / bound)"
 set logscale y
 set yrange [0.9:8]
 set ytics (1, 1.25, 1.5, 2, 3, 4, 6)
@@ -18,14 +18,14 @@ plot dir."/single.dat" using 2:xtic(1) lc rgb "#999999" title "deal (isometric)"
      "" using 4 lc rgb "#d95f02" title "dealdyn-lr", \
      "" using 5 lc rgb "#7570b3" title "dealdyn-mv"
 
-set title "seed 004: work queue vs adaptive multi-round, uniform (makespan / bound)"
+set title "Gonzalez-Velez & Cole 2009: work queue vs adaptive multi-round, uniform (makespan / bound)"
 set yrange [0.9:15]
 set ytics (1, 1.25, 1.5, 2, 3, 5, 10)
 set xtics rotate by 20 right font "sans,7"
 plot dir."/multi.dat" using 2:xtic(1) lc rgb "#999999" title "ss (work queue)", \
      "" using 3 lc rgb "#1b9e77" title "multi"
 
-set title "seed 002: percent imbalance on ".het.", mean of the five workloads"
+set title "Chronopoulos et al. 2005: percent imbalance on ".het.", mean of the five workloads"
 unset logscale y
 set autoscale y
 set yrange [0:*]
@@ -37,7 +37,7 @@ plot dir."/balance.dat" using 2:xtic(1) lc rgb "#999999" title "simple", \
      "" using 4 lc rgb "#1b9e77" title "distributed +weights"
 
 set offsets 0, 0, 0, 0
-set title "seeds 001/003: uniform loop, het = ".het.", hom = ".hom
+set title "Yang, Cheng & Shih 2007 and HPLS: uniform loop, het = ".het.", hom = ".hom
 set logscale y
 set yrange [0.95:3]
 set ytics (1, 1.05, 1.1, 1.25, 1.5, 2, 3)

@@ -1,4 +1,5 @@
-# Seed 004 Fig. 4 in the simulator: multi's installment sizes (left axis) against the background load
+# Fig. 4 of Gonzalez-Velez & Cole, "Adaptive statistical scheduling of divisible workloads in heterogeneous
+# systems", in the simulator: multi's installment sizes (left axis) against the background load
 # (right axis, 1-minute load average = factor - 1) for four workers of the non-dedicated platform.
 # Variables: dir, out, labels (four worker labels), xmax.
 set terminal pngcairo size 1200,750 font "sans,9" noenhanced

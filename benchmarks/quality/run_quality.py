@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Schedule-quality study (benchmarks issue, part 3): every technique through pfarm-sim.
+"""Schedule-quality study: every technique of the registry through pfarm-sim, against the papers' claims.
 
 Runs every technique of pfarm's registry on a fixed set of simulated platforms and workloads and writes
 
@@ -49,14 +49,15 @@ SIZES = {
 # Per-request farmer service time (pfarm-sim --overhead), in units of the slowest worker's time per task (1).
 # small: 0.1% of a slow task. large: a quarter of a slow task, which is one task of the fastest heterogeneous
 # worker; a one-by-one work queue then needs the farmer 4x (homogeneous) to 10x (heterogeneous) faster than it is.
-# Seed 004 Table 4 puts the work queue 23% behind single-round on one worker: overhead ~ 0.23 task times.
+# Table 4 of Gonzalez-Velez & Cole, "Adaptive statistical scheduling of divisible workloads in heterogeneous systems"
+# (2009), puts the work queue 23% behind single-round on one worker: overhead ~ 0.23 task times.
 OVERHEADS = {"small-overhead": 0.001, "large-overhead": 0.25}
 LATENCY = 0.0  # one-way message latency; the per-request overhead is the variable under study
 
 WORKLOADS = ["uniform", "increasing", "decreasing", "random", "mandelbrot"]
 TINY_WORKLOADS = ["uniform", "random"]  # --tiny: the whole pipeline (runs, CSV, Markdown, plots) on two shapes
 RANDOM_SEED = 1  # pfarm-sim --seed of the random shape
-LOAD_SEED = 2009  # the non-dedicated platform's load history (seed 004 was published in 2009)
+LOAD_SEED = 2009  # the non-dedicated platform's load history (the year Gonzalez-Velez & Cole was published)
 ORDER_SEED = 7  # the order of the heterogeneous speeds over the worker indices
 
 
@@ -65,8 +66,8 @@ ORDER_SEED = 7  # the order of the heterogeneous speeds over the worker indices
 # --------------------------------------------------------------------------------------------------------
 
 def hetero_speeds(p):
-    """Speeds 1 to 4, evenly spaced (p = 4: 1, 2, 3, 4 as in seed 004's worked example), in a fixed shuffled
-    order: at t = 0 every worker asks at once and the farmer serves them by index, so sorted speeds would hand
+    """Speeds 1 to 4, evenly spaced (p = 4: 1, 2, 3, 4 as in Gonzalez-Velez & Cole's worked example), in a fixed
+    shuffled order: at t = 0 every worker asks at once and the farmer serves them by index, so sorted speeds would hand
     the first (largest) chunks of gss, fss, ... to the slowest (or to the fastest) workers."""
     speeds = [1.0] if p == 1 else [1.0 + 3.0 * j / (p - 1) for j in range(p)]
     random.Random(ORDER_SEED).shuffle(speeds)
@@ -94,7 +95,8 @@ def fluid_bound(task_times, changes, work):
 
 
 def load_history(p, task_times, tasks):
-    """Seed 004 Fig. 4-like non-dedicated load: each worker's 1-minute load average changes ten times in the run.
+    """Non-dedicated load like Gonzalez-Velez & Cole's Fig. 4: each worker's 1-minute load average changes ten
+    times in the run.
 
     The run is cut into ten periods of a tenth of its lower bound, each boundary jittered by up to 3% of it; in
     each period a worker carries a background load L drawn from: light U(0, 1) (p = 0.55), medium U(1, 2.5)
@@ -158,7 +160,9 @@ TWO_PHASE = ["n-gss", "n-fss", "n-tss", "an-gss", "an-fss", "an-tss", "hpls-gss"
 CALIBRATED = ["dealdyn-sm", "dealdyn-lr", "dealdyn-mv", "multi", "multi-univariate", "multi-multivariate"]
 LITERATURE = ["awf", "awf-b", "awf-c", "awf-d", "awf-e", "af", "fsc", "mfsc"]
 # Weighted and alpha-based schemes given the true speeds with --weights (no calibration): the papers' own
-# setting (seed 001 weights by CPU clock, seed 002 by known virtual powers). Named "<technique>+weights".
+# setting (Yang, Cheng & Shih, "On development of an efficient parallel loop self-scheduling for grid computing
+# environments", weight by CPU clock; Chronopoulos, Penmatsa, Yu & Yu, "Scalable loop self-scheduling schemes for
+# heterogeneous clusters", by known virtual powers). Named "<technique>+weights".
 INFORMED = WEIGHTED + ["n-gss", "n-fss", "n-tss", "an-gss", "an-fss", "an-tss"]
 # pfarm-chunks also lists "wf", an alias of dfss: not run twice.
 
@@ -431,7 +435,8 @@ def by_workload(cases):
 
 
 def claim_single_round(res):
-    """seed 004: dealdyn-sm (times-only single round) far ahead of deal (isometric single round), heterogeneous."""
+    """Gonzalez-Velez & Cole: dealdyn-sm (times-only single round) far ahead of deal (isometric single round),
+    heterogeneous."""
     rows, cases, beyond = [], [], []
     for p in hetero_platforms(res) + nondedicated_platforms(res):
         for w in WORKLOADS:
@@ -578,29 +583,29 @@ def plot_all(res, platforms, sim, tasks, gp, img, tmp):
     # 2. The claims.
     het = hetero_platforms(res)
     small = [p for p in het if "small" in p][0]
-    with open(os.path.join(tmp, "single.dat"), "w") as f:  # seed 004 single round, hetero small overhead
+    with open(os.path.join(tmp, "single.dat"), "w") as f:  # Gonzalez-Velez & Cole single round, hetero small overhead
         for w in WORKLOADS:
             f.write(f"{w} " + " ".join(f"{res.ratio(small, w, t):.6g}" for t in
                                         ("deal", "dealdyn-sm", "dealdyn-lr", "dealdyn-mv")) + "\n")
-    with open(os.path.join(tmp, "multi.dat"), "w") as f:  # seed 004 multi vs work queue, both overheads
+    with open(os.path.join(tmp, "multi.dat"), "w") as f:  # Gonzalez-Velez & Cole multi vs work queue, both overheads
         for p in res.platforms:
             label = p.replace("-overhead", "").replace("nondedicated", "nonded.").replace("homogeneous", "homog.")
             f.write(f"{label} " + " ".join(f"{res.ratio(p, 'uniform', t):.6g}" for t in ("ss", "multi")) + "\n")
-    with open(os.path.join(tmp, "balance.dat"), "w") as f:  # seed 002, mean imbalance over the workloads
+    with open(os.path.join(tmp, "balance.dat"), "w") as f:  # Chronopoulos et al., mean imbalance over the workloads
         for s, d in PAIRS:
             vals = []
             for t in (s, d, d + "+weights"):
                 vals.append(sum(res.get(small, w, t)["percent_imbalance"] for w in WORKLOADS) / len(WORKLOADS))
             f.write(f"{s}/{d} " + " ".join(f"{v:.6g}" for v in vals) + "\n")
     homo_large = [p for p in res.platforms if p.startswith("homogeneous") and "large" in p][0]
-    with open(os.path.join(tmp, "twophase.dat"), "w") as f:  # seed 001/003, uniform workload
+    with open(os.path.join(tmp, "twophase.dat"), "w") as f:  # Yang, Cheng & Shih and HPLS, uniform workload
         for base in ("gss", "fss", "tss"):
             for p, tag in ((small, "het"), (homo_large, "hom")):
                 f.write(f"{base}:{tag} " + " ".join(f"{res.ratio(p, 'uniform', t):.6g}" for t in
                                                     ("static", base, f"n-{base}+weights", f"hpls-{base}")) + "\n")
     gnuplot(gp, "claims.gp", {"dir": tmp, "out": os.path.join(img, "quality_claims.png"), "het": small,
                               "hom": homo_large})
-    # 3. Seed 004 Fig. 4: multi's installments under the non-dedicated load.
+    # 3. Gonzalez-Velez & Cole Fig. 4: multi's installments under the non-dedicated load.
     nd = [p for p in res.platforms if "nondedicated" in p and "small" in p][0]
     pl = platforms[nd]
     trace = os.path.join(tmp, "trace.csv")
@@ -664,7 +669,7 @@ def markdown(res, platforms, mode, p, tasks, elapsed, fig4_workers, other, other
     add("Every run is one `pfarm-sim --json` (the discrete-event model at the top of `skeleton/sim/src/simulator.cpp`): "
         "one farmer serving requests one at a time, each answer costing `--overhead` of farmer time; results "
         "piggyback on requests; message latency 0. Time unit: one task of mean cost on a worker of speed 1. "
-        "The metrics are DESIGN.md's: makespan (calibration included) over the fluid lower bound "
+        "The metrics: makespan (calibration included) over the fluid lower bound "
         "(total work / sum of speeds, integrated over the load changes; overhead is *not* in the bound), percent "
         "imbalance `(max - mean)/max * p/(p-1) * 100` and COV of the workers' finishing times, chunks "
         "(calibration tasks included).\n")
@@ -680,21 +685,25 @@ def markdown(res, platforms, mode, p, tasks, elapsed, fig4_workers, other, other
     add(f"- **Overheads.** small = {OVERHEADS['small-overhead']:g} (0.1% of a speed-1 task); large = "
         f"{OVERHEADS['large-overhead']:g}, one task of the fastest worker: a one-by-one work queue then asks the "
         f"farmer for {p} (homogeneous) or {sum(speeds):g} (heterogeneous) answers per time unit where it can give "
-        f"{1 / OVERHEADS['large-overhead']:g}. Seed 004 Table 4 (work queue 23% behind single round on one worker) "
+        f"{1 / OVERHEADS['large-overhead']:g}. Table 4 of González-Vélez & Cole, *Adaptive statistical scheduling of "
+        "divisible workloads in heterogeneous systems* (2009; work queue 23% behind single round on one worker), "
         "is this regime.\n"
         "- **Speeds** are spread evenly from 1 to 4 and dealt to the worker indices in a fixed shuffled order "
         "(workers 0, 1, ...: " + ", ".join(f"{s:.1f}" for s in speeds) + "): "
         "all workers ask at t = 0 and the farmer serves ties by index, so sorted speeds would give the first, "
         "largest chunks of gss/fss/tss... to the slowest (or fastest) workers and bias the simple schemes.\n"
-        f"- **Non-dedicated** (seed 004 Fig. 4: 1-minute load averages of 0.94 ... 7.47 on one worker during one "
+        f"- **Non-dedicated** (González-Vélez & Cole 2009, Fig. 4: 1-minute load averages of 0.94 ... 7.47 on one "
+        "worker during one "
         "run): the heterogeneous workers, each carrying a background load L that changes ten times during the "
         "run (every tenth of the platform's lower bound, jittered by up to 3%; the first at t = 0, so calibration "
         "sees it), drawn light U(0, 1) with probability 0.55, medium U(1, 2.5) 0.30, heavy U(6, 7.5) 0.15; a "
         f"task then takes 1 + L times as long (`--load-change W:T:1+L`). Here {heavy} of the {len(loads)} "
         "periods are heavy. `dealdyn-lr/-mv` and `multi --calibration ...` read the simulated monitors "
         "(availability 1/(1+L), run queue 1+L, benchmark = the worker's speed, latency 0).\n"
-        "- **Workloads** (`--shape`, every one of mean cost 1): seed 001's uniform, increasing, decreasing and "
-        f"random (U[0.1, 1.9], `--seed {RANDOM_SEED}`) loops, and the Mandelbrot column profile.\n"
+        "- **Workloads** (`--shape`, every one of mean cost 1): the uniform, increasing, decreasing and "
+        f"random (U[0.1, 1.9], `--seed {RANDOM_SEED}`) loops of Yang, Cheng & Shih, *On development of an "
+        "efficient parallel loop self-scheduling for grid computing environments* (2007, Fig. 1), and the "
+        "Mandelbrot column profile.\n"
         "- **Techniques**: every technique of `pfarm-chunks --help` (`wf` is `dfss`, not run twice), with their "
         "defaults (alpha = 80 for the two-phase schemes, x = 2 for factoring) and: `css --chunk S/(10p)`; "
         "`fsc` and `awf-d/-e` `--overhead-h` = overhead / mean time per task; `fsc --sigma` = the CV of a "
@@ -702,8 +711,9 @@ def markdown(res, platforms, mode, p, tasks, elapsed, fig4_workers, other, other
         "`multi-univariate`/`multi-multivariate` are `multi --calibration univariate|multivariate`. "
         "Weighted, `n-*` and `an-*` schemes without `--weights` calibrate (one task per worker). The rows "
         "`<technique>+weights` are the same schemes **informed**: `--weights` = the true dedicated speeds, no "
-        "calibration. That is the papers' setting (seed 001 weighs by CPU clock, seed 002 by known virtual "
-        "powers) but not something pfarm knows at run time; the target below is judged without them.\n")
+        "calibration. That is the papers' setting (Yang, Cheng & Shih 2007 weigh by CPU clock; Chronopoulos, "
+        "Penmatsa, Yu & Yu, *Scalable loop self-scheduling schemes for heterogeneous clusters* (2005), by known "
+        "virtual powers) but not something pfarm knows at run time; the target below is judged without them.\n")
 
     # ---- target
     add("## Findings\n")
@@ -779,12 +789,14 @@ def markdown(res, platforms, mode, p, tasks, elapsed, fig4_workers, other, other
         f"costing {large:g} and every worker asking at the same moments, a request waits for several answers, "
         "and that waiting grows with the number of chunks while the bound grows with S.\n")
 
-    # ---- seed 004 single round
-    add("### Seed 004: times-only single round far ahead of isometric single round (heterogeneous)\n")
+    # ---- González-Vélez & Cole: single round
+    add("### González-Vélez & Cole 2009: times-only single round far ahead of isometric single round "
+        "(heterogeneous)\n")
     table, cases, beyond = claim_single_round(res)
     add("Makespan / bound of `deal` (SCH_DEAL: equal blocks), `dealdyn-sm` (SCH_DEALDYN_SM: blocks by F from "
         "times-only calibration) and the statistical calibrations `dealdyn-lr` (eq. 5) and `dealdyn-mv` "
-        "(eq. 6). \"dealdyn-sm vs deal\" is the change in makespan (seed 004 reports dealdyn-sm 70% better on its "
+        "(eq. 6). \"dealdyn-sm vs deal\" is the change in makespan (González-Vélez & Cole report dealdyn-sm 70% "
+        "better on their "
         "parameter sweep). The claim counts as holding where the makespan falls by at least 30%.\n")
     add(table + "\n")
     nh = sum(1 for c in cases if c[2])
@@ -802,27 +814,28 @@ def markdown(res, platforms, mode, p, tasks, elapsed, fig4_workers, other, other
         f"({deal_u:.2f} on the uniform loop, {hetero_platforms(res)[0]}), `dealdyn-sm` sizes the blocks by "
         f"1/t_i ({sm_u:.3f}). It fails on the **random** loop ({sm_r:.2f}) because calibration times one task per "
         "worker and those tasks' costs differ up to 19:1 (U[0.1, 1.9]): F then measures the task drawn, not the "
-        "worker, and a single round never corrects it. Seed 004's sweep has tasks \"of similar complexity\", "
+        "worker, and a single round never corrects it. The paper's sweep has tasks \"of similar complexity\", "
         "i.e. the uniform case. On the increasing, decreasing and Mandelbrot loops any single round of contiguous "
         "blocks stays far from the bound (the blocks' costs differ along the loop), yet dealdyn-sm is still well "
         "ahead of deal. On the **non-dedicated** platform (beyond the claim) the load changes ten times during "
         "the run, so a single round sized by the loads at t = 0 is stale: dealdyn-sm is between "
         f"{100 * min(c[3] for c in beyond):+.0f}% and {100 * max(c[3] for c in beyond):+.0f}% against deal, and "
         "both are several times the bound. Statistical calibration: `dealdyn-lr` is behind times-only on the "
-        f"uniform loop ({lr_u:.3f} vs {sm_u:.3f}), as in seed 004 (times-only 43% and 33% better than the "
+        f"uniform loop ({lr_u:.3f} vs {sm_u:.3f}), as in the paper (times-only 43% and 33% better than the "
         "statistical modes): eq. 5 fits a straight line t = c0 + c1 a' while the time is inversely proportional "
         "to a' (here a' = availability x benchmark = the speed). On the random loop the same fit helps "
         f"({lr_r:.2f} vs {sm_r:.2f}): it leans on the benchmark, not only on the one noisy time. `dealdyn-mv` "
         "equals `dealdyn-sm` everywhere (see Other observations).\n")
 
-    # ---- seed 004 multi vs work queue
-    add("### Seed 004: adaptive multi-round ahead of the work queue when overhead matters; calibration overhead\n")
+    # ---- González-Vélez & Cole: multi vs work queue
+    add("### González-Vélez & Cole 2009: adaptive multi-round ahead of the work queue when overhead matters; "
+        "calibration overhead\n")
     table, cases, cal, small = claim_multi_vs_ss(res)
     add(table + "\n")
     na = sum(1 for c in cases if c[2])
     add(f"**Holds on {na} of {len(cases)}** large-overhead cases (multi {min(c[3] for c in cases):.1f} to "
         f"{max(c[3] for c in cases):.1f} times faster than ss), and the calibration overhead is "
-        f"**{100 * min(cal):.1f}% to {100 * max(cal):.1f}%** of multi's makespan there (seed 004: 0.4% to 3.9%; "
+        f"**{100 * min(cal):.1f}% to {100 * max(cal):.1f}%** of multi's makespan there (the paper: 0.4% to 3.9%; "
         "\"a few percent\"). With the small overhead the work queue is within "
         f"{100 * (max(res.ratio(c[0], c[1], 'ss') for c in small) - 1):.1f}% of the bound and multi has "
         f"nothing to gain: it is ahead or equal in {sum(1 for c in small if c[2])} of {len(small)} cases, by at "
@@ -834,18 +847,19 @@ def markdown(res, platforms, mode, p, tasks, elapsed, fig4_workers, other, other
         f"{1 / large:g} tasks per time unit where the workers could use {p} (homogeneous) or "
         f"{sum(speeds):g} (heterogeneous), hence ss at {res.ratio(homo_large, 'uniform', 'ss'):.1f} and "
         f"{res.ratio(het, 'uniform', 'ss'):.1f} times the bound. multi's own weak spots are elsewhere: on the "
-        "homogeneous platform the calibration times are equal, CV = 0, k = 1 and multi is one round (seed 004: "
+        "homogeneous platform the calibration times are equal, CV = 0, k = 1 and multi is one round (the paper: "
         "\"single-round as special case\"), which loses to the work queue on the decreasing and Mandelbrot loops "
         f"({res.ratio(homo_large, 'decreasing', 'multi'):.2f}, {res.ratio(homo_large, 'mandelbrot', 'multi'):.2f} "
         f"on {homo_large}) where equal blocks are unequal work. The calibration share is the time to the barrier "
         "over the makespan: the p calibration tasks and the `wait` answers, one after the other at the farmer; it "
         "falls with the number of tasks.\n")
 
-    # ---- seed 002
-    add("### Seed 002: distributed (weighted) schemes more balanced than the simple ones (heterogeneous)\n")
+    # ---- Chronopoulos et al.
+    add("### Chronopoulos et al. 2005: distributed (weighted) schemes more balanced than the simple ones "
+        "(heterogeneous)\n")
     table, informed, calibrated, cov_informed, nond = claim_weighted_balance(res)
     add("Percent imbalance of the finishing times: simple / distributed with calibration (pfarm's default "
-        "without `--weights`) / distributed with the true speeds as `--weights` (seed 002's setting: known "
+        "without `--weights`) / distributed with the true speeds as `--weights` (the paper's setting: known "
         "virtual powers V_i).\n")
     add(table + "\n")
     add(f"With the speeds known the claim **holds on {sum(c[2] for c in informed)} of {len(informed)}** "
@@ -858,16 +872,18 @@ def markdown(res, platforms, mode, p, tasks, elapsed, fig4_workers, other, other
         "only as good as the calibration: right on the uniform loop, nearly right on decreasing and Mandelbrot "
         "(their first p tasks cost about the same), wrong on the increasing loop (the first p tasks cost "
         "2(i + 0.5)/S: a 31:1 spread that is all task cost, no speed) and on the random loop (up to 19:1). "
-        "Under changing load the weighted schemes follow the run queue every request carries (seed 002's "
+        "Under changing load the weighted schemes follow the run queue every request carries (Chronopoulos et al.'s "
         "non-dedicated mode, A_j = V_j / Q_j with Q_j = max(1, load factor) in the simulator, fed by the farmer "
         "session as under MPI); calibrated powers are taken as measured under the run queues reported during "
         "calibration, so a load present then is counted once. Given weights describe the dedicated workers.\n")
 
-    # ---- seeds 001/003
-    add("### Seeds 001/003: alpha-based and performance-based schemes vs their plain counterparts\n")
+    # ---- Yang, Cheng & Shih, and HPLS
+    add("### Yang, Cheng & Shih 2007 and Yang et al. (HPLS): alpha-based and performance-based schemes vs their "
+        "plain counterparts\n")
     het_table, hom_table, cases, behind = claim_two_phase(res)
-    add("Heterogeneous, makespan / bound of plain / `n-*+weights` (seed 001's N_GSS/N_FSS/N_TSS, alpha = 80, "
-        "weights = the speeds, as seed 001 weighs by CPU clock) / `hpls-*` (seed 003's HPLS, alpha = 80, "
+    add("Heterogeneous, makespan / bound of plain / `n-*+weights` (Yang, Cheng & Shih's N_GSS/N_FSS/N_TSS, alpha = 80, "
+        "weights = the speeds, as they weigh by CPU clock) / `hpls-*` (the HPLS of Yang et al., *A performance-based "
+        "approach to loop self-scheduling on heterogeneous PC clusters*, alpha = 80, "
         "weights 1/t_j from the calibration):\n")
     add(het_table + "\n")
     add("Ahead of the plain scheme on the dedicated heterogeneous platforms: " + "; ".join(
@@ -934,7 +950,7 @@ def markdown(res, platforms, mode, p, tasks, elapsed, fig4_workers, other, other
         "second batch. Initial `--weights` (awf*) or a calibration would remove it.\n"
         f"4. **gss on a decreasing loop** ({res.ratio(homo_small, 'decreasing', 'gss'):.2f} on {homo_small}): "
         "the first chunk R/p takes the most expensive tasks. This is the classic GSS weakness that motivated "
-        "TSS and FSS (seed 001), not a defect.\n"
+        "TSS and FSS (Yang, Cheng & Shih 2007), not a defect.\n"
         f"5. **fsc on {homo_large}/uniform** ({res.ratio(homo_large, 'uniform', 'fsc'):.3f}, "
         f"{res.get(homo_large, 'uniform', 'fsc')['chunks']} chunks) reflects the sigma floor of 0.05 (a uniform "
         "loop on equal workers has sigma = 0, which fsc rejects): Kruskal-Weiss then picks large chunks, "
@@ -942,8 +958,9 @@ def markdown(res, platforms, mode, p, tasks, elapsed, fig4_workers, other, other
         f"6. **`tss` stops short of its small chunks** ({res.ratio(homo_small, 'uniform', 'tss'):.3f} on "
         f"{homo_small}/uniform, where gss and fss reach {res.ratio(homo_small, 'uniform', 'gss'):.3f} and "
         f"{res.ratio(homo_small, 'uniform', 'fss'):.3f}; `dtss` and `tfss` inherit it). "
-        "pfarm floors the decrement, D = floor((F - L)/(N - 1)) (docs/techniques/simple.md, following seed 002's "
-        f"printed table): with S = {tasks:,} and p = {p}, F = {tsd['F']}, N = {tsd['N']}, D = {tsd['D']} instead "
+        "pfarm floors the decrement, D = floor((F - L)/(N - 1)) (docs/techniques/simple.md, following "
+        "Chronopoulos et al. 2005's printed table): "
+        f"with S = {tasks:,} and p = {p}, F = {tsd['F']}, N = {tsd['N']}, D = {tsd['D']} instead "
         f"of {tsd['exact']:.2f}, so the sequence covers the loop after {tsd['chunks_floor']} of its {tsd['N']} "
         f"chunks and its last {p} chunks still hold {tsd['last_floor']} to {tsd['last_max_floor']} tasks, not 1. "
         "A list-scheduling check in "
@@ -956,7 +973,8 @@ def markdown(res, platforms, mode, p, tasks, elapsed, fig4_workers, other, other
         add("## Plots\n")
         add("![makespan over the bound, every technique](img/quality_overview.png)\n")
         add("![the papers' claims](img/quality_claims.png)\n")
-        add("Seed 004 Fig. 4 in the simulator: `multi`'s installments on the non-dedicated platform (workers "
+        add("González-Vélez & Cole 2009, Fig. 4, in the simulator: `multi`'s installments on the non-dedicated "
+            "platform (workers "
             + ", ".join(f"w{w}" for w in fig4_workers) + ", the four with the widest load swings): the "
             "installment size falls when a worker's load rises and recovers when it drops.\n")
         add("![multi under changing load](img/quality_fig4.png)\n")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measurements taken on a 16-core machine (docs/benchmarks-16-cores.md): overhead at 2-16 ranks, farm
+# The measurements taken on a 16-core machine (dated records in docs/measurements/): overhead at 2-16 ranks, farm
 # options on real tasks, and the real runs of calcium and Mandelbrot beside the simulator, dedicated and with
 # emulated slowdowns. Run from the repository root with the portable Open MPI of ../shared/portable-mpi and a
 # Release build in build-portable; results go to $OUT (default out/device).

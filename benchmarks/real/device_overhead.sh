@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The flat farmer's overhead on a lent 16-core machine, in one short batch (issue 12's "record the 16-core
-# figures"): pfarm-bench-overhead with 2 ranks on two neighbouring cores and on two far-apart cores, several runs
+# The flat farmer's overhead on a lent 16-core machine, in one short batch (docs/performance.md's 16-core
+# figures): pfarm-bench-overhead with 2 ranks on two neighbouring cores and on two far-apart cores, several runs
 # each (the ratio is bimodal with placement on the dev VM, so each placement is reported, not the kinder one), then
 # 4, 8 and 16 ranks once each, and Mandelbrot 3000 x 3000 fsc --farmer-computes with and without --prefetch (how
 # long the worker waits). Run from the repository root with the portable Open MPI of ../shared/portable-mpi and a

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Prefetch against no prefetch, every technique, on issue 12's run (docs/performance.md "Prefetch no longer
-slows a run down").
+"""Prefetch against no prefetch, every technique, on one Mandelbrot run (docs/performance.md "Targets": with
+--prefetch at most 5% slower than without).
 
 For each technique of the registry (read from `pfarm-chunks --help`, never a list kept here), runs
 `pfarm-mandelbrot --width 1500 --height 1500 --max-iterations 2000 --farmer-computes` on 2 ranks N times without

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Real runs of the calcium sweep and Mandelbrot under MPI, beside the simulator's prediction (benchmarks issue,
-part 4). For each app it:
+"""Real runs of the calcium sweep and Mandelbrot under MPI, beside the simulator's prediction (docs/benchmarks.md,
+section 3). For each app it:
   1. runs the app on one rank (sequential): T1, the work;
   2. runs it once with technique ss and a trace: every task's measured compute time, replayed by pfarm-sim
      (scaled so that the costs add up to T1);

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Scaling study (issue 14): the flat farmer, the hierarchical one and the decentralised farm, by simulation (pfarm-sim).
+"""Scaling study: the flat farmer, the hierarchical one and the decentralised farm, by simulation (pfarm-sim).
 
-Seed 000's experiment shape: 256 to 8,192 workers, a flat farmer, 2, 4, 8, 16 masters and the decentralised farm
+The experiment shape of Han & Chronopoulos, "Scalable loop self-scheduling schemes implemented on large-scale
+clusters" (section VI): 256 to 8,192 workers, a flat farmer, 2, 4, 8, 16 masters and the decentralised farm
 (no farmer: every worker claims its chunks with an atomic on a window host), a Mandelbrot profile and a uniform
-loop of 200,000 tasks (seed 000's 200K columns). Writes
+loop of 200,000 tasks (the paper's 200K columns). Writes
 
   <out>/scaling.csv     workload,technique,workers,farmer,masters,makespan,lower_bound,ratio,farmer_requests,
                         master_messages,host_atomics
@@ -16,8 +17,8 @@ every rank asking); a message takes half the raw MPI round trip, 1.25 us / 2 = 0
 project has no inter-node measurement). The decentralised farm's window host serves an atomic in 0.17 us, one at
 a time, and an atomic takes 0.086 us one way (pfarm-sim's defaults: the raw MPI_Fetch_and_op loop of
 pfarm-bench-overhead (d), 5.83 M claims/s over 2 ranks on the development machine, docs/skeleton.md "Claim rate",
-read as the host's limit). Tasks cost 1 ms on average (the issue's example: at 1.2 M requests/s one farmer keeps
-about 1,000 such workers busy). Everything is deterministic.
+read as the host's limit). Tasks cost 1 ms on average (at 1.2 M requests/s one farmer keeps about 1,000 such workers
+busy). Everything is deterministic.
 
 Sizes:  default  256 .. 8,192 workers, 200,000 tasks; writes docs/ (a few minutes on 2 cores)
         --tiny   16 and 32 workers, 4,000 tasks, flat, 2, 4 masters and decentralised: the ctest smoke test;
