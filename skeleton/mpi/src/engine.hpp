@@ -118,7 +118,9 @@ struct outcome {
 void share_outcome(MPI_Comm comm, outcome& o);
 [[noreturn]] void throw_outcome(const outcome& o);
 
-/// Progress on the farmer's standard error: a bar on a terminal, plain lines otherwise, nothing when quiet.
+/// Progress on one rank's standard error (progress.cpp): a bar on a terminal, plain lines otherwise, nothing when
+/// quiet. update(done) with done = tasks ends the line; a mode that counts tasks handed out rather than completed
+/// passes at most tasks - 1 until it knows they are done.
 class progress_reporter {
 public:
     progress_reporter(progress_mode mode, task_count tasks);
