@@ -1,0 +1,103 @@
+// pfarm MPI engine, the hierarchical farm: what its files share. The ranks' roles (rank_layout) and the hierarchy
+// plan over the computing ranks (grouping.cpp), sends without blocking, the failure message's layout, each role's
+// entry point (supermaster.cpp, master.cpp) and the report's parts (report.cpp); run_hierarchical
+// (hierarchical.cpp) puts them together.
+#pragma once
+
+#include "engine.hpp"
+#include "wire.hpp"
+
+#include "pfarm/hierarchy_plan.hpp"
+#include "pfarm/master_session.hpp"
+#include "pfarm/mpi.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pfarm::detail {
+
+/// Who is who, from each rank's group (shared_setup::group_of; -1: rank 0, the supermaster) and whether the
+/// supermaster and the masters compute (farm_options::farmer_computes).
+struct rank_layout {
+    std::vector<int> group_of;
+    bool computes = false;
+    std::vector<int> master;                ///< per group: its master's rank, the lowest of the group
+    /// per group: its workers' ranks, ascending (its master first when it computes: worker 0 of its session)
+    std::vector<std::vector<int>> members;
+    std::vector<int> worker_index;          ///< per rank: its index among every computing rank in rank order (-1: none)
+    int workers = 0;
+
+    int groups() const { return static_cast<int>(master.size()); }
+    /// Per worker (the computing ranks in rank order, as the per-worker option lists are): its group, -1 for rank
+    /// 0's own worker.
+    std::vector<int> worker_groups() const;
+};
+
+rank_layout layout_of(const std::vector<int>& group_of, bool computes);
+
+/// The hierarchy plan over the layout's workers: the workers' technique and options, the supermaster's technique
+/// (empty: the default), each group's farm facing its workers (`group`).
+hierarchy_plan plan_of(const rank_layout& h, const std::string& technique, const std::string& master_technique,
+                       const technique_options& parameters, task_count tasks, const farmer_session_options& group = {});
+
+/// Sends without blocking, keeping each buffer alive until its send is complete.
+class pending_sends {
+public:
+    void add(MPI_Request r, std::shared_ptr<wire_buffer> keep) {
+        sends_.push_back({r, std::move(keep)});
+        if (sends_.size() >= 64) complete(false);
+    }
+    /// Drops the sends that are complete (`all`: waits for every one).
+    void complete(bool all) {
+        for (auto& s : sends_) {
+            if (all) {
+                mpi::check(MPI_Wait(&s.request, MPI_STATUS_IGNORE), "MPI_Wait");
+            } else {
+                int done = 0;
+                mpi::check(MPI_Test(&s.request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+            }
+        }
+        std::erase_if(sends_, [](const send& s) { return s.request == MPI_REQUEST_NULL; });
+    }
+
+private:
+    struct send {
+        MPI_Request request;
+        std::shared_ptr<wire_buffer> keep;
+    };
+    std::vector<send> sends_;
+};
+
+/// A master's failure message up carries, before the text, the rank whose failure it is (the worker's, or its own).
+constexpr std::size_t failure_rank_bytes = sizeof(std::int64_t);
+
+/// Rank 0: the supermaster over the masters (upper communicator `up`); once the farm is over and good, rank 0's
+/// report, with the masters' parts (supermaster.cpp).
+farm_report run_supermaster(MPI_Comm up, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
+                            const farm_options& options, const shared_setup& setup, const rank_layout& h,
+                            const hierarchy_plan& plan, double t0, sampler& monitors, bool keep_records, double cpu0);
+
+/// A master of group g, between the supermaster (`up`) and its group (`down`); once the farm is over and good, its
+/// part of the report sent up, and its group's entries of the report (master.cpp).
+farm_report run_master(MPI_Comm up, MPI_Comm down, int rank, int ranks, const std::byte* in, const task_kernel& kernel,
+                       const farm_options& options, const shared_setup& setup, const rank_layout& h,
+                       const hierarchy_plan& plan, int g, double t0, const std::vector<double>& offsets,
+                       sampler& monitors);
+
+// The report (report.cpp).
+
+/// A master's part of the report, packed for rank 0 (`workers`: its workers' ranks; `served`: the requests its
+/// workers sent it).
+std::vector<double> pack_group(const master_session& s, const std::vector<int>& workers, task_count served);
+/// A master's part, sent to rank 0 (collective over `up` with gather_report).
+void send_group_part(MPI_Comm up, const std::vector<double>& part);
+/// A master's report: its group's entries.
+farm_report group_report(const farm_options& options, int ranks, task_count tasks, const rank_layout& h, int g,
+                         const farmer_session& group);
+/// Rank 0's report: the masters' parts (collective over `up`), the supermaster's session `top` (its own worker's
+/// entries, the makespan), its requests and its CPU time since `cpu0`.
+farm_report gather_report(MPI_Comm up, const farm_options& options, int ranks, task_count tasks, const rank_layout& h,
+                          const farmer_session& top, task_count requests, double cpu0);
+
+}  // namespace pfarm::detail

@@ -1,0 +1,483 @@
+// pfarm MPI engine, the hierarchical farm: a master. The MPI transport of a master_session ("a worker session facing
+// up and a farmer session facing down", master_session.hpp) between the supermaster (upper communicator, rank 0)
+// and its group (group communicator: itself rank 0, its workers 1..n, each talking to it exactly as to a flat
+// farmer). Every rule of the protocol is in the session; this file moves bytes and keeps the buffers:
+//   - a master keeps the inputs of each chunk the supermaster gave it (they go down in slices, with the replies its
+//     session decides) and a results buffer per chunk, which its workers' results fill as its session delivers them
+//     (a worker's chunk may span two of them: the pool merges ranges that follow each other); results too large for
+//     their request follow it and are received without blocking, stored once in (following_payloads);
+//   - the chunk's results go up in the message the session says (an `up` action with the chunk in `done`): its
+//     next request with them, in one message, alone (`results`, while later chunks are held), or its final
+//     results; a message up whose chunk still waits for results on their way is held back until they are in, and
+//     those after it behind it;
+//   - a worker's failure goes up with the worker's task and text; this transport adds the worker's rank (the
+//     session's failed_worker()), so that every rank throws what the flat farmer's ranks throw.
+// With farm_options::farmer_computes its own worker (own_worker.hpp) is worker 0 of its group, between two of whose
+// tasks it serves the others.
+#include "hierarchical.hpp"
+
+#include "messages.hpp"
+#include "own_worker.hpp"
+#include "results.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <optional>
+#include <thread>
+
+namespace pfarm::detail {
+
+namespace {
+
+/// A master: the MPI transport of a master_session, between the supermaster (upper communicator, rank 0) and its
+/// group (group communicator: itself rank 0, its workers 1..n). When it computes, its own worker is worker 0 of its
+/// group (`workers` starts with its own rank) and the others are their group rank.
+class master_side {
+public:
+    master_side(MPI_Comm up, MPI_Comm down, int rank, const std::byte* in, const task_kernel& kernel,
+                const shared_setup& setup, std::vector<int> workers, std::unique_ptr<technique> policy,
+                const master_session_options& options, double t0, const std::vector<double>& offsets, sampler& monitors)
+        : up_(up), down_(down), rank_(rank), in_(in), kernel_(kernel), setup_(setup), workers_(std::move(workers)),
+          first_(workers_.front() == rank ? 0 : 1), t0_(t0), offset_(offsets.at(static_cast<std::size_t>(rank))),
+          session_(static_cast<int>(workers_.size()), std::move(policy), options),
+          inputs_travel_(!setup.config.replicated && kernel.in_bytes > 0) {
+        for (int r : workers_) offsets_.push_back(offsets.at(static_cast<std::size_t>(r)));
+        if (first_ == 0) own_.emplace(kernel, setup, monitors, rank, [this] { return clock(); });
+    }
+
+    outcome run() {
+        post();
+        try {
+            perform(session_.start(clock()));
+            if (own_) own_->start(), serve_own();
+            while (!session_.over()) {
+                if (own_ && own_->computing()) {  // a task, then the messages that came meanwhile
+                    compute_own_task();
+                    drain();
+                    continue;
+                }
+                step();
+            }
+            progress_following(true);  // the last results on their way, and the messages up that wait for them
+        } catch (const std::exception& e) {  // the master itself failed: its group is aborted, the failure goes up
+            if (own_) own_->drop_requests();
+            store_following_ = false;  // the farm fails: results still on their way are not kept
+            perform(session_.abort(e.what()));
+            while (!session_.over()) step();
+            progress_following(true);
+        }
+        sends_.complete(true);
+        for (posted_receive* p : {&reply_, &answer_, &request_}) p->cancel();
+        outcome o;
+        share_outcome(up_, o);    // rank 0's verdict...
+        share_outcome(down_, o);  // ...for the group
+        return o;
+    }
+
+    const farmer_session& session_group() const noexcept { return session_.group(); }
+
+    /// Its group's part of the report, packed for rank 0 (report.cpp).
+    std::vector<double> packed() const { return pack_group(session_, workers_, served_); }
+
+private:
+    /// Rank 0's clock, read here.
+    double clock() const { return now() - t0_ - offset_; }
+
+    void post() {
+        reply_.post(up_, 0, tag_reply);
+        requests_[0] = reply_.request();
+        if (setup_.config.reclaim) {
+            answer_.post(down_, MPI_ANY_SOURCE, tag_released);
+            requests_[1] = answer_.request();
+        }
+        request_.post(down_, MPI_ANY_SOURCE, tag_request);
+        requests_[2] = request_.request();
+    }
+
+    /// The next message (next(true)); while its workers' results are on their way it polls for them too, and stores
+    /// those that come, sending the messages up that waited for them: blocking on messages alone could wait for a
+    /// worker that waits, through the supermaster, for one of those messages up.
+    void step() {
+        while (!payloads_.empty()) {
+            if (next(false)) return;
+            progress_following(false);
+            if (setup_.config.gentle_wait) std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+        next(true);
+    }
+
+    /// The messages that have come, handled, and the results on their way that have come, stored.
+    void drain() {
+        while (next(false)) {}
+        if (!payloads_.empty()) progress_following(false);
+    }
+
+    /// The next message: the supermaster's reply first (it refills the pool), then a victim's answer (a thief waits
+    /// for it), then whatever comes. Not `block`: false at once when none has come.
+    bool next(bool block) {
+        MPI_Status status;
+        int index = -1;
+        for (int i = 0; i < 2 && index < 0; ++i) {
+            if (requests_[i] == MPI_REQUEST_NULL) continue;  // no victim's answer is awaited without reclaim
+            int flag = 0;
+            mpi::check(MPI_Test(&requests_[i], &flag, &status), "MPI_Test");
+            if (flag) index = i;
+        }
+        if (index < 0) index = wait_any(3, requests_, status, block, setup_.config.gentle_wait != 0);
+        if (index < 0) return false;
+        posted_receive& p = index == 0 ? reply_ : index == 1 ? answer_ : request_;
+        p.request() = MPI_REQUEST_NULL;
+        p.completed(status);
+        if (index == 0) take_reply();
+        else take_request(p, index == 1 ? tag_released : tag_request, index);
+        sends_.complete(false);
+        if (!payloads_.empty()) progress_following(false);
+        return true;
+    }
+
+    /// Its own worker's next task, its input from the chunk of the pool that holds it (or the caller's input), its
+    /// results into its own buffer (stored into their chunks when the session accepts them).
+    void compute_own_task() {
+        const task_count i = own_->next();
+        const std::byte* input = nullptr;
+        if (inputs_travel_) {
+            const held& c = holding(i);
+            input = c.inputs->data() + static_cast<std::size_t>(i - c.work.first) * kernel_.in_bytes;
+        } else {
+            input = in_ + static_cast<std::size_t>(i) * kernel_.in_bytes;  // replicated, or an index range
+        }
+        own_->compute_one(input, nullptr, [this] { drain(); });
+        serve_own();
+    }
+
+    /// Its own worker's requests, to the session (worker 0), with their results in its own buffer.
+    void serve_own() {
+        if (!own_) return;
+        own_->serve([this](const request_message& m) {
+            payload_ = own_->results().payload();
+            index_bytes_ = own_->results().index_bytes();
+            perform(session_.on_message(0, m, clock()));
+        });
+    }
+
+    /// The supermaster's reply: a chunk's inputs are kept for the group; the receive is posted again before the
+    /// session acts (its actions may send up, and the supermaster may be sending the next reply meanwhile).
+    void take_reply() {
+        reply_header h;
+        std::memcpy(&h, reply_.data(), sizeof h);
+        const reply_message r = decode(h);
+        if (r.what == reply_message::kind::assign) try {
+            held c;
+            c.work = r.work;
+            if (inputs_travel_) {
+                const std::size_t bytes = static_cast<std::size_t>(r.work.count) * kernel_.in_bytes;
+                c.inputs = std::make_shared<wire_buffer>();
+                c.inputs->reserve(bytes);
+                if (h.inputs_follow)
+                    mpi::check(MPI_Recv(c.inputs->data(), static_cast<int>(bytes), MPI_BYTE, 0, tag_inputs, up_, MPI_STATUS_IGNORE),
+                               "MPI_Recv");
+                else
+                    std::memcpy(c.inputs->data(), reply_.data() + reply_payload_offset, bytes);
+            }
+            c.results = std::make_shared<wire_buffer>();
+            if (kernel_.variable()) c.variable.resize(static_cast<std::size_t>(r.work.count));
+            else c.results->reserve(request_payload_offset + static_cast<std::size_t>(r.work.count) * kernel_.out_bytes);
+            held_.push_back(std::move(c));
+        } catch (...) {  // the abort that follows still comes this way
+            reply_.post(up_, 0, tag_reply);
+            requests_[0] = reply_.request();
+            throw;
+        }
+        reply_.post(up_, 0, tag_reply);
+        requests_[0] = reply_.request();
+        perform(session_.on_reply(r, clock()));
+    }
+
+    /// A worker's message (a request, or a victim's answer); its receive is posted again once it is handled.
+    void take_request(posted_receive& p, int tag, int index) {
+        try {
+            const int worker = p.source() - first_;
+            request_header h;
+            std::memcpy(&h, p.data(), sizeof h);
+            decode(h, offsets_.at(static_cast<std::size_t>(worker)), message_);
+            if (message_.what == request_message::kind::failure) {
+                const auto* text = reinterpret_cast<const char*>(p.data() + request_payload_offset);
+                message_.text.assign(text, p.bytes() - request_payload_offset);
+            }
+            payload_ = p.data() + request_payload_offset;
+            index_bytes_ = static_cast<std::size_t>(h.index_bytes);
+            if (h.results_follow) {  // too large to travel in the request: they follow, received without blocking
+                following_ = &payloads_.receive(static_cast<std::size_t>(h.results_bytes), p.source(), down_, h.first,
+                                                index_bytes_);
+                payload_ = nullptr;
+            }
+            if (message_.what == request_message::kind::ask) ++served_;
+            perform(session_.on_message(worker, message_, clock()));
+        } catch (...) {
+            following_ = nullptr;
+            p.post(down_, MPI_ANY_SOURCE, tag);
+            requests_[index] = p.request();
+            throw;
+        }
+        p.post(down_, MPI_ANY_SOURCE, tag);
+        requests_[index] = p.request();
+    }
+
+    /// The replies to workers first (they wait), then the results into their chunks' buffers (or, when they follow
+    /// the message, once in), then the messages up (one may carry the chunk just completed: it waits for results
+    /// still on their way). Its own worker's replies are handed to it, and its requests to the session once these
+    /// actions are done.
+    void perform(const std::vector<master_action>& actions) {
+        for (const master_action& a : actions) {
+            if (a.what != master_action::kind::send) continue;
+            if (a.worker + first_ == 0) own_->on_reply(a.reply);
+            else send_down(a.worker, a.reply);
+        }
+        for (const master_action& a : actions) {
+            if (a.what != master_action::kind::deliver) continue;
+            if (following_) {
+                following_->deliveries.push_back(a.results);
+                count_pending(a.results, 1);
+            } else {
+                store(a.results, payload_, index_bytes_, a.results.first);
+            }
+        }
+        following_ = nullptr;  // its own worker's requests (serve_own) carry their results in its own buffer
+        for (const master_action& a : actions)
+            if (a.what == master_action::kind::up) up(a.message);
+        serve_own();
+    }
+
+    /// A message up goes now, unless the chunk whose results it carries still waits for some, or a message before it
+    /// waits: messages up go in the order the session says.
+    void up(const request_message& m) {
+        if (waiting_up_.empty() && ready(m)) send_up(m);
+        else waiting_up_.push_back(m);
+    }
+
+    bool ready(const request_message& m) const {
+        if (m.done.count == 0) return true;
+        for (const held& h : held_)
+            if (h.work == m.done) return h.pending == 0;
+        return true;  // send_up says what is wrong
+    }
+
+    /// Results that followed their request and have come are stored (all: waits for every one), and the messages
+    /// up that waited for them go.
+    void progress_following(bool all) {
+        payloads_.complete(all, [this](const following_payloads::payload& p) {
+            for (const chunk& c : p.deliveries) {
+                if (store_following_) store(c, p.buffer.data(), p.index_bytes, p.first);
+                count_pending(c, -1);
+            }
+        });
+        while (!waiting_up_.empty() && ready(waiting_up_.front())) {
+            send_up(waiting_up_.front());
+            waiting_up_.pop_front();
+        }
+    }
+
+    /// Deliveries into the chunks that hold tasks of `c`, from results still on their way: `by` more.
+    void count_pending(chunk c, int by) {
+        for (held& h : held_)
+            if (std::max(c.first, h.work.first) < std::min(c.first + c.count, h.work.first + h.work.count)) h.pending += by;
+    }
+
+    struct held {
+        chunk work;
+        std::shared_ptr<wire_buffer> inputs;   ///< its inputs (none with replicated input or an index range)
+        std::shared_ptr<wire_buffer> results;  ///< fixed size: at request_payload_offset + i x out_bytes
+        std::vector<std::vector<std::byte>> variable;  ///< results of any size, per task, until they go up
+        int pending = 0;  ///< deliveries into it from results still on their way (following_payloads)
+    };
+
+    held& holding(task_count task) {
+        for (held& h : held_)
+            if (task >= h.work.first && task < h.work.first + h.work.count) return h;
+        throw internal_error("hierarchical farm: rank " + std::to_string(rank_) + " holds no chunk with task " +
+                             std::to_string(task));
+    }
+
+    /// The results of chunk `c` (a worker's), from `data`, which holds results from task `first` on, into the chunks
+    /// they belong to.
+    void store(chunk c, const std::byte* data, std::size_t index_bytes, task_count first) {
+        if (!kernel_.variable()) {
+            const std::size_t out = kernel_.out_bytes;
+            task_count stored = 0;
+            for (held& h : held_) {
+                const task_count lo = std::max(c.first, h.work.first), hi = std::min(c.first + c.count, h.work.first + h.work.count);
+                if (hi <= lo) continue;
+                std::memcpy(h.results->data() + request_payload_offset + static_cast<std::size_t>(lo - h.work.first) * out,
+                            data + static_cast<std::size_t>(lo - first) * out, static_cast<std::size_t>(hi - lo) * out);
+                stored += hi - lo;
+            }
+            if (stored != c.count)
+                throw internal_error("hierarchical farm: rank " + std::to_string(rank_) + " got results for [" +
+                                     std::to_string(c.first) + ", +" + std::to_string(c.count) +
+                                     "), not all of them in chunks it holds");
+            return;
+        }
+        view_of(kernel_, c.first, c.count, data, index_bytes, first).for_each([&](task_count task, const std::byte* bytes, std::size_t size) {
+            held& h = holding(task);
+            h.variable[static_cast<std::size_t>(task - h.work.first)].assign(bytes, bytes + size);
+        });
+    }
+
+    /// Inputs of `work` (a slice of the chunks it holds), contiguous: in place when one chunk holds them all.
+    const std::byte* inputs_of(chunk work, std::shared_ptr<wire_buffer>& keep) {
+        const std::size_t in = kernel_.in_bytes;
+        for (held& h : held_)
+            if (work.first >= h.work.first && work.first + work.count <= h.work.first + h.work.count) {
+                keep = h.inputs;
+                return h.inputs->data() + static_cast<std::size_t>(work.first - h.work.first) * in;
+            }
+        keep = std::make_shared<wire_buffer>();  // it spans two chunks (the pool merged them)
+        keep->reserve(static_cast<std::size_t>(work.count) * in);
+        for (task_count t = work.first; t < work.first + work.count;) {
+            held& h = holding(t);
+            const task_count end = std::min(work.first + work.count, h.work.first + h.work.count);
+            std::memcpy(keep->data() + static_cast<std::size_t>(t - work.first) * in,
+                        h.inputs->data() + static_cast<std::size_t>(t - h.work.first) * in, static_cast<std::size_t>(end - t) * in);
+            t = end;
+        }
+        return keep->data();
+    }
+
+    /// A reply to worker `worker` of the group, with its inputs; sent without blocking when it carries them, so that
+    /// a worker still computing does not hold up the master.
+    void send_down(int worker, const reply_message& r) {
+        reply_header h = encode(r);
+        const int to = worker + first_;
+        const std::size_t payload =
+            r.what == reply_message::kind::assign && inputs_travel_ ? static_cast<std::size_t>(r.work.count) * kernel_.in_bytes : 0;
+        if (payload == 0) {
+            mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, to, tag_reply, down_), "MPI_Send");
+            return;
+        }
+        std::shared_ptr<wire_buffer> keep;
+        const std::byte* inputs = inputs_of(r.work, keep);
+        MPI_Request request;
+        if (reply_payload_offset + payload <= inline_capacity) {
+            auto message = std::make_shared<wire_buffer>();
+            message->reserve(reply_payload_offset + payload);
+            std::memcpy(message->data(), &h, sizeof h);
+            std::memcpy(message->data() + reply_payload_offset, inputs, payload);
+            mpi::check(MPI_Isend(message->data(), static_cast<int>(reply_payload_offset + payload), MPI_BYTE, to, tag_reply,
+                                 down_, &request),
+                       "MPI_Isend");
+            sends_.add(request, std::move(message));
+            return;
+        }
+        h.inputs_follow = 1;
+        auto header = std::make_shared<wire_buffer>();
+        header->put(h);
+        mpi::check(MPI_Isend(header->data(), sizeof h, MPI_BYTE, to, tag_reply, down_, &request), "MPI_Isend");
+        sends_.add(request, std::move(header));
+        mpi::check(MPI_Isend(inputs, static_cast<int>(payload), MPI_BYTE, to, tag_inputs, down_, &request), "MPI_Isend");
+        sends_.add(request, std::move(keep));
+    }
+
+    /// A message to the supermaster; with the results of its chunk `m.done` when it carries them (they follow
+    /// without blocking when they do not fit in it).
+    void send_up(const request_message& m) {
+        request_header h = encode(m);
+        if (m.what == request_message::kind::failure) {
+            const int failed = session_.failed_worker();
+            const std::int64_t who = failed >= 0 ? workers_.at(static_cast<std::size_t>(failed)) : rank_;
+            const std::size_t text = std::min(m.text.size(), inline_capacity - request_payload_offset - failure_rank_bytes);
+            failure_.reserve(request_payload_offset + failure_rank_bytes + text);
+            std::memcpy(failure_.data(), &h, sizeof h);
+            std::memcpy(failure_.data() + request_payload_offset, &who, failure_rank_bytes);
+            std::memcpy(failure_.data() + request_payload_offset + failure_rank_bytes, m.text.data(), text);
+            mpi::check(MPI_Send(failure_.data(), static_cast<int>(request_payload_offset + failure_rank_bytes + text), MPI_BYTE,
+                                0, tag_request, up_),
+                       "MPI_Send");
+            return;
+        }
+        if (m.done.count == 0) {
+            mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_request, up_), "MPI_Send");
+            return;
+        }
+        const auto found = std::find_if(held_.begin(), held_.end(), [&](const held& c) { return c.work == m.done; });
+        if (found == held_.end())
+            throw internal_error("hierarchical farm: rank " + std::to_string(rank_) + " sends up the results of [" +
+                                 std::to_string(m.done.first) + ", +" + std::to_string(m.done.count) + "), a chunk it does not hold");
+        std::shared_ptr<wire_buffer> buffer = found->results;
+        std::size_t bytes = static_cast<std::size_t>(m.done.count) * kernel_.out_bytes;
+        if (kernel_.variable()) {  // the index of sizes, then each task's bytes at a multiple of the alignment (farm.hpp)
+            const std::size_t index = variable_index_bytes(m.done.count);
+            bytes = index;
+            for (const auto& r : found->variable) bytes = round_up(bytes, kernel_.out_align) + r.size();
+            buffer->reserve(request_payload_offset + bytes);
+            std::byte* payload = buffer->data() + request_payload_offset;
+            std::size_t at = index;
+            for (std::size_t i = 0; i < found->variable.size(); ++i) {
+                const auto& r = found->variable[i];
+                const auto size = static_cast<std::uint64_t>(r.size());
+                std::memcpy(payload + i * sizeof size, &size, sizeof size);
+                at = round_up(at, kernel_.out_align);
+                if (!r.empty()) std::memcpy(payload + at, r.data(), r.size());
+                at += r.size();
+            }
+            h.index_bytes = static_cast<std::int64_t>(index);
+        }
+        held_.erase(found);
+        h.results_bytes = static_cast<std::int64_t>(bytes);
+        if (request_payload_offset + bytes <= inline_capacity) {
+            std::memcpy(buffer->data(), &h, sizeof h);
+            mpi::check(MPI_Send(buffer->data(), static_cast<int>(request_payload_offset + bytes), MPI_BYTE, 0, tag_request, up_),
+                       "MPI_Send");
+            return;
+        }
+        h.results_follow = 1;
+        mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_request, up_), "MPI_Send");
+        MPI_Request request;
+        mpi::check(MPI_Isend(buffer->data() + request_payload_offset, static_cast<int>(bytes), MPI_BYTE, 0, tag_results, up_,
+                             &request),
+                   "MPI_Isend");
+        sends_.add(request, std::move(buffer));
+    }
+
+    MPI_Comm up_, down_;
+    int rank_;
+    const std::byte* in_;          ///< the caller's input (read by its own worker with replicated input or an index range)
+    const task_kernel& kernel_;
+    const shared_setup& setup_;
+    std::vector<int> workers_;     ///< its workers' ranks: worker i is rank i + first_ of the group communicator
+    int first_;                    ///< 0 when it computes (its own worker is worker 0), else 1
+    std::vector<double> offsets_;  ///< per worker: its clock minus rank 0's
+    double t0_, offset_;           ///< its own clock's offset from rank 0's
+    master_session session_;
+    std::optional<own_worker> own_;  ///< its own worker, when it computes
+    bool inputs_travel_;
+    std::deque<held> held_;        ///< the chunks whose inputs or results it keeps, in the order they came
+    posted_receive reply_, answer_, request_;
+    MPI_Request requests_[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};  ///< reply, answer, request
+    request_message message_;
+    const std::byte* payload_ = nullptr;  ///< the results in the worker's message being handled
+    std::size_t index_bytes_ = 0;
+    following_payloads payloads_;         ///< its workers' results too large for their request, on their way
+    following_payloads::payload* following_ = nullptr;  ///< while a worker's message is handled: its results, when they follow
+    std::deque<request_message> waiting_up_;  ///< messages up held back for results on their way, in order
+    bool store_following_ = true;         ///< false once the master failed: results still on their way are not kept
+    wire_buffer failure_;
+    pending_sends sends_;
+    task_count served_ = 0;
+};
+
+}  // namespace
+
+farm_report run_master(MPI_Comm up, MPI_Comm down, int rank, int ranks, const std::byte* in, const task_kernel& kernel,
+                       const farm_options& options, const shared_setup& setup, const rank_layout& h,
+                       const hierarchy_plan& plan, int g, double t0, const std::vector<double>& offsets,
+                       sampler& monitors) {
+    master_side m(up, down, rank, in, kernel, setup, h.members.at(static_cast<std::size_t>(g)), plan.make_group(g),
+                  plan.session_options(g), t0, offsets, monitors);
+    const outcome o = m.run();
+    if (o.what != farm_outcome::kind::ok) throw_outcome(o);
+    send_group_part(up, m.packed());
+    return group_report(options, ranks, setup.config.tasks, h, g, m.session_group());
+}
+
+}  // namespace pfarm::detail
