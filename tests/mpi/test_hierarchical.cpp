@@ -1,4 +1,4 @@
-// The hierarchical farm (farm_options::farmer = hierarchical, skeleton/mpi/src/hierarchical.cpp) under mpiexec. One
+// The hierarchical farm (farm_options::farmer = hierarchical, skeleton/mpi/hierarchical/) under mpiexec. One
 // scenario per run, named by argv[1]:
 //   techniques  every technique of the registry with 2 masters, plain, with reclaim, and with prefetch + reclaim:
 //               each task exactly once (counted where it ran, summed), the outputs equal a sequential run's, in

@@ -2,7 +2,7 @@
 // agreement before the farm and the outcome after it, farmer_side.cpp and worker_side.cpp the two transports of
 // the core's sessions (farmer_session.hpp, worker_session.hpp), results.hpp a chunk's results (fixed or any
 // size) in their message buffer, journaled.cpp a farm with a journal (only the tasks it lacks), decentralised.cpp
-// the farm without a farmer, hierarchical.cpp the farm with a supermaster and masters, progress.cpp the progress
+// the farm without a farmer, hierarchical/ the farm with a supermaster and masters, progress.cpp the progress
 // line, wire.hpp the bytes on the wire, messages.hpp the tags and how a rank waits, clock.hpp the farm's clock
 // (now()).
 #pragma once
@@ -142,7 +142,7 @@ farm_report run_decentralised(MPI_Comm comm, int rank, int ranks, const std::byt
                               const task_kernel& kernel, const farm_options& options, const shared_setup& setup, double t0,
                               const std::vector<double>& offsets);
 
-/// The hierarchical farm (hierarchical.cpp). On rank 0 inside agree(): plan_hierarchy gives each rank's group from
+/// The hierarchical farm (skeleton/mpi/hierarchical/; these three in grouping.cpp). On rank 0 inside agree(): plan_hierarchy gives each rank's group from
 /// farm_options::masters and `nodes` (per rank: the lowest rank on its node), or throws the invalid_argument every
 /// rank throws ("farmer": fewer than 3 ranks; "masters": more than (ranks - 1) / 2); hierarchy_workers counts the
 /// computing ranks of such a plan (with farmer_computes the supermaster and the masters too); check_hierarchical throws when the options ask for what this mode cannot do (it
