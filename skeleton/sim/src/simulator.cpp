@@ -1,8 +1,10 @@
 // pfarm simulator: the farm's protocol (the core's farmer_session and one worker_session per worker, the same
 // objects the MPI engine runs) driven by a discrete-event model of a master-worker platform. The sessions decide
-// everything a farm does (who is parked and asked again, prefetch, later, reclaim, stop, what travels); this file
-// only gives messages their latency and the farmer its service time, and computes chunks. The model, decided once
-// and documented here:
+// everything a farm does (who is parked and asked again, prefetch, later, reclaim, stop, what travels); the model
+// only gives messages their latency and the farmer its service time, and computes chunks. This file runs the flat
+// farm (simulate()) and makes the workload's task costs; the simulated worker is simulated_worker.cpp, the events
+// and the servers' service order simulator_events.hpp, the platform and cost files platform.cpp. The model, decided
+// once for the three farms and documented here:
 //
 // Messages and the farmer
 //   - Every worker sends its first request at t = 0. A message (request or reply) takes `latency` one way.
@@ -64,7 +66,8 @@
 // unchanged.
 #include "pfarm/simulator.hpp"
 
-#include "pfarm/detail/numbers.hpp"
+#include "simulated_worker.hpp"
+#include "simulator_events.hpp"
 #include "simulator_model.hpp"
 
 #include "pfarm/error.hpp"
@@ -74,17 +77,9 @@
 #include "pfarm/sample.hpp"
 #include "pfarm/trace.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <limits>
-#include <queue>
 #include <random>
-#include <sstream>
 
 namespace pfarm::sim {
 
@@ -145,175 +140,6 @@ std::string to_string(workload_shape shape) {
     const auto i = static_cast<std::size_t>(shape);
     if (i >= std::size(shape_names)) throw invalid_argument("shape", "is " + std::to_string(i) + "; not a shape");
     return shape_names[i];
-}
-
-platform load_platform(const std::string& path, const std::string& argument) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))  // it opens, but reading it throws std::ios_base::failure
-        throw invalid_argument(argument, "'" + path + "' is a directory; expected a platform file (JSON)");
-    std::ifstream in(path);
-    if (!in) throw invalid_argument(argument, "cannot open '" + path + "'");
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-        throw invalid_argument(argument, "'" + path + "' is not valid JSON: " + e.what());
-    }
-    const auto bad = [&](const std::string& field, const std::string& why) {
-        return invalid_argument(argument, "'" + path + "': field '" + field + "' " + why);
-    };
-    if (!j.is_object()) throw invalid_argument(argument, "'" + path + "': expected a JSON object");
-    for (const auto& [key, value] : j.items()) {
-        (void)value;
-        if (key != "task_times" && key != "overhead" && key != "latency" && key != "load_changes" && key != "monitors" &&
-            key != "master_overhead" && key != "supermaster_overhead" && key != "master_latency" &&
-            key != "atomic_overhead" && key != "atomic_latency")
-            throw bad(key, "is unknown; expected task_times, overhead, latency, load_changes, monitors, master_overhead, "
-                           "supermaster_overhead, master_latency, atomic_overhead, atomic_latency");
-    }
-    const auto number = [&](const nlohmann::json& v, const std::string& field) {
-        if (!v.is_number()) throw bad(field, "is " + v.dump() + "; expected a number");
-        return v.get<double>();
-    };
-    platform pl;
-    if (!j.contains("task_times")) throw bad("task_times", "is missing; expected a list of per-task times");
-    const auto& times = j["task_times"];
-    if (!times.is_array() || times.empty())
-        throw bad("task_times", "is " + times.dump() + "; expected a non-empty list of numbers > 0");
-    for (std::size_t i = 0; i < times.size(); ++i) {
-        const std::string field = "task_times[" + std::to_string(i) + "]";
-        const double v = number(times[i], field);
-        if (!(v > 0.0) || !std::isfinite(v)) throw bad(field, "is " + show(v) + "; expected a finite value > 0");
-        pl.task_times.push_back(v);
-    }
-    for (const char* field : {"overhead", "latency"}) {
-        if (!j.contains(field)) continue;
-        const double v = number(j[field], field);
-        if (!(v >= 0.0) || !std::isfinite(v)) throw bad(field, "is " + show(v) + "; expected a finite value >= 0");
-        (std::string(field) == "overhead" ? pl.overhead : pl.latency) = v;
-    }
-    for (const char* field : {"master_overhead", "supermaster_overhead", "master_latency"}) {  // hierarchical farm
-        if (!j.contains(field)) continue;
-        const double v = number(j[field], field);
-        if (!(v >= 0.0) || !std::isfinite(v)) throw bad(field, "is " + show(v) + "; expected a finite value >= 0");
-        const std::string name = field;
-        (name == "master_overhead" ? pl.master_overhead : name == "supermaster_overhead" ? pl.supermaster_overhead
-                                                                                          : pl.master_latency) = v;
-    }
-    for (const char* field : {"atomic_overhead", "atomic_latency"}) {  // decentralised farm
-        if (!j.contains(field)) continue;
-        const double v = number(j[field], field);
-        if (!(v >= 0.0) || !std::isfinite(v)) throw bad(field, "is " + show(v) + "; expected a finite value >= 0");
-        (std::string(field) == "atomic_overhead" ? pl.atomic_overhead : pl.atomic_latency) = v;
-    }
-    if (j.contains("load_changes")) {
-        const auto& list = j["load_changes"];
-        if (!list.is_array()) throw bad("load_changes", "is " + list.dump() + "; expected a list of objects");
-        for (std::size_t i = 0; i < list.size(); ++i) {
-            const std::string at = "load_changes[" + std::to_string(i) + "]";
-            const auto& item = list[i];
-            if (!item.is_object())
-                throw bad(at, "is " + item.dump() + "; expected {\"worker\": W, \"time\": T, \"factor\": F}");
-            for (const auto& [key, value] : item.items()) {
-                (void)value;
-                if (key != "worker" && key != "time" && key != "factor")
-                    throw bad(at + "." + key, "is unknown; expected worker, time, factor");
-            }
-            for (const char* key : {"worker", "time", "factor"})
-                if (!item.contains(key)) throw bad(at + "." + key, "is missing");
-            load_change c;
-            const auto& w = item["worker"];
-            if (!w.is_number_integer() || w.get<long long>() < 0 ||
-                w.get<long long>() >= static_cast<long long>(pl.task_times.size()))
-                throw bad(at + ".worker", "is " + w.dump() + "; expected 0.." + std::to_string(pl.task_times.size() - 1));
-            c.worker = w.get<int>();
-            c.time = number(item["time"], at + ".time");
-            c.factor = number(item["factor"], at + ".factor");
-            if (!(c.time >= 0.0) || !std::isfinite(c.time))
-                throw bad(at + ".time", "is " + show(c.time) + "; expected a finite value >= 0");
-            if (!(c.factor > 0.0) || !std::isfinite(c.factor))
-                throw bad(at + ".factor", "is " + show(c.factor) + "; expected a finite value > 0");
-            pl.load_changes.push_back(c);
-        }
-    }
-    if (j.contains("monitors")) {
-        const auto& list = j["monitors"];
-        if (!list.is_array() || list.size() != pl.task_times.size())
-            throw bad("monitors", "is " + list.dump() + "; expected a list of one object per worker");
-        for (std::size_t i = 0; i < list.size(); ++i) {
-            const std::string at = "monitors[" + std::to_string(i) + "]";
-            if (!list[i].is_object()) throw bad(at, "is " + list[i].dump() + "; expected an object");
-            resource_sample s;
-            for (const auto& [key, value] : list[i].items()) {
-                if (key == "availability") s.availability = number(value, at + ".availability");
-                else if (key == "latency") s.latency = number(value, at + ".latency");
-                else if (key == "benchmark") s.benchmark = number(value, at + ".benchmark");
-                else throw bad(at + "." + key, "is unknown; expected availability, latency, benchmark");
-            }
-            // The ranges of validate(), here too, so that a bad reading is reported with its file and field.
-            if (s.availability && !(*s.availability > 0.0 && *s.availability <= 1.0))
-                throw bad(at + ".availability", "is " + show(*s.availability) + "; expected a value in (0, 1]");
-            if (s.latency && !(std::isfinite(*s.latency) && *s.latency >= 0.0))
-                throw bad(at + ".latency", "is " + show(*s.latency) + "; expected a finite value >= 0");
-            if (s.benchmark && !(std::isfinite(*s.benchmark) && *s.benchmark > 0.0))
-                throw bad(at + ".benchmark", "is " + show(*s.benchmark) + "; expected a finite value > 0");
-            pl.monitors.push_back(s);
-        }
-    }
-    return pl;
-}
-
-std::vector<double> load_costs(const std::string& path, const std::string& argument) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-        throw invalid_argument(argument, "'" + path + "' is a directory; expected a file of costs or a trace");
-    std::ifstream in(path);
-    if (!in) throw invalid_argument(argument, "cannot read '" + path + "'");
-    // A trace (pfarm/trace.hpp) when its first line that is neither blank nor a comment is JSON or a CSV header.
-    std::string line;
-    std::vector<double> plain;
-    std::size_t number = 0;
-    bool trace = false;
-    while (std::getline(in, line)) {
-        ++number;
-        const auto text = detail::trim(line);
-        if (text.empty() || text.front() == '#') continue;
-        const auto first_field = text.substr(0, text.find(','));
-        if (plain.empty() && (text.front() == '{' || first_field == "rank" || first_field == "worker")) {
-            trace = true;
-            break;
-        }
-        const auto where = path + ":" + std::to_string(number) + ": ";
-        const auto v = detail::parse_number(text);
-        if (v.problem) throw invalid_argument(argument, where + "'" + std::string(text) + "' " + v.problem);
-        if (!(v.value > 0.0)) throw invalid_argument(argument, where + "cost " + std::string(text) + " is not > 0");
-        plain.push_back(v.value);
-    }
-    if (trace) {
-        const trace_file t = read_trace(path, argument);
-        std::vector<std::pair<task_count, double>> indexed;  // (first task, time)
-        indexed.reserve(t.chunks.size());
-        for (std::size_t i = 0; i < t.chunks.size(); ++i) {
-            const auto& c = t.chunks[i];
-            if (c.count != 1)
-                throw invalid_argument(argument, path + ": chunk " + std::to_string(i) + " holds " +
-                                                      std::to_string(c.count) +
-                                                      " tasks: record costs with technique ss (chunks of one task)");
-            const double seconds = c.finished - c.started;
-            if (!std::isfinite(seconds))  // both ends finite, their difference beyond double (-1e308 to 1e308)
-                throw invalid_argument(argument, path + ": chunk " + std::to_string(i) + " lasts " + show(seconds) +
-                                                      " (finished - started); expected a finite time");
-            indexed.emplace_back(c.first, seconds > 0.0 ? seconds : 1e-9);
-        }
-        std::sort(indexed.begin(), indexed.end());
-        for (std::size_t i = 0; i < indexed.size(); ++i) {
-            if (indexed[i].first != static_cast<task_count>(i))
-                throw invalid_argument(argument, path + ": task " + std::to_string(i) + " is missing or recorded twice");
-            plain.push_back(indexed[i].second);
-        }
-    }
-    if (plain.empty()) throw invalid_argument(argument, path + ": no costs");
-    return plain;
 }
 
 std::vector<double> task_costs(const workload& w) {
@@ -401,172 +227,38 @@ result simulate(const platform& given, const workload& wl, const std::string& te
                          .request_cost = pl.overhead + 2.0 * pl.latency, .keep_records = run.keep_trace, .stragglers = {}, .clock = {}});
     const technique_needs& needs = farm.needs();
 
-    const std::vector<double> prefix = prefix_sums(costs);
-    std::vector<worker_load> loads = worker_loads(pl);
-    result out = result_for(pl, prefix.back());
-    std::vector<worker_state> state;
-    state.reserve(up);
-    for (std::size_t j = 0; j < up; ++j)
-        state.emplace_back(worker_session_options{.prefetch = run.prefetch,
-                                                  .prefetch_lead = 2.0 * (2.0 * pl.latency + pl.overhead),
-                                                  .readings_each = !needs.with_every_request.empty(),
-                                                  .readings_calibration = !needs.with_calibration.empty()});
-
-    std::vector<event> storage;
-    storage.reserve(3 * up);
-    std::priority_queue<event, std::vector<event>, std::greater<>> events(std::greater<>{}, std::move(storage));
-    std::uint64_t sequence = 0;
-    const auto push = [&](event e) {
-        e.sequence = sequence++;
-        events.push(e);
-    };
-    // Messages to the farmer wait in a pool (an event carries its index), so that events stay small.
-    std::vector<request_message> mail;
-    std::vector<std::size_t> free_mail;
-
-    // The end of task k (0-based) of worker j's chunk, load changes included.
-    const auto task_end = [&](std::size_t j, task_count k) {
-        const auto& s = state[j];
-        const auto first = static_cast<std::size_t>(s.session.current().first);
-        const double base = (prefix[first + static_cast<std::size_t>(k) + 1] - prefix[first]) * pl.task_times[j];
-        return loads[j].changes.empty() ? s.start + base : compute_end(loads[j], s.start, base);
-    };
-    // Worker j's chunk now ends at `end` (it started, or shrank): its chunk_end event.
-    const auto set_end = [&](std::size_t j, double end) {
-        auto& s = state[j];
-        s.end = end;
-        auto e = event::at(end, static_cast<int>(j), event::kind::chunk_end);
-        e.generation = ++s.generation;
-        push(e);
-    };
-    // Prefetch: worker j asks ahead before task ask_at() of its chunk (worker_session.hpp): an event at the end
-    // of the task before it.
-    const auto plan_boundary = [&](std::size_t j) {
-        const auto& s = state[j];
-        const task_count at = s.session.ask_at();
-        if (at < 0) return;
-        auto e = event::at(task_end(j, at - s.session.current().first - 1), static_cast<int>(j), event::kind::boundary);
-        e.generation = s.generation;
-        push(e);
-    };
-    // Worker j's session acts at time t: its messages leave for the farmer, a chunk starts computing.
-    const auto perform = [&](std::size_t j, worker_session::actions actions, double t) {
-        for (const worker_action& a : actions) {
-            if (a.what == worker_action::kind::compute) {
-                state[j].start = t;
-                set_end(j, task_end(j, a.work.count - 1));
-                plan_boundary(j);
-                continue;
-            }
-            std::size_t slot = mail.size();
-            if (free_mail.empty()) mail.push_back(a.message);
-            else slot = free_mail.back(), free_mail.pop_back(), mail[slot] = a.message;
-            if (a.readings) {  // the readings it must carry, taken as it sends
-                mail[slot].has_sample = true;
-                mail[slot].sample = simulated_sample(pl, loads[j], j, t);
-            }
-            auto e = event::at(t + pl.latency, static_cast<int>(j), event::kind::to_farmer);
-            e.mail = slot;
-            e.answer_first = a.message.what == request_message::kind::released;
-            push(e);
-        }
-    };
-    for (std::size_t j = 0; j < up; ++j) perform(j, state[j].session.start(), 0.0);  // every worker asks at t = 0
-
-    // A reclaim reaches victim v at time t. It answers between two tasks of the chunk it computes (the first
-    // boundary at or after t), its seconds per task measured on the chunk so far; computing its last task, it
-    // reads the reclaim when that ends (after its chunk_end, made earlier); computing nothing, at once.
-    const auto victim_answers = [&](std::size_t j, double t, const reply_message& asked) {
-        auto& s = state[j];
-        if (!s.session.computing()) {
-            perform(j, s.session.on_reclaim(asked, 0, 0.0), t);
-            return;
-        }
-        const chunk c = s.session.current();
-        task_count lo = 0, hi = c.count - 1;  // boundaries 0 .. count-2; hi = none left
-        while (lo < hi) {
-            const task_count mid = lo + (hi - lo) / 2;
-            if (task_end(j, mid) >= t) hi = mid;
-            else lo = mid + 1;
-        }
-        if (lo == c.count - 1) {  // in its last task
-            auto again = event::at(s.end, static_cast<int>(j), event::kind::reclaim);
-            again.reply = asked;
-            push(again);
-            return;
-        }
-        const double boundary = task_end(j, lo);
-        perform(j, s.session.on_reclaim(asked, c.first + lo + 1, (boundary - s.start) / static_cast<double>(lo + 1)), boundary);
-        if (s.session.current().count != c.count) {
-            set_end(j, task_end(j, s.session.current().count - 1));
-            plan_boundary(j);  // the request ahead, planned again for the shorter chunk
-        }
-    };
+    event_queue events;
+    // Every worker is served by the farmer (server 0), known to it by its index.
+    std::vector<worker_route> routes(up);
+    for (std::size_t j = 0; j < up; ++j) routes[j] = {0, static_cast<int>(j)};
+    simulated_workers workers(pl, costs, needs, run.prefetch, pl.overhead, std::move(routes), events);
+    result out = result_for(pl, workers.total_work());
+    for (std::size_t j = 0; j < up; ++j) workers.start(j, 0.0);  // every worker asks at t = 0
 
     // Serves message m from time `now`, when the farmer turns to it; each answer (a reply, or a worker parked
     // by its own request) takes `overhead`, one after the other. Returns when the farmer is free again.
     const auto serve = [&](const event& m, double now) {
+        const request_message& message = events.mail(m.mail);
         ++out.farmer_messages;
-        if (mail[m.mail].what == request_message::kind::ask) ++out.farmer_requests;
-        for (const farmer_action& a : farm.on_message(m.worker, mail[m.mail], now, m.time)) {
+        if (message.what == request_message::kind::ask) ++out.farmer_requests;
+        for (const farmer_action& a : farm.on_message(m.from, message, now, m.time)) {
             if (a.what == farmer_action::kind::deliver) continue;
             now += pl.overhead;
             if (a.what == farmer_action::kind::park) continue;
             auto e = event::at(now + pl.latency, a.worker,
-                               a.reply.what == reply_message::kind::reclaim ? event::kind::reclaim : event::kind::reply);
+                               a.reply.what == reply_message::kind::reclaim ? event::kind::reclaim : event::kind::to_worker);
             e.reply = a.reply;
-            push(e);
+            events.push(e);
         }
-        free_mail.push_back(m.mail);
+        events.release(m.mail);
         return now;
     };
-    // The farmer's inbox: the messages that have reached it and wait for its service, victims' answers apart
-    // (served first). A farmer_turn event (after every other event at its time, so that messages arriving
-    // together are all in) serves one of them.
-    std::priority_queue<event, std::vector<event>, std::greater<>> inbox, answers;
-    bool turn_pending = false;  // a farmer_turn event is in the queue
-    double farmer_free = 0.0;
-    const auto farmer_turn = [&](double t) {
-        push(event::at(t, std::numeric_limits<int>::max(), event::kind::farmer_turn));
-        turn_pending = true;
-    };
+    servers farmer_server(1);  // the farmer, one server
     while (!events.empty()) {
-        const event e = events.top();
-        events.pop();
-        const auto j = static_cast<std::size_t>(e.worker);
-        switch (e.what) {
-        case event::kind::farmer_turn: {
-            turn_pending = false;
-            auto& from = answers.empty() ? inbox : answers;
-            const event m = from.top();
-            from.pop();
-            farmer_free = serve(m, e.time);
-            if (!inbox.empty() || !answers.empty()) farmer_turn(farmer_free);
-            break;
-        }
-        case event::kind::to_farmer:  // it waits in the inbox for its turn
-            (e.answer_first ? answers : inbox).push(e);
-            if (!turn_pending) farmer_turn(std::max(e.time, farmer_free));
-            break;
-        case event::kind::reply:
-            perform(j, state[j].session.on_reply(e.reply), e.time);
-            break;
-        case event::kind::chunk_end: {
-            auto& s = state[j];
-            if (e.generation != s.generation) break;  // its chunk shrank: a later chunk_end replaces this one
-            perform(j, s.session.on_chunk_done(s.end - s.start, s.start, s.end), e.time);
-            break;
-        }
-        case event::kind::reclaim:
-            victim_answers(j, e.time, e.reply);
-            break;
-        case event::kind::boundary: {
-            auto& s = state[j];
-            if (e.generation != s.generation || s.session.ask_at() < 0) break;  // its chunk changed, or it asked
-            perform(j, s.session.on_boundary(s.session.ask_at()), e.time);
-            break;
-        }
-        }
+        const event e = events.pop();
+        if (e.what == event::kind::to_server) farmer_server.arrive(e, events);
+        else if (e.what == event::kind::turn) farmer_server.turn(e, events, serve);
+        else workers.handle(e);
     }
     const farmer& f = farm.decisions();
     out.reclaims = f.reclaims();

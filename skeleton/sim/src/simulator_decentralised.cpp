@@ -3,19 +3,21 @@
 // skeleton/mpi/src/decentralised.cpp) in simulated time. No farmer; the model, decided once:
 //
 //   - The window host (rank 0 under MPI, computing nothing: farmer_computes off) holds the counters. It serves the
-//     atomic operations that reach it one at a time, in arrival order (ties by worker index), each taking
-//     `atomic_overhead` (default_atomic_overhead): the counters are one memory location each, so concurrent atomics
-//     on them are serialised. An operation acts on its counter when its service starts (claim_op, apply()), and its
-//     answer leaves when the service ends. Everything between a worker and the host (an atomic, a result put, the
-//     end message) takes `atomic_latency` (default_atomic_latency) one way.
+//     atomic operations that reach it one at a time, in arrival order (ties by worker index; a server of
+//     simulator_events.hpp, as the flat farmer), each taking `atomic_overhead` (default_atomic_overhead): the
+//     counters are one memory location each, so concurrent atomics on them are serialised. An operation acts on its
+//     counter when its service starts (claim_op, apply()), and its answer leaves when the service ends. Everything
+//     between a worker and the host (an atomic, a result put, the end message) takes `atomic_latency`
+//     (default_atomic_latency) one way.
 //   - A worker runs the MPI driver's loop: it issues its first claim at t = 0 and waits for the answer (the flush);
-//     the chunk computes at once (simulator.cpp's compute model: task costs, task times, load changes, a scripted
-//     availability); when it ends, the worker stages its results, issues its next claim and waits. With prefetch
-//     the next claim is issued when a chunk starts and its answer is read when the chunk ends. A compare-and-swap
-//     that lost is retried when its answer is read (after the chunk, with prefetch), from the value it found, after
-//     the session's backoff (claim_session::backoff) in round trips of one atomic (2 atomic_latency + atomic_overhead).
-//     The session reads an answer when the host serves the operation, not when it reaches the worker: the same
-//     thing (the worker does nothing with it in between), and one claim_schedule serves every worker in step order.
+//     the chunk computes at once (the simulated worker's compute model, simulated_worker.hpp: task costs, task
+//     times, load changes, a scripted availability); when it ends, the worker stages its results, issues its next
+//     claim and waits. With prefetch the next claim is issued when a chunk starts and its answer is read when the
+//     chunk ends. A compare-and-swap that lost is retried when its answer is read (after the chunk, with prefetch),
+//     from the value it found, after the session's backoff (claim_session::backoff) in round trips of one atomic
+//     (2 atomic_latency + atomic_overhead). The session reads an answer when the host serves the operation, not when
+//     it reaches the worker: the same thing (the worker does nothing with it in between), and one claim_schedule
+//     serves every worker in step order.
 //   - Results travel in batches (decentralised_batch_chunks chunks; the byte limit is not modelled, the simulator
 //     knows no result sizes). A batch is put when it closes; a put is complete one round trip after it is issued,
 //     so the flush that follows returns at the later of its claim's answer and that. After the claim that finds
@@ -33,35 +35,18 @@
 #include "pfarm/metrics.hpp"
 #include "pfarm/registry.hpp"
 
+#include "simulated_worker.hpp"
+#include "simulator_events.hpp"
 #include "simulator_model.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <optional>
-#include <queue>
 
 namespace pfarm::sim {
 
 namespace model {
 
 namespace {
-
-/// An event of the decentralised loop: an atomic reaching the host, its answer reaching the worker, a chunk
-/// ending, the host's turn to serve, or a lost swap's backoff ending. Ordered by time, then worker (the host's turn last), then creation order.
-struct devent {
-    enum class kind : std::uint8_t { to_host, answer, chunk_end, host_turn, retry };
-    double time = 0.0;
-    int worker = 0;
-    std::uint64_t sequence = 0;
-    kind what = kind::to_host;
-    bool operator>(const devent& o) const {
-        if (time != o.time) return time > o.time;
-        if (worker != o.worker) return worker > o.worker;
-        return sequence > o.sequence;
-    }
-};
-
-using queue = std::priority_queue<devent, std::vector<devent>, std::greater<>>;
 
 /// A worker as the loop sees it: its claim session, the claim in flight, the chunk it computes, its batch.
 struct claimant {
@@ -94,24 +79,17 @@ result simulate_decentralised(const platform& given, const workload& wl, const s
     const double service = pl.atomic_overhead.value_or(default_atomic_overhead);
     const double latency = pl.atomic_latency.value_or(default_atomic_latency);
 
-    const std::vector<double> prefix = prefix_sums(costs);
-    std::vector<worker_load> loads = worker_loads(pl);
-    result out = result_for(pl, prefix.back());
+    worker_compute compute(pl, costs);
+    result out = result_for(pl, compute.total_work());
     out.k = k;
     std::vector<claimant> workers;
     workers.reserve(up);
     for (int j = 0; j < p; ++j) workers.emplace_back(schedule, j);
 
-    queue events, host;
-    std::uint64_t sequence = 0;
-    const auto push = [&](queue& q, double time, int worker, devent::kind what) {
-        devent e;
-        e.time = time, e.worker = worker, e.what = what, e.sequence = sequence++;
-        q.push(e);
-    };
-    std::int64_t step_counter = 0, next_counter = 0;  // the host's counters
-    bool turn_pending = false;
-    double host_free = 0.0;
+    event_queue events;
+    const auto push = [&](double time, int worker, event::kind what) { events.push(event::at(time, worker, what)); };
+    servers host(1);                                  // the window host, serving the atomics
+    std::int64_t step_counter = 0, next_counter = 0;  // its counters
 
     // Worker j issues its claim's operation at t (a retry keeps the claim's first time); an operation the session
     // decided alone (nothing left) is answered at once.
@@ -124,11 +102,9 @@ result simulate_decentralised(const platform& given, const workload& wl, const s
             w.answered = true;
             return;
         }
-        push(host, t + latency, static_cast<int>(j), devent::kind::to_host);
-        if (!turn_pending) {
-            push(events, std::max(t + latency, host_free), std::numeric_limits<int>::max(), devent::kind::host_turn);
-            turn_pending = true;
-        }
+        auto e = event::at(t + latency, static_cast<int>(j), event::kind::to_server);
+        e.from = static_cast<int>(j);
+        events.push(e);
     };
     const auto new_claim = [&](std::size_t j, double t) {
         workers[j].claim_sent = t;
@@ -148,10 +124,8 @@ result simulate_decentralised(const platform& given, const workload& wl, const s
         w.current = c;
         w.current_sent = w.claim_sent;
         w.start = t;
-        const auto first = static_cast<std::size_t>(c.first);
-        const double base = (prefix[first + static_cast<std::size_t>(c.count)] - prefix[first]) * pl.task_times[j];
-        w.end = loads[j].changes.empty() ? t + base : compute_end(loads[j], t, base);
-        push(events, w.end, static_cast<int>(j), devent::kind::chunk_end);
+        w.end = compute.end(j, c.first, c.count, t);
+        push(w.end, static_cast<int>(j), event::kind::chunk_end);
         if (run.prefetch) new_claim(j, t);  // the next claim travels while this chunk computes
     };
     // Worker j is in its flush and its answer is here at t: retry a lost swap, or go on with the chunk claimed.
@@ -161,7 +135,7 @@ result simulate_decentralised(const platform& given, const workload& wl, const s
             // after its backoff in atomic round trips
             const double wait = static_cast<double>(w.session.backoff()) * (2.0 * latency + service);
             w.answered = false;
-            if (wait > 0.0) push(events, t + wait, static_cast<int>(j), devent::kind::retry);
+            if (wait > 0.0) push(t + wait, static_cast<int>(j), event::kind::retry);
             else issue(j, t);
             return;
         }
@@ -198,33 +172,32 @@ result simulate_decentralised(const platform& given, const workload& wl, const s
         settle(j, 0.0);
     }
 
+    // The host serves the atomic that reached it first: it acts on its counter when its service starts, and its
+    // answer leaves when the service ends.
+    const auto serve = [&](const event& m, double now) {
+        auto& w = workers[static_cast<std::size_t>(m.who)];
+        std::int64_t& counter = w.op.counter == claim_op::target::step ? step_counter : next_counter;
+        const std::int64_t value = apply(w.op, counter);
+        ++out.host_atomics;
+        w.answer = w.session.end(value);
+        push(now + service + latency, m.who, event::kind::to_worker);
+        return now + service;
+    };
     while (!events.empty()) {
-        const devent e = events.top();
-        events.pop();
-        const auto j = static_cast<std::size_t>(e.worker);
+        const event e = events.pop();
+        const auto j = static_cast<std::size_t>(e.who);
         switch (e.what) {
-        case devent::kind::host_turn: {
-            turn_pending = false;
-            const devent m = host.top();
-            host.pop();
-            auto& w = workers[static_cast<std::size_t>(m.worker)];
-            std::int64_t& counter = w.op.counter == claim_op::target::step ? step_counter : next_counter;
-            const std::int64_t value = apply(w.op, counter);
-            ++out.host_atomics;
-            w.answer = w.session.end(value);
-            host_free = e.time + service;
-            push(events, host_free + latency, m.worker, devent::kind::answer);
-            if (!host.empty()) {
-                push(events, std::max(host.top().time, host_free), std::numeric_limits<int>::max(), devent::kind::host_turn);
-                turn_pending = true;
-            }
+        case event::kind::to_server:
+            host.arrive(e, events);
             break;
-        }
-        case devent::kind::answer:
+        case event::kind::turn:
+            host.turn(e, events, serve);
+            break;
+        case event::kind::to_worker:
             workers[j].answered = true;
             settle(j, e.time);
             break;
-        case devent::kind::chunk_end: {
+        case event::kind::chunk_end: {
             auto& w = workers[j];
             auto& r = out.workers[j];
             r.chunks.push_back(w.current.count);
@@ -246,12 +219,12 @@ result simulate_decentralised(const platform& given, const workload& wl, const s
             settle(j, e.time);
             break;
         }
-        case devent::kind::retry:
+        case event::kind::retry:
             issue(j, e.time);
             settle(j, e.time);
             break;
-        case devent::kind::to_host:
-            break;  // never in `events`
+        default:
+            throw internal_error("simulator: a decentralised worker got an event of the session-driven loops");
         }
     }
 
@@ -259,7 +232,7 @@ result simulate_decentralised(const platform& given, const workload& wl, const s
     for (const auto& r : out.workers) total += r.tasks;
     for (const auto& w : workers) out.lost_swaps += w.session.lost_swaps();
     for (const auto& w : workers)
-        if (w.waiting || turn_pending) throw internal_error("simulator: a decentralised worker waits with no event left");
+        if (w.waiting || host.busy()) throw internal_error("simulator: a decentralised worker waits with no event left");
     if (total != wl.tasks)
         throw internal_error("simulator: the decentralised farm computed " + std::to_string(total) + " of " +
                              std::to_string(wl.tasks) + " tasks (technique '" + technique + "')");
