@@ -17,6 +17,7 @@
 //   - Metrics: the makespan is when the supermaster holds the last result; finish times, chunks and imbalance are
 //     the workers', from their masters' sessions (calibration_end: the last group's barrier; k: group 0's
 //     technique); the fluid bound is over the workers (masters and supermaster compute nothing).
+#include "pfarm/hierarchy_plan.hpp"
 #include "pfarm/master_session.hpp"
 #include "pfarm/metrics.hpp"
 #include "pfarm/registry.hpp"
@@ -38,57 +39,34 @@ result simulate_hierarchical(const platform& given, const workload& wl, const st
     const int p = static_cast<int>(pl.task_times.size());
     const auto up = static_cast<std::size_t>(p);
     const int k = run.masters;
-    if (k < 1 || k > p)
-        throw invalid_argument("masters", "is " + std::to_string(k) + "; expected 1.." + std::to_string(p) +
-                                              " (at most one master per worker) for the hierarchical farmer");
+    std::vector<int> group_of = hierarchy_plan::contiguous(p, k);
     validate_common_options(options, p);
     const double master_cost = pl.master_overhead.value_or(pl.overhead);
     const double top_cost = pl.supermaster_overhead.value_or(pl.overhead);
     const double up_latency = pl.master_latency.value_or(pl.latency);
 
-    // Groups: contiguous, as equal as possible.
-    std::vector<int> groups(static_cast<std::size_t>(k), p / k), first_of(static_cast<std::size_t>(k), 0);
-    for (int m = 0; m < p % k; ++m) ++groups[static_cast<std::size_t>(m)];
-    for (int m = 1; m < k; ++m) first_of[static_cast<std::size_t>(m)] = first_of[static_cast<std::size_t>(m - 1)] + groups[static_cast<std::size_t>(m - 1)];
-    std::vector<int> master_of(up), local_of(up);
-    for (int m = 0; m < k; ++m)
-        for (int i = 0; i < groups[static_cast<std::size_t>(m)]; ++i)
-            master_of[static_cast<std::size_t>(first_of[static_cast<std::size_t>(m)] + i)] = m,
-            local_of[static_cast<std::size_t>(first_of[static_cast<std::size_t>(m)] + i)] = i;
-
-    const std::string top_name = run.master_technique.empty() ? default_master_technique(technique) : run.master_technique;
-    try {
-        find_technique(top_name);
-    } catch (const unknown_name& e) {  // the supermaster's technique is its own option
-        throw unknown_name("master_technique", e.message());
-    }
-    const technique_options top_options = master_options(options, groups, top_name, run.master_technique.empty());
-    farmer_session top(wl.tasks, k, make_technique(top_name, top_options, k),
-                       {.min_chunk = top_options.min_chunk, .prefetch = true, .depth = master_depth, .reclaim = false, .request_cost = 0.0,
-                        .keep_records = false, .pool = false, .stragglers = {}, .clock = {}});
-    const technique_needs& top_needs = top.needs();
-
-    double total_power = 0.0;
-    for (double w : top_options.weights) total_power += w;
-    std::vector<std::unique_ptr<master_session>> masters;
+    const hierarchy_plan plan(std::move(group_of),
+                              {.technique = technique,
+                               .master_technique = run.master_technique,
+                               .options = options,
+                               .tasks = wl.tasks,
+                               .group = {.prefetch = run.prefetch, .reclaim = run.reclaim,
+                                         .request_cost = master_cost + 2.0 * pl.latency, .keep_records = run.keep_trace,
+                                         .pool = true, .stragglers = {}, .clock = {}}});
+    std::vector<int> groups, first_of, master_of(up), local_of(up);
     for (int m = 0; m < k; ++m) {
-        const auto lo = static_cast<std::size_t>(first_of[static_cast<std::size_t>(m)]);
-        const auto g = static_cast<std::size_t>(groups[static_cast<std::size_t>(m)]);
-        const auto slice = [&](const std::vector<double>& v) {
-            return v.empty() ? v : std::vector<double>(v.begin() + static_cast<long>(lo), v.begin() + static_cast<long>(lo + g));
-        };
-        technique_options o = options;
-        o.weights = slice(options.weights), o.times = slice(options.times), o.run_queue = slice(options.run_queue);
-        const double share = top_options.weights[static_cast<std::size_t>(m)] / total_power;
-        master_session_options mo;
-        mo.group = {.min_chunk = options.min_chunk, .prefetch = run.prefetch, .reclaim = run.reclaim,
-                    .request_cost = master_cost + 2.0 * pl.latency, .keep_records = run.keep_trace, .pool = true, .stragglers = {}, .clock = {}};
-        mo.expected = std::max<task_count>(1, std::llround(static_cast<double>(wl.tasks) * share));
-        mo.readings_each = !top_needs.with_every_request.empty();
-        mo.readings_calibration = !top_needs.with_calibration.empty();
-        mo.powers = o.weights;
-        masters.push_back(std::make_unique<master_session>(static_cast<int>(g), make_technique(technique, o, static_cast<int>(g)), mo));
+        groups.push_back(plan.size(m));
+        first_of.push_back(plan.members(m).front());
+        for (int i = 0; i < plan.size(m); ++i) {
+            const auto j = static_cast<std::size_t>(plan.members(m)[static_cast<std::size_t>(i)]);
+            master_of[j] = m, local_of[j] = i;
+        }
     }
+    const std::string& top_name = plan.top_technique();
+    farmer_session top(wl.tasks, k, plan.make_top(), plan.top_session());
+    std::vector<std::unique_ptr<master_session>> masters;
+    for (int m = 0; m < k; ++m)
+        masters.push_back(std::make_unique<master_session>(plan.size(m), plan.make_group(m), plan.session_options(m)));
     const technique_needs& needs = masters[0]->group().needs();
 
     event_queue events;
