@@ -667,7 +667,8 @@ def render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, u
     S = []  # the summary printed at the end
     cmd = "sudo benchmarks/cluster/run_cluster.py" + (" --quick" if args.quick else "") + \
         (f" --reps {args.reps}" if args.reps else "") + (" --no-weights" if args.no_weights else "") + \
-        (f" --skip {args.skip}" if args.skip else "")
+        (f" --skip {args.skip}" if args.skip else "") + \
+        (f" --bin {args.bin}" if args.bin != os.path.join(REPO, "build", "release", "bin") else "")
     L.append(f"# The farm on an emulated cluster ({today}{', quick' if args.quick else ''})\n")
     L.append(f"Made by `{cmd}` in {elapsed / 60:.1f} min (every run: `{os.path.basename(out_csv)}`). "
              "Three emulated nodes of `tests/cluster/pfarm-cluster` (network and UTS namespaces, TCP over veth "
