@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The calcium sweep's voltage grid run two ways (issue 16, docs/run.md), and the two I-V curves side by side:
+# The calcium sweep's voltage grid run two ways (docs/run.md), and the two I-V curves side by side:
 #  1. the built-in pfarm-calcium, which farms its experiments itself (one task per experiment);
 #  2. pfarm-run, which farms one external command per grid point, `VOLTAGE x SEED`: here pfarm-calcium run for one
 #     voltage and one seed, started by pfarm-run as a one-rank MPI program; it stands for any existing simulation

@@ -101,14 +101,14 @@ int run(const app_args& a, pfarm::farm_options farm) {
 int main(int argc, char** argv) {
     const pfarm::apps::app_session session(&argc, &argv);
 
-    CLI::App app{"pfarm-adjoint: the adjoint convolution of seed 000 farmed one outer iteration per task "
+    CLI::App app{"pfarm-adjoint: the adjoint convolution of Han & Chronopoulos farmed one outer iteration per task "
                  "(decreasing costs), checked against the sequential loop"};
     app_args a;
     pfarm::farm_options farm;
     farm.replicated_input = true;  // every rank generates the arrays from the seed
     pfarm::tools::add_farm_options(app, farm);
     app.add_option("--size,-n", a.n, "N: the loop has N*N iterations, the I-th costs N*N - I + 1 (default 120; "
-                                     "seed 000 used 800)");
+                                     "Han & Chronopoulos used 800)");
     app.add_option("--seed", a.seed, "seed of the random arrays X, A, B, C (default 1)");
     app.add_option("--verify", a.verify, "sequential (recompute on rank 0 and compare, default) or none");
     app.add_option("--tolerance", a.tolerance, "accepted |error| / (1 + |A|) against the sequential loop (default 1e-9)");

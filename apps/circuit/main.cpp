@@ -103,7 +103,7 @@ int run(const app_args& a, pfarm::farm_options farm) {
 int main(int argc, char** argv) {
     const pfarm::apps::app_session session(&argc, &argv);
 
-    CLI::App app{"pfarm-circuit: circuit satisfiability (seed 003): exhaustive search of a circuit's 2^n inputs (the "
+    CLI::App app{"pfarm-circuit: circuit satisfiability (Yang et al., HPLS): exhaustive search of a circuit's 2^n inputs (the "
                  "classic 16-input circuit, or --circuit FILE), farmed as blocks of inputs, reporting every "
                  "satisfying assignment"};
     app_args a;

@@ -171,7 +171,7 @@ int finish(const app_args& a, const mb::params& p, bool columns, int tasks, mb::
 int main(int argc, char** argv) {
     const pfarm::apps::app_session session(&argc, &argv);
 
-    CLI::App app{"pfarm-mandelbrot: the Mandelbrot set (seed 000's MSetLSM) farmed one column or row per task, "
+    CLI::App app{"pfarm-mandelbrot: the Mandelbrot set (Han & Chronopoulos's MSetLSM) farmed one column or row per task, "
                  "checked against the sequential loop"};
     app_args a;
     pfarm::farm_options farm;
@@ -181,14 +181,14 @@ int main(int argc, char** argv) {
     app.add_option("--height,--ny", a.image.ny, "points along y: the rows (default 600)");
     app.add_option("--max-iterations,--max-iter", a.image.maxiter, "iterations per point at most (default 2000)");
     app.add_option("--window", a.window,
-                   "the domain as xmin,xmax,ymin,ymax (default -2,2,-2,2, seed 000's; seed 001: --window=-1.8,0.5,-1.2,1.2; write = before a leading minus)");
+                   "the domain as xmin,xmax,ymin,ymax (default -2,2,-2,2, Han & Chronopoulos's; Yang, Cheng & Shih's: --window=-1.8,0.5,-1.2,1.2; write = before a leading minus)");
     app.add_option("--xmin", a.image.xmin, "domain left edge (default -2; --window sets all four)");
     app.add_option("--xmax", a.image.xmax, "domain right edge (default 2)");
     app.add_option("--ymin", a.image.ymin, "domain bottom edge (default -2)");
     app.add_option("--ymax", a.image.ymax, "domain top edge (default 2)");
     app.add_option("--bailout", a.image.bailout,
-                   "iterate while x^2 + y^2 < BAILOUT: 4 (|z| < 2, default); 2 is seed 000's pseudo-code literally, a typo");
-    app.add_option("--by", a.by, "one task per column (default, seed 000) or per row: columns|rows");
+                   "iterate while x^2 + y^2 < BAILOUT: 4 (|z| < 2, default); 2 is Han & Chronopoulos's pseudo-code literally, a typo");
+    app.add_option("--by", a.by, "one task per column (default, as Han & Chronopoulos) or per row: columns|rows");
     app.add_option("--verify", a.verify, "sequential (recompute on rank 0 and compare, default) or none");
     app.add_option("--output,-o", a.output, "write the image to FILE: PNG if FILE ends in .png, else binary PGM");
     app.add_flag("--json", a.json, "print the report and the result as one JSON object");

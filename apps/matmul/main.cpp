@@ -115,18 +115,18 @@ int main(int argc, char** argv) {
     const pfarm::apps::app_session session(&argc, &argv);
 
     CLI::App app{"pfarm-matmul: Z = X Y farmed one row of Z per task (seeds 001, 003), in a uniform, increasing, "
-                 "decreasing or random loop shape (seed 001), checked"};
+                 "decreasing or random loop shape (Yang, Cheng & Shih 2007), checked"};
     app_args a;
     pfarm::farm_options farm;
     farm.replicated_input = true;  // every rank generates X and Y from the seed
     pfarm::tools::add_farm_options(app, farm);
     app.add_option("--size,-n", a.n, "n: X, Y and Z are n x n; n tasks (default 512)");
     app.add_option("--shape", a.shape,
-                   "loop shape (seed 001, Fig. 1): uniform (default), increasing, decreasing or random: row i of X "
+                   "loop shape (Yang, Cheng & Shih 2007, Fig. 1): uniform (default), increasing, decreasing or random: row i of X "
                    "holds n, i+1, n-i or a random number of nonzeros, and its task costs that times n");
     app.add_option("--seed", a.seed, "seed of the random matrices (default 1)");
     app.add_option("--verify", a.verify,
-                   "sequential (seed 001's serial loop on rank 0, O(n^3); default), freivalds (O(n^2) per round) or none");
+                   "sequential (Yang, Cheng & Shih's serial loop on rank 0, O(n^3); default), freivalds (O(n^2) per round) or none");
     app.add_option("--rounds", a.rounds, "random vectors of Freivalds' test (default 2)");
     app.add_option("--tolerance", a.tolerance, "accepted relative error (default 1e-9)");
     app.add_flag("--json", a.json, "print the report and the result as one JSON object");

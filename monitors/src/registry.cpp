@@ -13,7 +13,7 @@ const std::vector<monitor_info>& monitor_list() {
                    "cpu.max), the threads competing for it, its throttling (cpu.stat) and loadavg's; run queue, load1"},
         {"hwloc", "cores (PUs this process is bound to) and node_key (host, package or NUMA grouping)"},
         {"benchmark", "bm_i: built-in CPU kernel, million operations per second (a few ms)"},
-        {"bogomips", "bm_i: BogoMIPS from /proc/cpuinfo (seed 004's benchmark; x86 and Arm)"},
+        {"bogomips", "bm_i: BogoMIPS from /proc/cpuinfo (Gonzalez-Velez & Cole's benchmark; x86 and Arm)"},
         {"scripted", "fake readings for tests and the simulator: returns the given samples in turn"},
         {"fake", "alias of scripted"},
     };

@@ -15,7 +15,7 @@
 //               and without prefetch; fixed results and results of any size): reclaims move tasks, each task once
 //   requests    the supermaster's requests (farm_report::farmer_requests) against the flat farmer's on the same run
 //               (ss, one task per request): a small fraction; each master's answered requests add up; a chunk's
-//               results go with a master's next request (one message, seed 002 Remark 3) but for the chunks it still
+//               results go with a master's next request (one message, Chronopoulos, Penmatsa, Yu & Yu 2005, Remark 3) but for the chunks it still
 //               held when its stop came (at most master_depth per master)
 //   failure     a task that throws on a worker ends the farm with worker_error naming the task and the rank that ran
 //               it, on every rank (plain, prefetch, reclaim), as in the flat farm; tasks failing at once in two
@@ -348,7 +348,7 @@ void requests() {
                 h.master_ranks.size());
     for (auto n : h.master_requests) std::printf(" %lld", static_cast<long long>(n));
     std::printf("\n");
-    // Seed 002, Remark 3: a chunk's results go up with a master's next request; only the chunks a master still held
+    // Chronopoulos, Penmatsa, Yu & Yu 2005, Remark 3: a chunk's results go up with a master's next request; only the chunks a master still held
     // when its stop came (at most master_depth - 1) go alone, and its first request and its stop's carry none.
     const auto masters = static_cast<long long>(h.master_ranks.size());
     CHECK(merged >= h.farmer_requests - masters * pfarm::master_depth, "%lld of %lld requests up carried results",

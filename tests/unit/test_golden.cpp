@@ -25,7 +25,7 @@ sizes prefix(const sizes& s, std::size_t n) { return sizes(s.begin(), s.begin() 
 
 // Yang et al., "A performance-based approach to loop self-scheduling on heterogeneous PC clusters" (HPLS),
 // Table 1: N = 1024, p = 4 (the table prints the first nine chunks).
-TEST(GoldenSeed003, Table1) {
+TEST(GoldenYangHpls, Table1) {
     EXPECT_EQ(prefix(chunk_sizes("gss", 1024, 4), 9), (sizes{256, 192, 144, 108, 81, 61, 46, 34, 26}));
     EXPECT_EQ(prefix(chunk_sizes("fss", 1024, 4), 9), (sizes{128, 128, 128, 128, 64, 64, 64, 64, 32}));
     EXPECT_EQ(prefix(chunk_sizes("tss", 1024, 4), 9), (sizes{128, 120, 112, 104, 96, 88, 80, 72, 64}));
@@ -37,22 +37,22 @@ TEST(GoldenSeed003, Table1) {
 
 // Chronopoulos, Penmatsa, Yu & Yu, "Scalable loop self-scheduling schemes for heterogeneous clusters", Table 1:
 // I = 1000, p = 4.
-TEST(GoldenSeed002, Tss) {
+TEST(GoldenChronopoulosPenmatsaYuYu, Tss) {
     // The table prints all 16 steps (sum 1040, past the loop's end); pfarm cuts the 13th chunk to what remains.
     EXPECT_EQ(chunk_sizes("tss", 1000, 4), (sizes{125, 117, 109, 101, 93, 85, 77, 69, 61, 53, 45, 37, 28}));
 }
 
-TEST(GoldenSeed002, Fss) {
+TEST(GoldenChronopoulosPenmatsaYuYu, Fss) {
     // The table prints 62 and 32 where ceil(500/8) = 63 and ceil(248/8) = 31 (pfarm follows ceil).
     EXPECT_EQ(chunk_sizes("fss", 1000, 4), (sizes{125, 125, 125, 125, 63, 63, 63, 63, 31, 31, 31, 31, 16, 16, 16, 16,
                                                   8,   8,   8,   8,   4,  4,  4,  4,  2,  2,  2,  2,  1,  1,  1,  1}));
 }
 
-TEST(GoldenSeed002, Fiss) {
+TEST(GoldenChronopoulosPenmatsaYuYu, Fiss) {
     EXPECT_EQ(chunk_sizes("fiss", 1000, 4), (sizes{50, 50, 50, 50, 83, 83, 83, 83, 117, 117, 117, 117}));
 }
 
-TEST(GoldenSeed002, Tfss) {
+TEST(GoldenChronopoulosPenmatsaYuYu, Tfss) {
     // The table's last stage prints 17 x 4 (past the end); pfarm cuts it: 17 then the remaining 11.
     EXPECT_EQ(chunk_sizes("tfss", 1000, 4), (sizes{113, 113, 113, 113, 81, 81, 81, 81, 49, 49, 49, 49, 17, 11}));
 }
@@ -64,7 +64,7 @@ TEST(GoldenSeed002, Tfss) {
 // 922.17, 327.68, 143.24, 122.96, 122.96); pfarm apportions A by largest remainder (922, 328, 143, 123, 123:
 // floors 1636, the 3 left to the remainders 0.96, 0.96, 0.68), docs/techniques/two-phase.md. A, and so phase 2,
 // is unchanged: from the sixth chunk on the table is quoted as printed.
-class GoldenSeed001 : public ::testing::Test {
+class GoldenYangChengShih : public ::testing::Test {
 protected:
     pfarm::technique_options weighted() const {
         pfarm::technique_options o;
@@ -74,18 +74,18 @@ protected:
     }
 };
 
-TEST_F(GoldenSeed001, Gss) {
+TEST_F(GoldenYangChengShih, Gss) {
     EXPECT_EQ(chunk_sizes("gss", 2048, 5), (sizes{410, 328, 262, 210, 168, 134, 108, 86, 69, 55, 44, 35, 28, 23, 18,
                                                   14,  12,  9,   7,   6,   5,   4,   3,  2,  2,  2,  1,  1,  1,  1}));
 }
 
-TEST_F(GoldenSeed001, Gss80) {
+TEST_F(GoldenYangChengShih, Gss80) {
     EXPECT_EQ(chunk_sizes("n-gss", 2048, 5, weighted()),
               (sizes{922, 328, 143, 123, 123, 82, 66, 53, 42, 34, 27, 21, 17, 14, 11, 9, 7, 6, 4, 4, 3, 2, 2, 1, 1, 1, 1,
                      1}));
 }
 
-TEST_F(GoldenSeed001, Fss80) {
+TEST_F(GoldenYangChengShih, Fss80) {
     // The table prints eight 1s but counts N = 39: the formula gives nine (409 - 400 = 9 ones after the 3s).
     const sizes got = chunk_sizes("n-fss", 2048, 5, weighted());
     EXPECT_EQ(got, (sizes{922, 328, 143, 123, 123, 41, 41, 41, 41, 41, 21, 21, 21, 21, 21, 10, 10, 10, 10, 10, 5, 5, 5, 5,
@@ -93,12 +93,12 @@ TEST_F(GoldenSeed001, Fss80) {
     EXPECT_EQ(got.size(), 39u);
 }
 
-TEST_F(GoldenSeed001, Tss80) {
+TEST_F(GoldenYangChengShih, Tss80) {
     EXPECT_EQ(chunk_sizes("n-tss", 2048, 5, weighted()),
               (sizes{922, 328, 143, 123, 123, 40, 38, 36, 34, 32, 30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 1}));
 }
 
-TEST_F(GoldenSeed001, PlainFssAndTss) {
+TEST_F(GoldenYangChengShih, PlainFssAndTss) {
     const sizes fss = chunk_sizes("fss", 2048, 5);
     EXPECT_EQ(prefix(fss, 10), (sizes{205, 205, 205, 205, 205, 103, 103, 103, 103, 103}));
     EXPECT_EQ(chunk_sizes("tss", 2048, 5),
@@ -107,7 +107,7 @@ TEST_F(GoldenSeed001, PlainFssAndTss) {
 
 // Gonzalez-Velez & Cole, "Adaptive statistical scheduling of divisible workloads in heterogeneous systems",
 // section 3.2.2: calibration times 1, 2, 3, 4; S = 68; k pinned to 2.
-TEST(GoldenSeed004, FirstRound) {
+TEST(GoldenGonzalezVelezCole, FirstRound) {
     pfarm::technique_options o;
     o.times = {1, 2, 3, 4};
     o.k = 2;
@@ -116,7 +116,7 @@ TEST(GoldenSeed004, FirstRound) {
     EXPECT_EQ(std::accumulate(got.begin(), got.end(), task_count{0}), 68);
 }
 
-TEST(GoldenSeed004, UnpinnedK) {
+TEST(GoldenGonzalezVelezCole, UnpinnedK) {
     // k = ln(68)^CV with the population CV of 1, 2, 3, 4 (0.447): 1.90; the paper rounds it to about 2.
     pfarm::technique_options o;
     o.times = {1, 2, 3, 4};

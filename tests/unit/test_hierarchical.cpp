@@ -1,4 +1,4 @@
-// The hierarchical farmer (issue 14): the farmer's pool mode, the master session (refill before the pool runs dry and
+// The hierarchical farmer: the farmer's pool mode, the master session (refill before the pool runs dry and
 // without waiting for an older chunk's last result, every task once under random event orders, merged up-messages,
 // failures), and the simulator's hierarchical runs
 // (every technique with 2 and 4 masters, the supermaster's request count against the flat farmer's, the weighted
@@ -505,7 +505,7 @@ TEST(HierarchicalSimulator, TheSupermasterAnswersAFewPercentOfTheFlatFarmersRequ
     EXPECT_EQ(hier.farmer_messages, hier.farmer_requests + chunks - merged)
         << "each chunk's results went up in one message: with a request, else alone or final";
     EXPECT_GE(merged, up - 4 * pfarm::master_depth)
-        << "a chunk's results go with a request but for those held when the stop came (seed 002, Remark 3)";
+        << "a chunk's results go with a request but for those held when the stop came (Chronopoulos, Penmatsa, Yu & Yu 2005, Remark 3)";
     expect_every_task_once(hier, w.tasks);
 }
 

@@ -1,5 +1,5 @@
 // The discrete-event simulator (pfarm/simulator.hpp; the model is documented at the top of simulator.cpp):
-// bounds for every technique, the seed 004 worked example, load changes, the message/overhead timing model,
+// bounds for every technique, the worked example of Gonzalez-Velez & Cole 2009, load changes, the message/overhead timing model,
 // the workload shapes, scale, and input validation.
 #include "test_support.hpp"
 #include "pfarm/error.hpp"
@@ -149,9 +149,9 @@ TEST(SimulatorBounds, StaticWithinOneTaskTimeOfTheBound) {
     }
 }
 
-// --- seed 004 worked example ----------------------------------------------------------------------------------
+// --- Gonzalez-Velez & Cole's worked example-------------------------------------------------------------------------
 
-// Seed 004 (Gonzalez-Velez & Cole 2009), Table 1: SCH_MULTI, k = 2, four workers of 1, 2, 3, 4 time units per
+// Gonzalez-Velez & Cole 2009, Table 1: SCH_MULTI, k = 2, four workers of 1, 2, 3, 4 time units per
 // task, 68 tasks. Calibration (one task each) ends at t = 4 (the slowest worker); S' = 64 tasks remain and
 // F = (0.48, 0.24, 0.16, 0.12), constant (the workers keep their speed, so the refreshed F is the same).
 // Derived by hand (t relative to the barrier, R = unassigned, chunk = max(1, floor(R/2 F_i + 0.5)), ties in
@@ -214,7 +214,7 @@ TEST(SimulatorSeed004, Table1) {
     EXPECT_NEAR(r.cov, std::sqrt((0.0625 + 0.5625 + 0.5625 + 1.5625) / 4.0) / mean, 1e-12);
 }
 
-// The run's calibration is in the result (issue 12): seed 004's F = 0.48, 0.24, 0.16, 0.12 as printed, and eq. 7/8
+// The run's calibration is in the result: the paper's F = 0.48, 0.24, 0.16, 0.12 as printed, and eq. 7/8
 // with the population sigma of 1, 2, 3, 4 (1.118, CV 0.447, k = ln(68)^0.447 = 1.904; the paper prints the
 // sample sigma 1.3, CV 0.5, k ~ 2). A pinned k (--k 2) is the technique's; the calibration keeps eq. 8's.
 // A technique that does not calibrate has none.

@@ -129,8 +129,8 @@ int main(int argc, char** argv) {
     const pfarm::apps::app_session session(&argc, &argv);  // MPI, and rank 0 alone speaks (one message, not one a rank)
 
     CLI::App app{
-        "pfarm-calcium: a parameter sweep of stochastic L-type calcium channels on a spherical cell (seed 004 "
-        "section 5), farmed over MPI. Experiment i pulses from the holding voltage to v-min + (i mod V) x "
+        "pfarm-calcium: a parameter sweep of stochastic L-type calcium channels on a spherical cell (Gonzalez-Velez "
+        "& Cole 2009, section 5), farmed over MPI. Experiment i pulses from the holding voltage to v-min + (i mod V) x "
         "voltage-step; rows of OUTPUT/summary.csv are in experiment order. Model: a literature reconstruction "
         "(apps/calcium/README.md)."};
     app.set_help_flag("-h,--help", "print this help and exit");
@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_flag("--json", json, "print the farm report as JSON (with the output directory)");
     pfarm::tools::add_farm_options(app, options);
-    app.footer("Presets (seed 004): light, medium, heavy (Table 5), single-round (Table 3).\n\n" +
+    app.footer("Presets (Gonzalez-Velez & Cole 2009): light, medium, heavy (Table 5), single-round (Table 3).\n\n" +
                pfarm::tools::technique_list());
 
     return pfarm::tools::run_tool("pfarm-calcium", app, argc, argv, [&] {

@@ -35,7 +35,7 @@
 //     is integrated piecewise over w's load changes (a per-worker cursor keeps it amortised O(1)). The
 //     seconds passed to farmer.complete() are the elapsed compute time, load changes included.
 //
-// Metrics (DESIGN.md "Metrics"): the farmer session's, as under MPI
+// Metrics (makespan, imbalance, COV: docs/architecture.md "Conventions every driver shares"): the farmer session's, as under MPI
 //   - makespan: the time the last result reaches the farmer (with prefetch, results that waited at the worker
 //     for the reply asked ahead arrive later than their chunk's end + latency).
 //   - lower_bound: the fluid bound, the T at which the work all workers could do in [0, T] at speed

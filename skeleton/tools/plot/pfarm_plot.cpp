@@ -293,7 +293,7 @@ void write_installments(const trace& t, const layout& l, const files& f, const s
 
     std::ostringstream gp;
     gp << "# pfarm-plot: installment sizes of " << trace_path << ", one panel per " << l.noun
-       << " (seed 004, Fig. 4):\n"
+       << " (Gonzalez-Velez & Cole 2009, Fig. 4):\n"
        << "# the chunk sizes in hand-out order " << (by_index ? "by installment number" : "at each chunk's start")
        << " (line, left axis), and on the right axis the " << bar_meaning << ".\n"
        << "# Edit and re-run in this folder: gnuplot " << f.gp.filename().string() << "\n"
@@ -398,7 +398,7 @@ constexpr pfarm::tools::flag_name plot_flags[] = {{"trace", "trace"}};
 int main(int argc, char** argv) {
     CLI::App app{"pfarm-plot: turns a pfarm trace (the farm's CSV or JSON, or pfarm-sim --trace's CSV) into gnuplot "
                  "data, scripts and PNGs: PREFIX-gantt (chunks per worker over time) and PREFIX-installments "
-                 "(installment sizes per worker with the load as bars, seed 004 Fig. 4)"};
+                 "(installment sizes per worker with the load as bars, Gonzalez-Velez & Cole 2009, Fig. 4)"};
     std::string trace_path, prefix, bars_name = "auto", x_axis = "time", gnuplot = "gnuplot";
     bool script_only = false;
     app.add_option("trace", trace_path, "the trace file (CSV or JSON)")->required();

@@ -97,7 +97,7 @@ private:
 }  // namespace
 
 std::vector<technique_info> calibrated_techniques() {
-    const char* seed004 = "Gonzalez-Velez & Cole 2009 (seed 004)";
+    const char* seed004 = "Gonzalez-Velez & Cole 2009";
     return {
         {"dealdyn-sm", "single-round", "one round of S F_i tasks, F from times-only calibration (SCH_DEALDYN_SM)",
          "", std::string(seed004) + ", Table 2 mode 5",

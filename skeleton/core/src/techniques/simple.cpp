@@ -188,18 +188,18 @@ std::unique_ptr<technique> make_plain(const std::string& name, const technique_o
 }
 
 std::vector<technique_info> simple_techniques() {
-    const std::string seed002 = "Chronopoulos, Penmatsa, Yu & Yu, IJCSE 2005 (seed 002), section 2";
+    const std::string seed002 = "Chronopoulos, Penmatsa, Yu & Yu, IJCSE 2005, section 2";
     return {
         {"static", "simple", "one block per worker: the first I mod p get ceil(I/p), the others floor(I/p)", "",
          "Kruskal & Weiss 1985 (block partition)",
          [](const technique_options&, int p) { return std::make_unique<static_block>(p, "static"); }},
         {"deal", "single-round", "isometric single round (SCH_DEAL): the same blocks as static", "",
-         "Gonzalez-Velez & Cole 2009 (seed 004), Table 2 mode 2",
+         "Gonzalez-Velez & Cole 2009, Table 2 mode 2",
          [](const technique_options&, int p) { return std::make_unique<static_block>(p, "deal"); }},
-        {"ss", "simple", "pure self-scheduling: chunks of 1 (SCH_TRAD)", "", "Tang & Yew 1986; seed 004 SCH_TRAD",
+        {"ss", "simple", "pure self-scheduling: chunks of 1 (SCH_TRAD)", "", "Tang & Yew 1986; Gonzalez-Velez & Cole 2009 SCH_TRAD",
          [](const technique_options&, int) { return std::make_unique<fixed_chunk>("ss", 1); }},
         {"css", "simple", "chunk self-scheduling: fixed chunks of k", "--chunk K (required)",
-         "Kruskal & Weiss 1985; seed 001 CSS(k)",
+         "Kruskal & Weiss 1985; Yang, Cheng & Shih 2007 CSS(k)",
          [](const technique_options& o, int) {
              if (!o.chunk) throw invalid_argument("chunk", "is required by css (a chunk size >= 1)");
              if (*o.chunk < 1)
@@ -207,7 +207,7 @@ std::vector<technique_info> simple_techniques() {
              return std::make_unique<fixed_chunk>("css", *o.chunk);
          }},
         {"gss", "simple", "guided self-scheduling: max(min_chunk, ceil(R/p))", "--min-chunk",
-         "Polychronopoulos & Kuck 1987; seed 000",
+         "Polychronopoulos & Kuck 1987; Han & Chronopoulos",
          [](const technique_options&, int) { return std::make_unique<guided>(); }},
         {"fss", "simple", "factoring: stages of p chunks of ceil(R_stage/(x p)), x = 2", "--factor X, --min-chunk",
          "Hummel, Schonberg & Flynn 1992; " + seed002,

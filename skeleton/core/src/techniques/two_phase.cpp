@@ -104,13 +104,13 @@ std::vector<technique_info> two_phase_techniques() {
     const kind kinds[] = {
         {"n-", alpha_rule::fixed, weight_source::given_or_calibrated,
          "alpha% of I split by weight as first chunks, the rest by ",
-         "Yang, Cheng & Shih 2007 (seed 001), Table 1 (N_GSS/N_FSS/N_TSS)"},
+         "Yang, Cheng & Shih 2007, Table 1 (N_GSS/N_FSS/N_TSS)"},
         {"an-", alpha_rule::adjusted, weight_source::given_or_calibrated,
          "as n-*, alpha = 100 when the heterogeneity ratio min/max >= alpha'/100, the rest by ",
-         "Yang, Cheng & Shih 2007 (seed 001), section 3.2 (A_N_GSS/A_N_FSS/A_N_TSS)"},
+         "Yang, Cheng & Shih 2007, section 3.2 (A_N_GSS/A_N_FSS/A_N_TSS)"},
         {"hpls-", alpha_rule::fixed, weight_source::measured_times,
          "alpha% split by measured performance 1/t_j as first chunks, the rest by ",
-         "Yang et al., performance-based loop self-scheduling (seed 003), HPLS"},
+         "Yang et al., a performance-based approach to loop self-scheduling (HPLS)"},
     };
     for (const kind& k : kinds) {
         for (const char* inner : {"gss", "fss", "tss"}) {

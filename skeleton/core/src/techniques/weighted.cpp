@@ -207,7 +207,7 @@ private:
 template <class T>
 technique_info row(const char* name, const char* description, const char* parameters) {
     return {name, "weighted", description, parameters,
-            "Chronopoulos et al. 2001; seed 002 section 3; seed 000 section III",
+            "Chronopoulos et al. 2001; Chronopoulos, Penmatsa, Yu & Yu 2005 section 3; Han & Chronopoulos section III",
             [name](const technique_options& o, int p) { return std::make_unique<T>(name, o, p); }};
 }
 
@@ -217,7 +217,7 @@ std::vector<technique_info> weighted_techniques() {
     const char* common = "--weights w1,..,wP (else measured by calibration), --run-queue q1,..,qP";
     auto fss_row = row<dfss>("dfss", "distributed factoring (weighted factoring): ceil(R_stage A_j/(x A))",
                              "--weights, --run-queue, --factor X");
-    fss_row.source = "Hummel, Schmidt, Uma & Wein 1996 (weighted factoring); seed 002 section 3";
+    fss_row.source = "Hummel, Schmidt, Uma & Wein 1996 (weighted factoring); Chronopoulos, Penmatsa, Yu & Yu 2005 section 3";
     return {
         row<dgss>("dgss", "distributed guided: ceil(R A_j / A)", common),
         fss_row,

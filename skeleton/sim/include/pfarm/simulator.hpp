@@ -1,4 +1,5 @@
-// pfarm simulator: a discrete-event driver of the farmer state machine (DESIGN.md principle 1).
+// pfarm simulator: a discrete-event driver of the farmer state machine: the core's sessions in simulated time, so what it
+// predicts is what the MPI farm runs.
 //
 // The same pfarm::farmer that the MPI farmer drives runs here against simulated time, so what the simulator
 // predicts is what an MPI run does, for every technique, without mpirun. Three farms: flat (one farmer,
@@ -21,7 +22,7 @@
 
 namespace pfarm::sim {
 
-/// The per-task cost profile of the loop: the four loop shapes of seed 001 (Fig. 1) and a Mandelbrot
+/// The per-task cost profile of the loop: the four loop shapes of Yang, Cheng & Shih 2007 (Fig. 1) and a Mandelbrot
 /// column profile. Every shape is normalised to a mean cost of 1 per task, so total work = tasks.
 enum class workload_shape { uniform, increasing, decreasing, random, mandelbrot };
 
