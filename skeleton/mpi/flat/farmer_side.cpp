@@ -47,12 +47,12 @@ public:
                 const farm_options& options, const shared_setup& setup, std::unique_ptr<technique> policy, double t0,
                 sampler& monitors, std::vector<double> offsets, double round_trip)
         : comm_(comm), in_(in), out_(out), kernel_(kernel), options_(options), setup_(setup), monitors_(monitors),
-          offsets_(std::move(offsets)), offset_(setup.config.farmer_computes ? 0 : 1), t0_(t0),
+          offsets_(std::move(offsets)), first_worker_rank_(setup.config.farmer_computes ? 0 : 1), t0_(t0),
           report_(empty_report(options, ranks, setup.config.tasks)), progress_(options.progress, setup.config.tasks),
           learned_(options.schedule
-                       ? options.schedule->start(policy->needs_calibration(), ranks - offset_, setup.config.tasks)
+                       ? options.schedule->start(policy->needs_calibration(), ranks - first_worker_rank_, setup.config.tasks)
                        : std::nullopt),
-          session_(setup.config.tasks, ranks - offset_, std::move(policy),
+          session_(setup.config.tasks, ranks - first_worker_rank_, std::move(policy),
                    {.min_chunk = options.parameters.min_chunk,
                     .prefetch = setup.config.prefetch != 0,
                     .reclaim = setup.config.reclaim != 0,
@@ -68,7 +68,7 @@ public:
     farm_report run() {
         const double cpu0 = cpu_seconds();
         try {
-            if (offset_ == 0) own_.start(), serve_own();  // its first request is there at once
+            if (first_worker_rank_ == 0) own_.start(), serve_own();  // its first request is there at once
             while (!session_.over()) {
                 if (own_.computing()) {
                     compute_own_task();
@@ -99,7 +99,7 @@ public:
         outcome o;
         const farm_outcome& f = session_.outcome();
         o.what = f.what;
-        o.rank = f.worker + offset_;
+        o.rank = f.worker + first_worker_rank_;
         o.task = f.task;
         o.text = f.what == farm_outcome::kind::worker_failed ? "rank " + std::to_string(o.rank) + ": " + f.text : f.text;
         share_outcome(comm_, o);
@@ -128,7 +128,7 @@ private:
             // session's rule). With the upcoming assign written ahead, the session says from the request's kind and
             // chunk alone whether it is the reply (reply_known), and it goes before the rest is read.
             decode_head(m.data, message_);
-            const chunk known = prepared_.count > 0 ? session_.reply_known(rank - offset_, message_) : chunk{};
+            const chunk known = written_ahead_.count > 0 ? session_.reply_known(rank - first_worker_rank_, message_) : chunk{};
             if (known.count > 0) send_assign(rank, known);
             request_header h;
             std::memcpy(&h, m.data, sizeof h);
@@ -151,10 +151,10 @@ private:
                     payloads_.receive_in_place(out_ + static_cast<std::size_t>(h.first) * kernel_.out_bytes, bytes, rank, comm_);
             }
             if (message_.what == request_message::kind::ask) ++report_.farmer_requests;
-            if (known.count == 0) perform(session_.reply_first(rank - offset_, message_));  // it reads the clock if it must
+            if (known.count == 0) perform(session_.reply_first(rank - first_worker_rank_, message_));  // it reads the clock if it must
             perform(session_.settle());
             following_ = nullptr;
-            prepare(session_.decisions().upcoming(rank - offset_));
+            write_ahead(session_.decisions().upcoming(rank - first_worker_rank_));
             serve_own();
             if (!payloads_.empty()) payloads_.complete(false, [this](const auto& p) { deliver_following(p); });
         } catch (...) {
@@ -189,14 +189,14 @@ private:
             if (a.what == farmer_action::kind::deliver) {
                 deliver = true;
             } else if (a.what == farmer_action::kind::send) {
-                if (a.worker + offset_ == 0) own_.on_reply(a.reply);
-                else send(a.worker + offset_, a.reply);
+                if (a.worker + first_worker_rank_ == 0) own_.on_reply(a.reply);
+                else send(a.worker + first_worker_rank_, a.reply);
             }
         }
         if (!deliver) return;
         for (const farmer_action& a : actions) {
             if (a.what != farmer_action::kind::deliver) continue;
-            const bool own = a.worker + offset_ == 0;
+            const bool own = a.worker + first_worker_rank_ == 0;
             // a.results may be part of the message's chunk (stragglers): its results start at delivering_.first.
             if (own) {  // computed into out_ directly, or into its own buffer when streamed
                 if (kernel_.streamed())
@@ -221,7 +221,7 @@ private:
     std::size_t encode_into_send(const reply_message& r) {
         const std::size_t payload = payload_of(r);
         if (reply_payload_offset + payload > inline_capacity) return 0;
-        prepared_ = {};  // send_ no longer holds the assign written ahead
+        written_ahead_ = {};  // send_ no longer holds the assign written ahead
         send_.reserve(reply_payload_offset + payload);
         const reply_header h = encode(r);
         std::memcpy(send_.data(), &h, sizeof h);
@@ -233,12 +233,12 @@ private:
 
     /// While the farmer waits: the assign of chunk `c` (the session's farmer::upcoming, which the next request is
     /// sent as it comes: farmer_session::reply_first) written into send_ ahead, so that its send only sends it.
-    void prepare(chunk c) {
-        if (c.count == 0 || c == prepared_) return;
+    void write_ahead(chunk c) {
+        if (c.count == 0 || c == written_ahead_) return;
         reply_message r;
         r.work = c;
-        prepared_bytes_ = encode_into_send(r);
-        prepared_ = prepared_bytes_ > 0 ? c : chunk{};
+        written_ahead_bytes_ = encode_into_send(r);
+        written_ahead_ = written_ahead_bytes_ > 0 ? c : chunk{};
     }
 
     void send_assign(int rank, chunk c) {
@@ -249,8 +249,8 @@ private:
 
     /// A reply with its inputs; inputs too large to travel in it follow, sent from in_ without blocking.
     void send(int rank, const reply_message& r) {
-        if (r.work == prepared_ && r.what == reply_message::kind::assign && !r.calibration) {  // in send_ already
-            mpi::check(MPI_Send(send_.data(), static_cast<int>(prepared_bytes_), MPI_BYTE, rank, tag_reply, comm_), "MPI_Send");
+        if (r.work == written_ahead_ && r.what == reply_message::kind::assign && !r.calibration) {  // in send_ already
+            mpi::check(MPI_Send(send_.data(), static_cast<int>(written_ahead_bytes_), MPI_BYTE, rank, tag_reply, comm_), "MPI_Send");
             return;
         }
         if (const std::size_t bytes = encode_into_send(r); bytes > 0) {
@@ -298,7 +298,7 @@ private:
     // --- rank 0's own worker (farmer computes) ------------------------------------------------------------
 
     void serve_own() {
-        if (offset_ != 0) return;  // the farmer does not compute: no own worker to serve (every message's path)
+        if (first_worker_rank_ != 0) return;  // the farmer does not compute: no own worker to serve (every message's path)
         own_.serve([this](const request_message& m) {
             delivering_ = m.done;
             perform(session_.on_message(0, m));
@@ -317,7 +317,7 @@ private:
 
     farm_report report(double farmer_cpu) {
         for (int w = 0; w < session_.workers(); ++w) {
-            const auto q = static_cast<std::size_t>(w + offset_);
+            const auto q = static_cast<std::size_t>(w + first_worker_rank_);
             report_.tasks_per_rank[q] = session_.tasks_of(w);
             report_.chunks_per_rank[q] = session_.chunks_of(w);
             report_.busy_per_rank[q] = session_.busy_of(w);
@@ -341,10 +341,10 @@ private:
         report_.learned = learned_.has_value();
         if (options_.schedule)  // per worker: the report's per-rank entries from worker 0's rank on
             options_.schedule->learn(f.policy().needs_calibration(), !learned_,
-                                     {report_.tasks_per_rank.begin() + offset_, report_.tasks_per_rank.end()},
-                                     {report_.busy_per_rank.begin() + offset_, report_.busy_per_rank.end()});
+                                     {report_.tasks_per_rank.begin() + first_worker_rank_, report_.tasks_per_rank.end()},
+                                     {report_.busy_per_rank.begin() + first_worker_rank_, report_.busy_per_rank.end()});
         report_.trace = session_.records();
-        for (auto& c : report_.trace) c.rank += offset_;  // the file is written by run_farm (farm.cpp), every rank told
+        for (auto& c : report_.trace) c.rank += first_worker_rank_;  // the file is written by run_farm (farm.cpp), every rank told
         return std::move(report_);
     }
 
@@ -356,7 +356,7 @@ private:
     const shared_setup& setup_;
     sampler& monitors_;
     std::vector<double> offsets_;  ///< per rank: its clock minus the farmer's (clock_offsets)
-    int offset_;                   ///< rank of worker 0: 0 when the farmer computes, else 1
+    int first_worker_rank_;                   ///< rank of worker 0: 0 when the farmer computes, else 1
     double t0_;
     farm_report report_;
     progress_reporter progress_;
@@ -371,8 +371,8 @@ private:
     following_payloads payloads_;          ///< results too large for their request, on their way
     following_payloads::payload* following_ = nullptr;  ///< while a message is handled: its results, when they follow into a buffer
     wire_buffer send_;                    ///< a reply that travels as one message, written here
-    chunk prepared_;                      ///< send_ holds the assign of this chunk (prepare(); count 0: none)
-    std::size_t prepared_bytes_ = 0;      ///< and its bytes
+    chunk written_ahead_;                      ///< send_ holds the assign of this chunk (write_ahead(); count 0: none)
+    std::size_t written_ahead_bytes_ = 0;      ///< and its bytes
     std::vector<MPI_Request> pending_;    ///< inputs sent without blocking
 };
 

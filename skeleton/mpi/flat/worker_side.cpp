@@ -282,9 +282,9 @@ private:
         const double finished = clock();
         const double busy = finished - started_;
         if (at_once || session_.asks_when_done()) {  // the plain ask goes now, the session accounts after
-            plain_.done = done;
-            plain_.seconds = busy, plain_.started = started_, plain_.finished = finished;
-            send(plain_, false, false);
+            plain_ask_.done = done;
+            plain_ask_.seconds = busy, plain_ask_.started = started_, plain_ask_.finished = finished;
+            send(plain_ask_, false, false);
             perform(at_once ? session_.on_computed(*at_once, busy, started_, finished)
                             : session_.on_chunk_done(busy, started_, finished, true));
         } else {
@@ -322,7 +322,7 @@ private:
     double t0_;
     sampler& monitors_;
     request_header header_;  ///< a request whose header goes alone (send())
-    request_message plain_;  ///< request first: the plain ask after a chunk (worker_session::asks_when_done)
+    request_message plain_ask_;  ///< request first: the plain ask after a chunk (worker_session::asks_when_done)
     worker_session session_;
     farm_report report_;
     wire_buffer reply_;               ///< the farmer's reply being handled

@@ -39,7 +39,7 @@ public:
                 const shared_setup& setup, std::vector<int> workers, std::unique_ptr<technique> policy,
                 const master_session_options& options, double t0, const std::vector<double>& offsets, sampler& monitors)
         : up_(up), down_(down), rank_(rank), in_(in), kernel_(kernel), setup_(setup), workers_(std::move(workers)),
-          first_(workers_.front() == rank ? 0 : 1), t0_(t0), offset_(offsets.at(static_cast<std::size_t>(rank))),
+          first_(workers_.front() == rank ? 0 : 1), t0_(t0), clock_offset_(offsets.at(static_cast<std::size_t>(rank))),
           session_(static_cast<int>(workers_.size()), std::move(policy), options),
           inputs_travel_(!setup.config.replicated && kernel.in_bytes > 0) {
         for (int r : workers_) offsets_.push_back(offsets.at(static_cast<std::size_t>(r)));
@@ -82,7 +82,7 @@ public:
 
 private:
     /// Rank 0's clock, read here.
-    double clock() const { return now() - t0_ - offset_; }
+    double clock() const { return now() - t0_ - clock_offset_; }
 
     void post() {
         reply_.post(up_, 0, tag_reply);
@@ -447,7 +447,7 @@ private:
     std::vector<int> workers_;     ///< its workers' ranks: worker i is rank i + first_ of the group communicator
     int first_;                    ///< 0 when it computes (its own worker is worker 0), else 1
     std::vector<double> offsets_;  ///< per worker: its clock minus rank 0's
-    double t0_, offset_;           ///< its own clock's offset from rank 0's
+    double t0_, clock_offset_;           ///< its own clock's offset from rank 0's
     master_session session_;
     std::optional<own_worker> own_;  ///< its own worker, when it computes
     bool inputs_travel_;
