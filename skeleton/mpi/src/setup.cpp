@@ -213,9 +213,16 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
     broadcast_string(comm, extra);
     s.extra_monitors.clear();
     for (std::stringstream names(extra); std::getline(names, extra, ',');) s.extra_monitors.push_back(extra);
-    // An idle rank busy-waits in MPI_Probe unless ranks outnumber the cores of its node.
-    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    int gentle = static_cast<unsigned>(local) > cores ? 1 : 0, any_gentle = 0;
+    // An idle rank busy-waits in MPI_Probe unless ranks outnumber the cores of its node: the machine's cores, or
+    // fewer where a CPU quota (cgroup: Slurm, containers) limits the process, since a rank that spins then spends
+    // its node's quota on waiting. A quota that cannot be read leaves the machine's cores (this only chooses how
+    // to wait; the availability monitor reports such a failure where a technique needs the reading).
+    double cores = std::max(1u, std::thread::hardware_concurrency());
+    try {
+        if (const auto limit = cgroup_cpu_limit()) cores = std::min(cores, *limit);
+    } catch (const std::exception&) {
+    }
+    int gentle = static_cast<double>(local) > cores ? 1 : 0, any_gentle = 0;
     mpi::check(MPI_Allreduce(&gentle, &any_gentle, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
     s.config.gentle_wait = any_gentle;
     return s;
