@@ -675,8 +675,8 @@ def render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, u
              f"pairs, round trip {rtt * 1e6:.1f} us) at CPU quotas {', '.join(map(str, QUOTAS))} of a core, one rank "
              "each; rank 0, the farmer, on the fastest node with `--farmer-computes`. Medians of "
              f"{reps} run{'s' if reps > 1 else ''}, repetitions interleaved.\n")
-    L.append(f"**The machine was shared**: 2 cores, other engineers building and testing on it during the run. "
-             f"`uptime` at the start: `{up0}`; at the end: `{up1}`; each run's 1-minute load average is in the CSV "
+    L.append(f"**The machine**: {os.cpu_count()} cores, shared by the emulated nodes (and by whatever else ran "
+             f"beside the benchmark). `uptime` at the start: `{up0}`; at the end: `{up1}`; each run's 1-minute load average is in the CSV "
              "(`load1`). The nodes' speeds are therefore measured, not taken from the quotas, and drift during the "
              "run; every ratio below is of one run's own measurements.\n")
     if weights:
