@@ -53,10 +53,8 @@ result simulate_hierarchical(const platform& given, const workload& wl, const st
                                .group = {.prefetch = run.prefetch, .reclaim = run.reclaim,
                                          .request_cost = master_cost + 2.0 * pl.latency, .keep_records = run.keep_trace,
                                          .pool = true, .stragglers = {}, .clock = {}}});
-    std::vector<int> groups, first_of, master_of(up), local_of(up);
+    std::vector<int> master_of(up), local_of(up);
     for (int m = 0; m < k; ++m) {
-        groups.push_back(plan.size(m));
-        first_of.push_back(plan.members(m).front());
         for (int i = 0; i < plan.size(m); ++i) {
             const auto j = static_cast<std::size_t>(plan.members(m)[static_cast<std::size_t>(i)]);
             master_of[j] = m, local_of[j] = i;
@@ -92,7 +90,7 @@ result simulate_hierarchical(const platform& given, const workload& wl, const st
                 events.push(e);
                 continue;
             }
-            const int j = first_of[static_cast<std::size_t>(m)] + a.worker;
+            const int j = plan.members(m).at(static_cast<std::size_t>(a.worker));
             auto e = event::at(now + pl.latency, j, a.reply.what == reply_message::kind::reclaim ? event::kind::reclaim
                                                                                                  : event::kind::to_worker);
             e.reply = a.reply;
@@ -151,8 +149,8 @@ result simulate_hierarchical(const platform& given, const workload& wl, const st
     std::vector<double> finish(up);
     for (int m = 0; m < k; ++m) {
         const farmer_session& g = masters[static_cast<std::size_t>(m)]->group();
-        for (int i = 0; i < groups[static_cast<std::size_t>(m)]; ++i) {
-            const auto jj = static_cast<std::size_t>(first_of[static_cast<std::size_t>(m)] + i);
+        for (int i = 0; i < plan.size(m); ++i) {
+            const auto jj = static_cast<std::size_t>(plan.members(m)[static_cast<std::size_t>(i)]);
             auto& r = out.workers[jj];
             const auto& sizes = g.chunks_of(i);
             r.chunks = sizes.drop_front(calibrated && !sizes.empty() ? 1 : 0);
@@ -161,7 +159,7 @@ result simulate_hierarchical(const platform& given, const workload& wl, const st
             out.chunks += static_cast<task_count>(sizes.size());
         }
         for (chunk_trace c : g.records()) {
-            c.rank += first_of[static_cast<std::size_t>(m)];
+            c.rank = plan.members(m).at(static_cast<std::size_t>(c.rank));
             out.trace.push_back(c);
         }
         out.reclaims += g.decisions().reclaims();
