@@ -69,8 +69,8 @@ nlohmann::json run(int rank, long long tasks, const pfarm::farm_options& options
     j["benchmark"] = "load";
     j["ranks"] = ranks;
     j["tasks"] = tasks;
-    j["technique"] = options.technique;
-    j["prefetch"] = options.prefetch;
+    j["technique"] = options.schedule.technique;
+    j["prefetch"] = options.protocol.prefetch;
     j["output_bytes"] = Bytes;
     j["outputs_mb"] = static_cast<double>(tasks) * Bytes / (1024.0 * 1024.0);
     j["chunks"] = chunks;
@@ -95,11 +95,11 @@ int main(int argc, char** argv) {
     long long tasks = 1000000;
     int bytes = 8;
     pfarm::farm_options options;
-    options.technique = "ss";
+    options.schedule.technique = "ss";
     app.add_option("--tasks", tasks, "tasks (each a request with ss)")->check(CLI::PositiveNumber)->capture_default_str();
-    app.add_option("--technique", options.technique, "technique")->capture_default_str();
+    app.add_option("--technique", options.schedule.technique, "technique")->capture_default_str();
     app.add_option("--output-bytes", bytes, "bytes of one task's output: 1, 8 or 64")->check(CLI::IsMember({1, 8, 64}))->capture_default_str();
-    app.add_flag("--prefetch", options.prefetch, "workers ask ahead");
+    app.add_flag("--prefetch", options.protocol.prefetch, "workers ask ahead");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

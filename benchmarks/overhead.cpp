@@ -439,9 +439,9 @@ timing raw_exchange(MPI_Comm comm, long long per_client, std::size_t request_byt
 timing empty_farm(MPI_Comm comm, long long tasks, bool prefetch, bool farmer_computes) {
     std::vector<double> in(static_cast<std::size_t>(tasks), 1.0), out(in.size());
     pfarm::farm_options options;
-    options.technique = "ss";
-    options.prefetch = prefetch;
-    options.farmer_computes = farmer_computes;
+    options.schedule.technique = "ss";
+    options.protocol.prefetch = prefetch;
+    options.topology.farmer_computes = farmer_computes;
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
     std::vector<double> stamps;
@@ -490,10 +490,10 @@ double claim_rate(MPI_Comm world, long long tasks, bool farm, bool replay = fals
     claims.on = true;
     if (farm) {
         pfarm::farm_options options;
-        options.technique = "ss";
-        options.farmer = pfarm::farmer_mode::decentralised;
-        options.farmer_computes = true;
-        options.replicated_input = true;
+        options.schedule.technique = "ss";
+        options.topology.farmer = pfarm::farmer_mode::decentralised;
+        options.topology.farmer_computes = true;
+        options.protocol.replicated_input = true;
         pfarm::farm(world, std::span<const double>(in), std::span<double>(out), [](const double& x, double& y) { y = x; },
                     options);
     } else {

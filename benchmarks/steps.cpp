@@ -13,6 +13,7 @@
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
 #include "pfarm/output_file.hpp"
+#include "pfarm/testing.hpp"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -77,13 +78,14 @@ int main(int argc, char** argv) {
         MPI_Bcast(&refused, 1, MPI_INT, 0, MPI_COMM_WORLD);
         if (refused) throw pfarm::error(rank == 0 ? unwritable : "--output: rank 0 cannot write it");
         pfarm::farm_options options;
-        options.technique = technique;
-        if (!slowdown.empty()) options.slowdown = pfarm::parse_numbers(slowdown, "--slowdown");
+        options.schedule.technique = technique;
+        const std::vector<double> factors = slowdown.empty() ? std::vector<double>{} : pfarm::parse_numbers(slowdown, "--slowdown");
+        if (!factors.empty()) options.emulation = pfarm::testing::emulate(factors);
         std::vector<double> out(static_cast<std::size_t>(tasks));
         const double seconds = task_us * 1e-6;
         auto call = [&](pfarm::schedule* learned, bool& calibrated) {
             pfarm::farm_options o = options;
-            o.schedule = learned;
+            o.schedule.learned = learned;
             MPI_Barrier(MPI_COMM_WORLD);
             const double t0 = MPI_Wtime();
             const auto r = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out,
@@ -115,7 +117,7 @@ int main(int argc, char** argv) {
             j["steps"] = steps;
             j["tasks"] = tasks;
             j["task_us"] = task_us;
-            j["slowdown"] = options.slowdown;
+            j["slowdown"] = factors;
             j["calibrating"] = {{"median_step_s", median(fresh_times)}, {"total_s", fresh_total}, {"calibrations", fresh_calibrations}};
             j["learned"] = {{"median_step_s", median(learned_times)}, {"total_s", learned_total}, {"calibrations", learned_calibrations}};
             j["ratio_learned_over_calibrating"] = learned_total / fresh_total;

@@ -42,7 +42,7 @@ int run(const app_args& a, pfarm::farm_options farm) {
     const cv::problem p = cv::make_problem(a.n, a.seed);
 
     std::vector<double> out(static_cast<std::size_t>(p.iterations()));
-    farm.journal_key = "pfarm-adjoint " + std::to_string(a.n) + " " + std::to_string(a.seed);  // what determines the outputs (--journal)
+    farm.resume.journal_key = "pfarm-adjoint " + std::to_string(a.n) + " " + std::to_string(a.seed);  // what determines the outputs (--journal)
     const pfarm::farm_report report =  // I = 1 .. N*N
         pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{1, p.iterations() + 1}, std::span<double>(out),
                     [&p](pfarm::task_count i, double& ai) { ai = cv::element(p, i); }, farm);
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
                  "(decreasing costs), checked against the sequential loop"};
     app_args a;
     pfarm::farm_options farm;
-    farm.replicated_input = true;  // every rank generates the arrays from the seed
+    farm.protocol.replicated_input = true;  // every rank generates the arrays from the seed
     pfarm::tools::add_farm_options(app, farm);
     app.add_option("--size,-n", a.n, "N: the loop has N*N iterations, the I-th costs N*N - I + 1 (default 120; "
                                      "Han & Chronopoulos used 800)");

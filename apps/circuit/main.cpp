@@ -45,7 +45,7 @@ int run(const app_args& a, pfarm::farm_options farm) {
     const std::uint32_t width = st::task_width(tasks, total);
 
     std::vector<std::uint8_t> flags(std::size_t{tasks} * width);
-    farm.journal_key = "pfarm-circuit " + std::to_string(a.tasks) + " " + std::to_string(a.repeat) + " " + a.circuit_file;  // what determines the outputs (--journal)
+    farm.resume.journal_key = "pfarm-circuit " + std::to_string(a.tasks) + " " + std::to_string(a.repeat) + " " + a.circuit_file;  // what determines the outputs (--journal)
     const pfarm::farm_report report = pfarm::farm(
         MPI_COMM_WORLD, pfarm::index_range{0, tasks}, std::span<std::uint8_t>(flags),
         [&c, from_file, tasks, repeat](pfarm::task_count i, std::span<std::uint8_t> f) {
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
                  "satisfying assignment"};
     app_args a;
     pfarm::farm_options farm;
-    farm.replicated_input = true;  // a task's input is its block number, which every rank holds
+    farm.protocol.replicated_input = true;  // a task's input is its block number, which every rank holds
     pfarm::tools::add_farm_options(app, farm);
     app.add_option("--circuit", a.circuit_file,
                    "read the circuit from FILE: 'variables N' then one clause per line, e.g. 'x0 | !x3' (README.md); "

@@ -70,7 +70,7 @@ int run(const app_args& a, pfarm::farm_options farm) {
     const int tasks = columns ? p.nx : p.ny;
     const std::size_t per_task = static_cast<std::size_t>(columns ? p.ny : p.nx);
     std::vector<std::uint32_t> out(static_cast<std::size_t>(tasks) * per_task);
-    farm.journal_key = "pfarm-mandelbrot " + std::to_string(p.nx) + "x" + std::to_string(p.ny) + " [" + std::to_string(p.xmin) + "," +
+    farm.resume.journal_key = "pfarm-mandelbrot " + std::to_string(p.nx) + "x" + std::to_string(p.ny) + " [" + std::to_string(p.xmin) + "," +
                          std::to_string(p.xmax) + "]x[" + std::to_string(p.ymin) + "," + std::to_string(p.ymax) + "] " +
                          std::to_string(p.maxiter) + " " + std::to_string(p.bailout) + " " + a.by;  // what determines the outputs (--journal)
     const pfarm::farm_report report = pfarm::farm(
@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
                  "checked against the sequential loop"};
     app_args a;
     pfarm::farm_options farm;
-    farm.replicated_input = true;  // a task's input is its index, which every rank holds
+    farm.protocol.replicated_input = true;  // a task's input is its index, which every rank holds
     pfarm::tools::add_farm_options(app, farm);
     app.add_option("--width,--nx", a.image.nx, "points along x: the columns (default 600)");
     app.add_option("--height,--ny", a.image.ny, "points along y: the rows (default 600)");

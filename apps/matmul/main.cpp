@@ -49,7 +49,7 @@ int run(const app_args& a, pfarm::farm_options farm) {
     const auto n = static_cast<std::size_t>(p.n);
 
     std::vector<double> z(n * n);
-    farm.journal_key = "pfarm-matmul " + std::to_string(a.n) + " " + a.shape + " " + std::to_string(a.seed);  // what determines the outputs (--journal)
+    farm.resume.journal_key = "pfarm-matmul " + std::to_string(a.n) + " " + a.shape + " " + std::to_string(a.seed);  // what determines the outputs (--journal)
     const pfarm::farm_report report =
         pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, p.n}, std::span<double>(z),
                     [&p](pfarm::task_count i, std::span<double> zi) { mm::row(p, static_cast<int>(i), zi); }, farm);
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
                  "decreasing or random loop shape (Yang, Cheng & Shih 2007), checked"};
     app_args a;
     pfarm::farm_options farm;
-    farm.replicated_input = true;  // every rank generates X and Y from the seed
+    farm.protocol.replicated_input = true;  // every rank generates X and Y from the seed
     pfarm::tools::add_farm_options(app, farm);
     app.add_option("--size,-n", a.n, "n: X, Y and Z are n x n; n tasks (default 512)");
     app.add_option("--shape", a.shape,

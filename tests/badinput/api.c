@@ -144,35 +144,35 @@ static int table(void) {
     if (rank == 0) make_fixtures();
     MPI_Barrier(MPI_COMM_WORLD);
 
-#define FRESH(technique_name) (pfarm_options_init(&o), o.technique = (technique_name))
+#define FRESH(technique_name) (pfarm_options_init(&o), o.schedule.technique = (technique_name))
     /* Numbers: 0 is the default; negative, NaN and infinite values are errors naming the field. */
-    FRESH("gss"), o.min_chunk = -1;
+    FRESH("gss"), o.schedule.min_chunk = -1;
     options_case("min_chunk_negative", &o, "min_chunk", NULL);
-    FRESH("css"), o.chunk = -5;
+    FRESH("css"), o.schedule.chunk = -5;
     options_case("chunk_negative", &o, "chunk", NULL);
-    FRESH("fss"), o.factor = NAN;
+    FRESH("fss"), o.schedule.factor = NAN;
     options_case("factor_nan", &o, "factor", NULL);
-    FRESH("fss"), o.factor = -2.0;
+    FRESH("fss"), o.schedule.factor = -2.0;
     options_case("factor_negative", &o, "factor", NULL);
-    FRESH("multi"), o.k = INFINITY;
+    FRESH("multi"), o.schedule.k = INFINITY;
     options_case("k_infinite", &o, "k", NULL);
-    FRESH("fiss"), o.stages = -2;
+    FRESH("fiss"), o.schedule.stages = -2;
     options_case("stages_negative", &o, "stages", NULL);
-    FRESH("n-gss"), o.static_percent = NAN;
+    FRESH("n-gss"), o.schedule.static_percent = NAN;
     options_case("static_percent_nan", &o, "static_percent", NULL);
-    FRESH("tss"), o.first = -3;
+    FRESH("tss"), o.schedule.first = -3;
     options_case("tss_first_negative", &o, "first", NULL);
     /* Weights: both pointer and count, or neither; one per worker; finite and > 0. */
-    FRESH("dgss"), o.weight_count = workers;
+    FRESH("dgss"), o.schedule.weight_count = workers;
     options_case("weights_null_with_a_count", &o, "weights", NULL);
-    FRESH("dgss"), o.weights = weights, o.weight_count = -1;
+    FRESH("dgss"), o.schedule.weights = weights, o.schedule.weight_count = -1;
     options_case("weight_count_negative", &o, "weights", NULL);
-    FRESH("dgss"), o.weights = weights, o.weight_count = 0;
+    FRESH("dgss"), o.schedule.weights = weights, o.schedule.weight_count = 0;
     options_case("weights_without_a_count", &o, "weights", NULL);
-    FRESH("dgss"), o.weights = weights, o.weight_count = workers + 2;
+    FRESH("dgss"), o.schedule.weights = weights, o.schedule.weight_count = workers + 2;
     options_case("weights_wrong_count", &o, "weights", NULL);
     weights[0] = 0.0;
-    FRESH("dgss"), o.weights = weights, o.weight_count = workers;
+    FRESH("dgss"), o.schedule.weights = weights, o.schedule.weight_count = workers;
     options_case("weights_zero", &o, "weights", NULL);
     weights[0] = -1.0;
     options_case("weights_negative", &o, "weights", NULL);
@@ -180,26 +180,26 @@ static int table(void) {
     /* Names and modes. */
     FRESH(""), (void)0;
     options_case("technique_empty", &o, "technique", NULL);
-    FRESH("gss"), o.farmer = "central";
+    FRESH("gss"), o.topology.farmer = "central";
     options_case("farmer_unknown", &o, "farmer", NULL);
-    FRESH("gss"), o.masters = -1;
+    FRESH("gss"), o.topology.masters = -1;
     options_case("masters_negative", &o, "masters", NULL);
-    FRESH("gss"), o.progress = 7;
+    FRESH("gss"), o.output.progress = 7;
     options_case("progress_out_of_range", &o, "progress", NULL);
-    FRESH("multi"), o.calibration = "";
+    FRESH("multi"), o.schedule.calibration = "";
     options_case("calibration_empty", &o, "calibration", NULL);
     /* Output paths. */
     {
         const char *watch_trace[] = {in_work("no-such/run.csv"), NULL};
-        FRESH("gss"), o.trace = in_work("folder");
+        FRESH("gss"), o.output.trace = in_work("folder");
         options_case("trace_is_a_folder", &o, "trace", NULL);
-        FRESH("gss"), o.trace = watch_trace[0];
+        FRESH("gss"), o.output.trace = watch_trace[0];
         options_case("trace_in_a_missing_folder", &o, "trace", watch_trace);
-        FRESH("gss"), o.trace = in_work("a-file/run.csv");
+        FRESH("gss"), o.output.trace = in_work("a-file/run.csv");
         options_case("trace_under_a_file", &o, "trace", NULL);
         struct stat st;
         if (stat("/dev/full", &st) == 0) {
-            FRESH("gss"), o.trace = "/dev/full";
+            FRESH("gss"), o.output.trace = "/dev/full";
             options_case("trace_on_a_full_disk", &o, "trace", NULL);
         }
     }
@@ -207,11 +207,11 @@ static int table(void) {
     {
         const char *garbage[] = {in_work("garbage.journal"), NULL};
         const char *binary[] = {in_work("binary.journal"), NULL};
-        FRESH("gss"), o.journal = in_work("folder");
+        FRESH("gss"), o.resume.journal = in_work("folder");
         options_case("journal_is_a_folder", &o, "journal", NULL);
-        FRESH("gss"), o.journal = garbage[0];
+        FRESH("gss"), o.resume.journal = garbage[0];
         options_case("journal_garbage", &o, "journal", garbage);
-        FRESH("gss"), o.journal = binary[0];
+        FRESH("gss"), o.resume.journal = binary[0];
         options_case("journal_binary", &o, "journal", binary);
     }
     /* Lengths: a huge count refused without touching memory; the paper's int lengths at their limit. */
@@ -273,7 +273,7 @@ int main(int argc, char **argv) {
     } else if (strcmp(mode, "worker-exit") == 0 || strcmp(mode, "worker-abort") == 0) {
         pfarm_options o;
         pfarm_options_init(&o);
-        o.technique = "ss";
+        o.schedule.technique = "ss";
         dying_mode = strcmp(mode, "worker-abort") == 0 ? 2 : 1;
         double results[40];
         pfarm_run_range(dying_task, 0, 40, results, 40, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL);

@@ -16,6 +16,7 @@
 
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
+#include "pfarm/testing.hpp"
 
 #include <climits>
 #include <cstdlib>
@@ -117,7 +118,7 @@ constexpr bool new_throws_bad_alloc = true;
 
 pfarm::farm_options with(const std::function<void(pfarm::farm_options&)>& set) {
     pfarm::farm_options o;
-    o.technique = "gss";
+    o.schedule.technique = "gss";
     set(o);
     return o;
 }
@@ -157,103 +158,103 @@ std::vector<api_case> table(int ranks) {
     t.push_back({"range_beyond_2_53_tasks", "invalid_argument:range", [] {
                      std::vector<std::vector<int>> out;
                      pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, 1LL << 60}, out,
-                                 [](pfarm::task_count) { return std::vector<int>(1, 1); }, {.technique = "ss"});
+                                 [](pfarm::task_count) { return std::vector<int>(1, 1); }, {.schedule = {.technique = "ss"}});
                  }});
     t.push_back({"range_huge_results_of_any_size", "error:out: cannot hold", [] {  // no allocation before the farm
                      std::vector<std::vector<int>> out;
                      pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, 1LL << 50}, out,
-                                 [](pfarm::task_count) { return std::vector<int>(1, 1); }, {.technique = "ss"});
+                                 [](pfarm::task_count) { return std::vector<int>(1, 1); }, {.schedule = {.technique = "ss"}});
                  }, /*needs_bad_alloc=*/true});
     t.push_back({"more_workers_than_tasks", "ok", [] {
                      std::vector<double> in(rank_ == 0 ? 1 : 0, 3.0), out(in.size());
-                     pfarm::farm(MPI_COMM_WORLD, in, out, [](const double& x, double& y) { y = x; }, {.technique = "multi"});
+                     pfarm::farm(MPI_COMM_WORLD, in, out, [](const double& x, double& y) { y = x; }, {.schedule = {.technique = "multi"}});
                      if (rank_ == 0 && out[0] != 3.0) throw pfarm::error("wrong output");
                  }});
     // Techniques and their parameters: unknown, zero, negative, NaN, infinite, contradictory, wrong counts.
-    t.push_back(options_case("technique_unknown", "technique", [](auto& o) { o.technique = "nope"; }));
-    t.push_back(options_case("technique_empty", "technique", [](auto& o) { o.technique = ""; }));
-    t.push_back(options_case("min_chunk_zero", "min_chunk", [](auto& o) { o.parameters.min_chunk = 0; }));
-    t.push_back(options_case("min_chunk_negative", "min_chunk", [](auto& o) { o.parameters.min_chunk = -4; }));
-    t.push_back(options_case("css_without_chunk", "chunk", [](auto& o) { o.technique = "css"; }));
-    t.push_back(options_case("chunk_negative", "chunk", [](auto& o) { o.technique = "css", o.parameters.chunk = -1; }));
-    t.push_back(options_case("factor_nan", "factor", [nan](auto& o) { o.technique = "fss", o.parameters.factor = nan; }));
-    t.push_back(options_case("factor_inf", "factor", [inf](auto& o) { o.technique = "fss", o.parameters.factor = inf; }));
-    t.push_back(options_case("k_negative", "k", [](auto& o) { o.technique = "multi", o.parameters.k = -1.0; }));
+    t.push_back(options_case("technique_unknown", "technique", [](auto& o) { o.schedule.technique = "nope"; }));
+    t.push_back(options_case("technique_empty", "technique", [](auto& o) { o.schedule.technique = ""; }));
+    t.push_back(options_case("min_chunk_zero", "min_chunk", [](auto& o) { o.schedule.parameters.min_chunk = 0; }));
+    t.push_back(options_case("min_chunk_negative", "min_chunk", [](auto& o) { o.schedule.parameters.min_chunk = -4; }));
+    t.push_back(options_case("css_without_chunk", "chunk", [](auto& o) { o.schedule.technique = "css"; }));
+    t.push_back(options_case("chunk_negative", "chunk", [](auto& o) { o.schedule.technique = "css", o.schedule.parameters.chunk = -1; }));
+    t.push_back(options_case("factor_nan", "factor", [nan](auto& o) { o.schedule.technique = "fss", o.schedule.parameters.factor = nan; }));
+    t.push_back(options_case("factor_inf", "factor", [inf](auto& o) { o.schedule.technique = "fss", o.schedule.parameters.factor = inf; }));
+    t.push_back(options_case("k_negative", "k", [](auto& o) { o.schedule.technique = "multi", o.schedule.parameters.k = -1.0; }));
     t.push_back(options_case("static_percent_150", "static_percent",
-                             [](auto& o) { o.technique = "n-gss", o.parameters.static_percent = 150.0; }));
-    t.push_back(options_case("stages_one", "stages", [](auto& o) { o.technique = "fiss", o.parameters.stages = 1; }));
+                             [](auto& o) { o.schedule.technique = "n-gss", o.schedule.parameters.static_percent = 150.0; }));
+    t.push_back(options_case("stages_one", "stages", [](auto& o) { o.schedule.technique = "fiss", o.schedule.parameters.stages = 1; }));
     t.push_back(options_case("tss_first_below_last", "first",  // checked when tss starts: agreed before the farm
-                             [](auto& o) { o.technique = "tss", o.parameters.first = 2, o.parameters.last = 5; }));
+                             [](auto& o) { o.schedule.technique = "tss", o.schedule.parameters.first = 2, o.schedule.parameters.last = 5; }));
     t.push_back(options_case("weights_wrong_count", "weights", [workers](auto& o) {
-        o.technique = "dgss", o.parameters.weights.assign(static_cast<std::size_t>(workers) + 3, 1.0);
+        o.schedule.technique = "dgss", o.schedule.parameters.weights.assign(static_cast<std::size_t>(workers) + 3, 1.0);
     }));
     t.push_back(options_case("weights_zero", "weights", [workers](auto& o) {
-        o.technique = "dgss", o.parameters.weights.assign(static_cast<std::size_t>(workers), 1.0), o.parameters.weights[0] = 0;
+        o.schedule.technique = "dgss", o.schedule.parameters.weights.assign(static_cast<std::size_t>(workers), 1.0), o.schedule.parameters.weights[0] = 0;
     }));
     t.push_back(options_case("weights_negative", "weights", [workers](auto& o) {
-        o.technique = "wf", o.parameters.weights.assign(static_cast<std::size_t>(workers), 1.0), o.parameters.weights.back() = -2;
+        o.schedule.technique = "wf", o.schedule.parameters.weights.assign(static_cast<std::size_t>(workers), 1.0), o.schedule.parameters.weights.back() = -2;
     }));
     t.push_back(options_case("weights_nan", "weights", [workers, nan](auto& o) {
-        o.technique = "dgss", o.parameters.weights.assign(static_cast<std::size_t>(workers), nan);
+        o.schedule.technique = "dgss", o.schedule.parameters.weights.assign(static_cast<std::size_t>(workers), nan);
     }));
     // The engine's options.
-    t.push_back(options_case("slowdown_below_one", "slowdown", [](auto& o) { o.slowdown = {0.5}; }));
-    t.push_back(options_case("slowdown_nan", "slowdown", [nan](auto& o) { o.slowdown = {nan}; }));
-    t.push_back(options_case("load_change_unknown_rank", "load_changes", [](auto& o) { o.load_changes = {{99, 0.0, 2.0}}; }));
-    t.push_back(options_case("load_change_factor_zero", "load_changes", [](auto& o) { o.load_changes = {{0, 0.0, 0.0}}; }));
-    t.push_back(options_case("monitor_unknown", "monitors", [](auto& o) { o.monitors = {"nope"}; }));
-    t.push_back(options_case("stragglers_not_above_one", "stragglers", [](auto& o) { o.stragglers = 0.5; }));
-    t.push_back(options_case("masters_negative", "masters", [](auto& o) { o.masters = -1; }));
+    t.push_back(options_case("slowdown_below_one", "slowdown", [](auto& o) { o.emulation = pfarm::testing::emulate({0.5}); }));
+    t.push_back(options_case("slowdown_nan", "slowdown", [nan](auto& o) { o.emulation = pfarm::testing::emulate({nan}); }));
+    t.push_back(options_case("load_change_unknown_rank", "load_changes", [](auto& o) { o.emulation = pfarm::testing::emulate({}, {{99, 0.0, 2.0}}); }));
+    t.push_back(options_case("load_change_factor_zero", "load_changes", [](auto& o) { o.emulation = pfarm::testing::emulate({}, {{0, 0.0, 0.0}}); }));
+    t.push_back(options_case("monitor_unknown", "monitors", [](auto& o) { o.schedule.monitors = {"nope"}; }));
+    t.push_back(options_case("stragglers_not_above_one", "stragglers", [](auto& o) { o.protocol.stragglers = 0.5; }));
+    t.push_back(options_case("masters_negative", "masters", [](auto& o) { o.topology.masters = -1; }));
     if (ranks > 1) {  // one rank runs every task itself, whatever the farmer mode
         t.push_back(options_case("decentralised_with_reclaim", "reclaim",
-                                 [](auto& o) { o.farmer = pfarm::farmer_mode::decentralised, o.reclaim = true; }));
+                                 [](auto& o) { o.topology.farmer = pfarm::farmer_mode::decentralised, o.protocol.reclaim = true; }));
         t.push_back(options_case("decentralised_with_multi", "technique",
-                                 [](auto& o) { o.farmer = pfarm::farmer_mode::decentralised, o.technique = "multi"; }));
+                                 [](auto& o) { o.topology.farmer = pfarm::farmer_mode::decentralised, o.schedule.technique = "multi"; }));
         t.push_back(options_case("decentralised_with_journal", "farmer", [](auto& o) {
-            o.farmer = pfarm::farmer_mode::decentralised, o.journal = in_work("new.journal");
+            o.topology.farmer = pfarm::farmer_mode::decentralised, o.resume.journal = in_work("new.journal");
         }));
     }
     // Output paths: refused before any task runs, or, when the write fails at the end (a full disk), an error on
     // every rank; never a half-written file (the work folder is compared after each case).
-    t.push_back(options_case("trace_is_a_folder", "trace", [](auto& o) { o.trace = in_work("folder"); }));
-    t.push_back(options_case("trace_in_a_missing_folder", "trace", [](auto& o) { o.trace = in_work("no-such/run.csv"); }));
-    t.push_back(options_case("trace_under_a_file", "trace", [](auto& o) { o.trace = in_work("a-file/run.csv"); }));
+    t.push_back(options_case("trace_is_a_folder", "trace", [](auto& o) { o.output.trace = in_work("folder"); }));
+    t.push_back(options_case("trace_in_a_missing_folder", "trace", [](auto& o) { o.output.trace = in_work("no-such/run.csv"); }));
+    t.push_back(options_case("trace_under_a_file", "trace", [](auto& o) { o.output.trace = in_work("a-file/run.csv"); }));
     t.push_back(options_case("trace_then_bad_technique", "technique", [](auto& o) {  // the existing trace untouched
-        o.trace = in_work("existing.csv"), o.technique = "nope";
+        o.output.trace = in_work("existing.csv"), o.schedule.technique = "nope";
     }));
     if (fs::exists("/dev/full")) {
-        t.push_back(options_case("trace_on_a_full_disk", "trace", [](auto& o) { o.trace = "/dev/full"; }));
+        t.push_back(options_case("trace_on_a_full_disk", "trace", [](auto& o) { o.output.trace = "/dev/full"; }));
         if (ranks > 1)
             t.push_back(options_case("trace_on_a_full_disk_decentralised", "trace", [](auto& o) {
-                o.trace = "/dev/full", o.farmer = pfarm::farmer_mode::decentralised;
+                o.output.trace = "/dev/full", o.topology.farmer = pfarm::farmer_mode::decentralised;
             }));
         // A device is no journal: refused before any task runs.
-        t.push_back(options_case("journal_on_a_full_disk", "journal", [](auto& o) { o.journal = "/dev/full"; }));
+        t.push_back(options_case("journal_on_a_full_disk", "journal", [](auto& o) { o.resume.journal = "/dev/full"; }));
     }
     // Journals: a folder, garbage, binary, a header cut short, a missing folder; an empty file is a new journal.
-    t.push_back(options_case("journal_is_a_folder", "journal", [](auto& o) { o.journal = in_work("folder"); }));
-    t.push_back(options_case("journal_garbage", "journal", [](auto& o) { o.journal = in_work("garbage.journal"); }));
-    t.push_back(options_case("journal_binary", "journal", [](auto& o) { o.journal = in_work("binary.journal"); }));
-    t.push_back(options_case("journal_truncated_header", "journal", [](auto& o) { o.journal = in_work("truncated.journal"); }));
+    t.push_back(options_case("journal_is_a_folder", "journal", [](auto& o) { o.resume.journal = in_work("folder"); }));
+    t.push_back(options_case("journal_garbage", "journal", [](auto& o) { o.resume.journal = in_work("garbage.journal"); }));
+    t.push_back(options_case("journal_binary", "journal", [](auto& o) { o.resume.journal = in_work("binary.journal"); }));
+    t.push_back(options_case("journal_truncated_header", "journal", [](auto& o) { o.resume.journal = in_work("truncated.journal"); }));
     t.push_back(options_case("journal_new_then_bad_technique", "technique", [](auto& o) {  // no journal left behind
-        o.journal = in_work("new.journal"), o.technique = "nope";
+        o.resume.journal = in_work("new.journal"), o.schedule.technique = "nope";
     }));
-    t.push_back(options_case("journal_in_a_missing_folder", "journal", [](auto& o) { o.journal = in_work("no-such/j"); }));
+    t.push_back(options_case("journal_in_a_missing_folder", "journal", [](auto& o) { o.resume.journal = in_work("no-such/j"); }));
     // A resumed farm's trace is in the tasks' own indices and holds only what was computed; a trace that cannot be
     // written then fails every rank, and the journal keeps the results (the next run restores them all).
     t.push_back({"journal_resume_with_trace", "ok", [] {
                      const std::string journal = in_work("resume.journal"), trace = in_work("resume.csv");
                      std::vector<double> out(tasks);
                      pfarm::farm_options o;
-                     o.technique = "gss", o.journal = journal;
+                     o.schedule.technique = "gss", o.resume.journal = journal;
                      const std::string first = outcome([&] {
                          pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out, [](pfarm::task_count i, double& y) {
                              if (i >= 16) throw std::runtime_error("stop");
                              y = static_cast<double>(i);
-                         }, {.technique = "ss", .journal = journal});
+                         }, {.schedule = {.technique = "ss"}, .resume = {.journal = journal}});
                      });
                      if (first.rfind("worker_error:", 0) != 0) throw pfarm::error("the first run: " + first);
-                     o.trace = trace;
+                     o.output.trace = trace;
                      const pfarm::farm_report r = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out,
                                                               [](pfarm::task_count i, double& y) { y = static_cast<double>(i); }, o);
                      if (rank_ == 0) {
@@ -276,7 +277,7 @@ std::vector<api_case> table(int ranks) {
                      const std::string full = outcome([&] {  // everything restored: an empty trace, on a full disk
                          pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out,
                                      [](pfarm::task_count i, double& y) { y = static_cast<double>(i); },
-                                     {.technique = "gss", .trace = "/dev/full", .journal = journal});
+                                     {.schedule = {.technique = "gss"}, .output = {.trace = "/dev/full"}, .resume = {.journal = journal}});
                      });
                      if (full.rfind("invalid_argument:trace:", 0) != 0) throw pfarm::error("the /dev/full run: " + full);
                      if (rank_ == 0) {
@@ -289,20 +290,20 @@ std::vector<api_case> table(int ranks) {
                      pfarm::farm(MPI_COMM_WORLD, in, out, [](pfarm::task_count i, const double& x, double& y) {
                          if (i == 7) throw std::runtime_error("seven");
                          y = x;
-                     }, {.technique = "ss"});
+                     }, {.schedule = {.technique = "ss"}});
                  }});
     t.push_back({"worker_throws_a_non_exception", "worker_error:3", [] {
                      std::vector<double> out(tasks);
                      pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out, [](pfarm::task_count i, double& y) {
                          if (i == 3) throw 42;
                          y = 1;
-                     }, {.technique = "ss", .prefetch = true});
+                     }, {.schedule = {.technique = "ss"}, .protocol = {.prefetch = true}});
                  }});
     t.push_back({"result_sink_throws", "error:full sink", [] {
                      pfarm::farm_stream(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, [](pfarm::task_count i) { return i; },
                                         [](pfarm::task_count i, const pfarm::task_count&) {
                                             if (i == 5) throw std::runtime_error("full sink");
-                                        }, {.technique = "gss"});
+                                        }, {.schedule = {.technique = "gss"}});
                  }});
     return t;
 }
@@ -352,8 +353,8 @@ int run_table() {
 /// A farm whose task 5 ends the process on the rank that runs it (`only_rank`: only there; -1: any rank).
 int run_dying(const std::string& how) {
     pfarm::farm_options o;
-    o.technique = "ss";
-    o.farmer_computes = how == "farmer-exit";
+    o.schedule.technique = "ss";
+    o.topology.farmer_computes = how == "farmer-exit";
     const int killer = how == "farmer-exit" ? 0 : -1;
     std::vector<double> out(40);
     pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, 40}, out, [&](pfarm::task_count i, double& y) {

@@ -10,7 +10,7 @@ int main(int argc, char** argv) {
     std::vector<double> in(100), out(in.size());
     for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<double>(i);
     const auto report = pfarm::farm(MPI_COMM_WORLD, in, out, [](const double& x, double& y) { y = x * x; },
-                                    {.technique = "gss"});
+                                    {.schedule = {.technique = "gss"}});
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank != 0) return 0;

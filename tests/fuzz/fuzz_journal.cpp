@@ -1,4 +1,4 @@
-// Fuzzes the journal reader (pfarm/journal.hpp read_journal, farm_options::journal): the input is the file. The
+// Fuzzes the journal reader (pfarm/journal.hpp read_journal, farm_options::resume.journal): the input is the file. The
 // fingerprint and task count asked for are the header's own (when there is one), so that the fuzzer reaches the
 // records. Invariants: a refusal is a pfarm::invalid_argument naming "journal"; an accepted journal's valid and
 // dropped bytes add up to the file's size, every restored task is within [0, tasks), and what was accepted,

@@ -19,6 +19,7 @@
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
 #include "pfarm/registry.hpp"
+#include "pfarm/testing.hpp"
 
 #include <chrono>
 #include <csignal>
@@ -36,13 +37,13 @@ const char* mode_names[] = {"plain", "farmer-computes", "prefetch", "reclaim", "
 
 pfarm::farm_options options_for(const std::string& technique, int mode) {
     pfarm::farm_options o;
-    o.technique = technique;
-    o.parameters.chunk = 7;        // css
-    o.parameters.overhead = 0.01;  // fsc
-    o.parameters.sigma = 0.5;
-    o.farmer_computes = mode == 1;
-    o.prefetch = mode == 2 || mode == 4;
-    o.reclaim = mode == 3 || mode == 4;
+    o.schedule.technique = technique;
+    o.schedule.parameters.chunk = 7;        // css
+    o.schedule.parameters.overhead = 0.01;  // fsc
+    o.schedule.parameters.sigma = 0.5;
+    o.topology.farmer_computes = mode == 1;
+    o.protocol.prefetch = mode == 2 || mode == 4;
+    o.protocol.reclaim = mode == 3 || mode == 4;
     return o;
 }
 
@@ -108,7 +109,7 @@ void range() {
     std::vector<double> in(40), out(40);
     for (std::size_t i = 0; i < in.size(); ++i) in[i] = 2.0 * static_cast<double>(i);
     pfarm::farm(MPI_COMM_WORLD, in, out, [](pfarm::task_count i, const double& x, double& y) { y = x + static_cast<double>(i); },
-                {.technique = "gss", .prefetch = true});
+                {.schedule = {.technique = "gss"}, .protocol = {.prefetch = true}});
     if (rank_ == 0)
         for (std::size_t i = 0; i < in.size(); ++i) CHECK(out[i] == 3.0 * static_cast<double>(i), "index form: out[%zu] = %g", i, out[i]);
     // Bad ranges: invalid_argument "range" everywhere.
@@ -204,7 +205,7 @@ void variable() {
                            sum += v, ++calls;
                            CHECK(v == static_cast<double>(i), "value");
                        },
-                       {.technique = "fss", .farmer_computes = true});
+                       {.schedule = {.technique = "fss"}, .topology = {.farmer_computes = true}});
     if (rank_ == 0) CHECK(sum == 5050.0 && calls == 100, "streamed values: sum %g over %d calls", sum, calls);
     bool stopped = false;
     try {
@@ -223,8 +224,8 @@ void schedule() {
     const pfarm::task_count tasks = 240;
     pfarm::schedule learned;
     auto run = [&](std::vector<pfarm::load_change> changes) {
-        pfarm::farm_options o{.technique = "multi", .schedule = &learned};
-        o.load_changes = std::move(changes);
+        pfarm::farm_options o{.schedule = {.technique = "multi", .learned = &learned}};
+        o.emulation = pfarm::testing::emulate({}, std::move(changes));
         std::vector<double> out(static_cast<std::size_t>(tasks));
         return pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out, [](pfarm::task_count, double& y) {
             std::this_thread::sleep_for(std::chrono::microseconds(1000));
@@ -287,7 +288,7 @@ void journal() {
             std::this_thread::sleep_for(std::chrono::microseconds(300));
             if (i == 150) throw std::runtime_error("node lost");
             y = g(i);
-        }, {.technique = "ss", .journal = path});
+        }, {.schedule = {.technique = "ss"}, .resume = {.journal = path}});
     } catch (const pfarm::worker_error&) {
         failed = true;
     }
@@ -296,7 +297,7 @@ void journal() {
     const auto r = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out, [&](pfarm::task_count i, double& y) {
         ++second_runs[static_cast<std::size_t>(i)];
         y = g(i);
-    }, {.technique = "gss", .prefetch = true, .journal = path});
+    }, {.schedule = {.technique = "gss"}, .protocol = {.prefetch = true}, .resume = {.journal = path}});
     std::vector<int> total(second_runs.size());
     MPI_Reduce(second_runs.data(), total.data(), static_cast<int>(tasks), MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank_ == 0) {
@@ -315,8 +316,8 @@ void journal() {
     std::iota(in.begin(), in.end(), 0.0);
     for (int mode = 0; mode < 5; ++mode) {
         auto o = options_for("gss", mode);
-        o.replicated_input = mode == 2;
-        o.journal = journal_path("variable-" + std::to_string(mode));
+        o.protocol.replicated_input = mode == 2;
+        o.resume.journal = journal_path("variable-" + std::to_string(mode));
         for (int pass = 0; pass < 2; ++pass) {
             std::vector<int> delivered(static_cast<std::size_t>(tasks), 0);
             int wrong = 0, computed = 0;
@@ -345,7 +346,7 @@ void journal() {
     std::string argument;
     try {
         pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{1, tasks + 1}, out, [](pfarm::task_count i, double& y) { y = g(i); },
-                    {.journal = path});
+                    {.resume = {.journal = path}});
     } catch (const pfarm::invalid_argument& e) {
         argument = e.argument();
     }
@@ -360,7 +361,7 @@ void journal_dies(bool die) {
         std::this_thread::sleep_for(std::chrono::microseconds(2000));
         if (die && i >= 120 && rank_ == 2) std::raise(SIGKILL);
         y = g(i);
-    }, {.technique = "ss", .journal = "pfarm-test-journal-dead-rank"});
+    }, {.schedule = {.technique = "ss"}, .resume = {.journal = "pfarm-test-journal-dead-rank"}});
     if (rank_ != 0) return;
     int wrong = 0;
     for (pfarm::task_count i = 0; i < tasks; ++i) wrong += out[static_cast<std::size_t>(i)] != g(i);

@@ -62,9 +62,9 @@ int main(int argc, char **argv) {
 
     pfarm_options o;
     pfarm_options_init(&o);
-    o.technique = "gss";
-    o.min_chunk = 3;
-    o.prefetch = 1;
+    o.schedule.technique = "gss";
+    o.schedule.min_chunk = 3;
+    o.protocol.prefetch = 1;
     pfarm_result r;
     CHECK(pfarm_run(pair, iin, n, MPI_INT, iout, 2 * n, MPI_INT, MPI_COMM_WORLD, &o, &r) == PFARM_OK, "pfarm_run");
     if (rank == 0) {
@@ -73,24 +73,24 @@ int main(int argc, char **argv) {
     }
 
     /* Reclaim from C, without and with prefetch: outputs in place. */
-    o.technique = "static";
-    o.reclaim = 1;
+    o.schedule.technique = "static";
+    o.protocol.reclaim = 1;
     for (int prefetch = 0; prefetch <= 1; ++prefetch) {
-        o.prefetch = prefetch;
+        o.protocol.prefetch = prefetch;
         for (int i = 0; i < n; ++i) out[i] = -1.0;
         CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, &r) == PFARM_OK, "reclaim run");
         if (rank == 0)
             for (int i = 0; i < n; ++i) CHECK(out[i] == in[i] * in[i] * in[i], "wrong output with reclaim");
     }
-    o.prefetch = 0;
-    o.reclaim = 0;
+    o.protocol.prefetch = 0;
+    o.protocol.reclaim = 0;
 
     /* The hierarchical farmer from C (3 ranks: rank 0 the supermaster, one master per node: rank 1, worker rank 2),
      * with the supermaster's own technique, and with farmer_computes (every rank computes); then a failing task. */
-    o.technique = "ss";
-    o.farmer = "hierarchical";
-    o.master_technique = "gss";
-    o.reclaim = 1;
+    o.schedule.technique = "ss";
+    o.topology.farmer = "hierarchical";
+    o.topology.master_technique = "gss";
+    o.protocol.reclaim = 1;
     for (int i = 0; i < n; ++i) out[i] = -1.0;
     CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, &r) == PFARM_OK, "hierarchical run");
     if (rank == 0)
@@ -98,20 +98,20 @@ int main(int argc, char **argv) {
     CHECK(pfarm_run(fails_at_7, iin, n, MPI_INT, iout, n, MPI_INT, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_WORKER &&
               pfarm_error_task() == 7 && strstr(pfarm_error_message(), "seven is not allowed") != NULL,
           "a failing task, hierarchical: not PFARM_ERROR_WORKER naming task 7");
-    o.farmer_computes = 1; /* the supermaster and the master compute too */
+    o.topology.farmer_computes = 1; /* the supermaster and the master compute too */
     for (int i = 0; i < n; ++i) out[i] = -1.0;
     CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, &r) == PFARM_OK,
           "hierarchical run with farmer_computes");
     if (rank == 0)
         for (int i = 0; i < n; ++i) CHECK(out[i] == in[i] * in[i] * in[i], "wrong output, hierarchical with farmer_computes");
-    o.farmer_computes = 0;
-    o.master_technique = "nope";
+    o.topology.farmer_computes = 0;
+    o.topology.master_technique = "nope";
     CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_ARGUMENT &&
               names("master_technique"),
           "an unknown master_technique accepted or not named");
-    o.farmer = NULL;
-    o.master_technique = NULL;
-    o.reclaim = 0;
+    o.topology.farmer = NULL;
+    o.topology.master_technique = NULL;
+    o.protocol.reclaim = 0;
 
     pfarm(fails_at_7, iin, n, MPI_INT, iout, n, MPI_INT, MPI_COMM_WORLD, SCH_TRAD);
     CHECK(pfarm_status() == PFARM_ERROR_WORKER, "a failing task is not PFARM_ERROR_WORKER");
@@ -126,34 +126,34 @@ int main(int argc, char **argv) {
     CHECK(pfarm_status() == PFARM_ERROR_ARGUMENT && names("sched"), "bad enum: sched not named");
     pfarm(cube, in, n, MPI_DATATYPE_NULL, out, n, MPI_DOUBLE, MPI_COMM_WORLD, SCH_TRAD);
     CHECK(pfarm_status() == PFARM_ERROR_ARGUMENT && names("in_type"), "in_type not named");
-    o.technique = "no-such-technique";
+    o.schedule.technique = "no-such-technique";
     CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_ARGUMENT &&
               names("technique"),
           "unknown technique accepted or not named");
     /* The options' errors name pfarm_options' fields, which are the C++ names too (never a flag). */
-    o.technique = "n-gss";
-    o.static_percent = 150;
+    o.schedule.technique = "n-gss";
+    o.schedule.static_percent = 150;
     CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_ARGUMENT &&
               names("static_percent"),
           "static_percent 150 accepted or not named");
-    o.static_percent = -1;
-    o.technique = "dgss";
+    o.schedule.static_percent = -1;
+    o.schedule.technique = "dgss";
     {
         const double weights[] = {1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0};
-        o.weights = weights;
-        o.weight_count = 9; /* more than any test's workers */
+        o.schedule.weights = weights;
+        o.schedule.weight_count = 9; /* more than any test's workers */
         CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_ARGUMENT &&
                   names("weights"),
               "a weight count that is not one per worker accepted or not named");
-        o.weights = NULL;
-        o.weight_count = 0;
+        o.schedule.weights = NULL;
+        o.schedule.weight_count = 0;
     }
-    o.technique = "multi";
-    o.calibration = "sometimes";
+    o.schedule.technique = "multi";
+    o.schedule.calibration = "sometimes";
     CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_ARGUMENT &&
               names("calibration"),
           "an unknown calibration accepted or not named");
-    o.calibration = NULL;
+    o.schedule.calibration = NULL;
 
     int total = 0;
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

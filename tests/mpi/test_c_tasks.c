@@ -117,11 +117,11 @@ enum { path_count = sizeof paths / sizeof paths[0] };
 
 static void options_for(pfarm_options *o, const char *technique, const path *p, counter *c) {
     pfarm_options_init(o);
-    o->technique = technique;
-    o->farmer_computes = p->farmer_computes;
-    o->prefetch = p->prefetch;
-    o->reclaim = p->reclaim;
-    o->replicated_input = p->replicated_input;
+    o->schedule.technique = technique;
+    o->topology.farmer_computes = p->farmer_computes;
+    o->protocol.prefetch = p->prefetch;
+    o->protocol.reclaim = p->reclaim;
+    o->protocol.replicated_input = p->replicated_input;
     o->user_data = c;
 }
 
@@ -238,8 +238,8 @@ int main(int argc, char **argv) {
             pfarm_options o;
             long long calls = 0, wrong = 0;
             options_for(&o, "gss", &paths[0], &c);
-            o.journal = "pfarm-test-c-journal";
-            if (pass == 0 && rank == 0) remove(o.journal);
+            o.resume.journal = "pfarm-test-c-journal";
+            if (pass == 0 && rank == 0) remove(o.resume.journal);
             for (int i = 0; i < 120; ++i) out[i] = 0;
             const int status = pfarm_run_range(range_task, 300, 60, out, 120, MPI_LONG_LONG, MPI_COMM_WORLD, &o, NULL);
             CHECK(status == PFARM_OK, "journal pass %d: %s", pass, pfarm_error_message());
@@ -256,13 +256,13 @@ int main(int argc, char **argv) {
         pfarm_options o;
         long long calls = 0, wrong = 0;
         options_for(&o, "gss", &paths[0], &c);
-        o.farmer = "decentralised";
+        o.topology.farmer = "decentralised";
         const int status = pfarm_run_range(range_task, 10, 40, out, 80, MPI_LONG_LONG, MPI_COMM_WORLD, &o, NULL);
         CHECK(status == PFARM_OK, "decentralised: %s", pfarm_error_message());
         totals(&c, &calls, &wrong);
         for (int i = 0; rank == 0 && i < 40; ++i) CHECK(out[2 * i] == 10 + i, "decentralised: out[%d] = %lld", 2 * i, out[2 * i]);
         if (rank == 0) CHECK(calls == 40, "decentralised: %lld calls", calls);
-        o.farmer = "central";
+        o.topology.farmer = "central";
         expect_argument_error(pfarm_run_range(range_task, 10, 40, out, 80, MPI_LONG_LONG, MPI_COMM_WORLD, &o, NULL), "farmer",
                               "an unknown farmer mode");
     }
@@ -282,7 +282,7 @@ int main(int argc, char **argv) {
         counter c = {rank, 0, 0, big, big + 29, 0.0};
         pfarm_options o;
         pfarm_options_init(&o);
-        o.technique = "gss";
+        o.schedule.technique = "gss";
         o.user_data = &c;
         const int status = pfarm_run_range(fails_at_first_plus_7, big, 30, out, 30, MPI_LONG_LONG, MPI_COMM_WORLD, &o, NULL);
         CHECK(status == PFARM_ERROR_WORKER, "a failing range task: status %d (%s)", status, pfarm_error_message());
@@ -373,7 +373,7 @@ int main(int argc, char **argv) {
                                                   MPI_LONG_LONG, MPI_COMM_WORLD, &o, NULL),
                                   "in_type", "an in_type of another size on the last rank only");
             bad = o;
-            bad.calibration = rank == odd ? "sometimes" : NULL;
+            bad.schedule.calibration = rank == odd ? "sometimes" : NULL;
             expect_argument_error(pfarm_run_range(range_task, 0, n, out, 2 * n, MPI_LONG_LONG, MPI_COMM_WORLD, &bad, NULL),
                                   "calibration", "an unknown calibration on the last rank only");
             /* pfarm_run checks every rank's size too. */

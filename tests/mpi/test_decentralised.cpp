@@ -1,4 +1,4 @@
-// The decentralised farm (farm_options::farmer = decentralised) under mpiexec. One scenario per run, named by
+// The decentralised farm (farm_options::topology.farmer = decentralised) under mpiexec. One scenario per run, named by
 // argv[1]:
 //   techniques  every technique the mode serves (static, deal, ss, css, gss and fss with and without min_chunk,
 //               tss, fiss, tfss, fsc, mfsc, dgss with weights) x {farmer computes or not} x {replicated input or not: the workers
@@ -18,6 +18,7 @@
 #include "pfarm/mpi.hpp"
 #include "pfarm/registry.hpp"
 #include "pfarm/round_robin.hpp"
+#include "pfarm/testing.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -78,13 +79,13 @@ void techniques() {
                     long long chunks_seen = 0;
                     pfarm::task_count last_first = -1;
                     pfarm::farm_options o;
-                    o.technique = v.technique;
-                    o.parameters = v.parameters;
-                    o.farmer = pfarm::farmer_mode::decentralised;
-                    o.farmer_computes = computes;
-                    o.replicated_input = replicated;
-                    o.prefetch = prefetch;
-                    o.record_trace = true;
+                    o.schedule.technique = v.technique;
+                    o.schedule.parameters = v.parameters;
+                    o.topology.farmer = pfarm::farmer_mode::decentralised;
+                    o.topology.farmer_computes = computes;
+                    o.protocol.replicated_input = replicated;
+                    o.protocol.prefetch = prefetch;
+                    o.output.record_trace = true;
                     pfarm::farm_report r;
                     try {
                         r = pfarm::farm(MPI_COMM_WORLD, std::span<const double>(in), std::span<double>(out),
@@ -176,24 +177,24 @@ void expect_invalid(const std::string& label, const pfarm::farm_options& o, cons
 
 void errors() {
     pfarm::farm_options o;
-    o.farmer = pfarm::farmer_mode::decentralised;
+    o.topology.farmer = pfarm::farmer_mode::decentralised;
     for (const char* name : {"multi", "awf-b", "af", "dgss", "n-gss", "dfss", "dtss", "dealdyn-sm"}) {
-        o.technique = name;
+        o.schedule.technique = name;
         expect_invalid(name, o, "technique");
     }
-    o.technique = "dfss";  // weighted with state: the stage's start depends on who claimed before
-    o.parameters.weights.assign(static_cast<std::size_t>(size_ - 1), 1.0);
+    o.schedule.technique = "dfss";  // weighted with state: the stage's start depends on who claimed before
+    o.schedule.parameters.weights.assign(static_cast<std::size_t>(size_ - 1), 1.0);
     expect_invalid("dfss with weights", o, "technique");
-    o.parameters = {};
-    o.technique = "gss";
-    o.reclaim = true;
+    o.schedule.parameters = {};
+    o.schedule.technique = "gss";
+    o.protocol.reclaim = true;
     expect_invalid("reclaim", o, "reclaim");
-    o.reclaim = false;
-    o.monitors = {"loadavg"};
+    o.protocol.reclaim = false;
+    o.schedule.monitors = {"loadavg"};
     expect_invalid("monitors", o, "monitors");
-    o.monitors.clear();
-    o.farmer = pfarm::farmer_mode::flat;
-    o.masters = -1;
+    o.schedule.monitors.clear();
+    o.topology.farmer = pfarm::farmer_mode::flat;
+    o.topology.masters = -1;
     expect_invalid("masters", o, "masters");
 }
 
@@ -207,10 +208,10 @@ void failure() {
                 // With rank 0 computing, ss hands task 0 to whoever claims first; 37 lands anywhere.
                 const int bad = 37;
                 pfarm::farm_options o;
-                o.technique = technique;
-                o.farmer = pfarm::farmer_mode::decentralised;
-                o.farmer_computes = computes;
-                o.prefetch = prefetch;
+                o.schedule.technique = technique;
+                o.topology.farmer = pfarm::farmer_mode::decentralised;
+                o.topology.farmer_computes = computes;
+                o.protocol.prefetch = prefetch;
                 int right = 0;
                 try {
                     pfarm::farm(MPI_COMM_WORLD, in, out,
@@ -232,10 +233,10 @@ void failure() {
     // Rank 0 itself throws: every task fails there, and the others' tasks take 1 ms, so rank 0 claims one.
     {
         pfarm::farm_options o;
-        o.technique = "ss";
-        o.farmer = pfarm::farmer_mode::decentralised;
-        o.farmer_computes = true;
-        o.replicated_input = true;
+        o.schedule.technique = "ss";
+        o.topology.farmer = pfarm::farmer_mode::decentralised;
+        o.topology.farmer_computes = true;
+        o.protocol.replicated_input = true;
         std::vector<double> all_in(2000), all_out(rank_ == 0 ? 2000 : 0);
         int me = 0;
         try {
@@ -254,8 +255,8 @@ void failure() {
     }
     // The communicator is still usable: a farm after the failures runs whole.
     pfarm::farm_options o;
-    o.technique = "gss";
-    o.farmer = pfarm::farmer_mode::decentralised;
+    o.schedule.technique = "gss";
+    o.topology.farmer = pfarm::farmer_mode::decentralised;
     pfarm::farm(MPI_COMM_WORLD, in, out, [](const double& x, double& y) { y = 2 * x; }, o);
     if (rank_ == 0)
         for (int i = 0; i < tasks; ++i) CHECK(out[static_cast<std::size_t>(i)] == 2.0 * i, "after the failures: task %d", i);
@@ -272,11 +273,12 @@ void outputs() {
     std::vector<wide> out(in.size() * 3);
     int misaligned = 0;
     pfarm::farm_options o;
-    o.technique = "fss";
-    o.farmer = pfarm::farmer_mode::decentralised;
-    o.farmer_computes = true;
-    o.slowdown.assign(static_cast<std::size_t>(size_), 1.0);
-    o.slowdown.back() = 3.0;
+    o.schedule.technique = "fss";
+    o.topology.farmer = pfarm::farmer_mode::decentralised;
+    o.topology.farmer_computes = true;
+    std::vector<double> factors(static_cast<std::size_t>(size_), 1.0);
+    factors.back() = 3.0;
+    o.emulation = pfarm::testing::emulate(factors);
     const pfarm::farm_report r =
         pfarm::farm(MPI_COMM_WORLD, std::span<const std::int32_t>(in), std::span<wide>(out),
                     [&](const std::int32_t& x, std::span<wide> y) {
@@ -302,8 +304,8 @@ void outputs() {
     std::iota(inputs.begin(), inputs.end(), 0.0);
     for (const char* technique : {"static", "ss"}) {
         pfarm::farm_options b;
-        b.technique = technique;
-        b.farmer = pfarm::farmer_mode::decentralised;
+        b.schedule.technique = technique;
+        b.topology.farmer = pfarm::farmer_mode::decentralised;
         pfarm::farm(MPI_COMM_WORLD, std::span<const double>(inputs), std::span<double>(results),
                     [](const double& x, std::span<double> y) {
                         for (std::size_t k = 0; k < y.size(); ++k) y[k] = x * 1e5 + static_cast<double>(k);

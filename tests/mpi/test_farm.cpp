@@ -11,7 +11,7 @@
 //               without prefetch (a farm that moves none, under load, is run again up to 3 times); a task that throws in a reclaimed run gives worker_error everywhere
 //   alignment   every output element the worker function sees is aligned for its type (alignas(16) and
 //               alignas(64), one and three outputs per task), on every rank, with and without prefetch and
-//               farmer computes; a monitor of the registry ("hwloc") is accepted in farm_options::monitors
+//               farmer computes; a monitor of the registry ("hwloc") is accepted in farm_options::schedule.monitors
 //               and an unknown one is invalid_argument "monitors" everywhere; inputs and results too large for
 //               one message (they follow their header) arrive whole, each task exactly once; a worker rank's
 //               first task writes its outputs without a page fault (pfarm's results buffer is touched before the
@@ -32,6 +32,7 @@
 #include "pfarm/mpi.hpp"
 #include "pfarm/registry.hpp"
 #include "pfarm/simulator.hpp"
+#include "pfarm/testing.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -70,10 +71,10 @@ bool check_runs(const std::string& label, const std::vector<double>& out, const 
 
 pfarm::farm_options options_for(const std::string& technique) {
     pfarm::farm_options o;
-    o.technique = technique;
-    o.parameters.chunk = 7;        // css
-    o.parameters.overhead = 0.01;  // fsc
-    o.parameters.sigma = 0.5;
+    o.schedule.technique = technique;
+    o.schedule.parameters.chunk = 7;        // css
+    o.schedule.parameters.overhead = 0.01;  // fsc
+    o.schedule.parameters.sigma = 0.5;
     return o;
 }
 
@@ -86,9 +87,9 @@ void techniques() {
     for (const auto& t : pfarm::techniques()) {
         for (int mode = 0; mode < 4; ++mode) {
             auto o = options_for(t.name);
-            o.farmer_computes = mode == 1;
-            o.prefetch = mode == 2;
-            o.replicated_input = mode == 3;
+            o.topology.farmer_computes = mode == 1;
+            o.protocol.prefetch = mode == 2;
+            o.protocol.replicated_input = mode == 3;
             std::fill(out.begin(), out.end(), -1.0);
             std::fill(runs.begin(), runs.end(), 0);
             pfarm::farm_report r;
@@ -119,8 +120,8 @@ void failure() {
     for (bool prefetch : {false, true})
         for (bool computes : {false, true}) {
             auto o = options_for("ss");
-            o.prefetch = prefetch;
-            o.farmer_computes = computes;
+            o.protocol.prefetch = prefetch;
+            o.topology.farmer_computes = computes;
             bool caught = false;
             try {
                 pfarm::farm(MPI_COMM_WORLD, in, out,
@@ -192,14 +193,14 @@ void edges() {
     bool min_chunk = false, slowdown = false;
     try {
         auto o = options_for("gss");
-        o.parameters.min_chunk = 0;
+        o.schedule.parameters.min_chunk = 0;
         pfarm::farm(MPI_COMM_WORLD, in2, out2, [](const double&, double&) {}, o);
     } catch (const pfarm::invalid_argument& e) {
         min_chunk = e.argument() == "min_chunk";
     }
     try {
         auto o = options_for("gss");
-        o.slowdown = {0.5};
+        o.emulation = pfarm::testing::emulate({0.5});
         pfarm::farm(MPI_COMM_WORLD, in2, out2, [](const double&, double&) {}, o);
     } catch (const pfarm::invalid_argument& e) {
         slowdown = e.argument() == "slowdown";
@@ -212,7 +213,7 @@ void edges() {
     // Only rank 0's buffers count: workers pass an empty output (and, with replicated input, their own input).
     std::vector<double> out_rank0_only(rank_ == 0 ? 4 : 0);
     auto replicated = options_for("gss");
-    replicated.replicated_input = true;
+    replicated.protocol.replicated_input = true;
     pfarm::farm(MPI_COMM_WORLD, std::span<const double>(in2), std::span<double>(out_rank0_only),
                 [](const double& x, std::span<double> y) { y[0] = x, y[1] = x * x; }, replicated);
     if (rank_ == 0)
@@ -228,7 +229,7 @@ void slowdown() {
     const int tasks = 240;
     std::vector<int> in(tasks), out(tasks);
     auto o = options_for("multi");
-    o.slowdown = {1, 1, 1, 2, 4};  // rank 0 is the farmer
+    o.emulation = pfarm::testing::emulate({1, 1, 1, 2, 4});  // rank 0 is the farmer
     const auto r = pfarm::farm(MPI_COMM_WORLD, in, out,
                                [](const int&, int& y) {
                                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -268,11 +269,12 @@ void reclaim() {
         const bool computes = mode % 2 == 1, prefetch = mode >= 2;
         const std::string name = technique + "/reclaim" + (computes ? "+farmer-computes" : "") + (prefetch ? "+prefetch" : "");
         auto o = options_for(technique);
-        o.reclaim = true;
-        o.farmer_computes = computes;
-        o.prefetch = prefetch;
-        o.slowdown.assign(static_cast<std::size_t>(size_), 1.0);
-        o.slowdown.back() = 4.0;
+        o.protocol.reclaim = true;
+        o.topology.farmer_computes = computes;
+        o.protocol.prefetch = prefetch;
+        std::vector<double> factors(static_cast<std::size_t>(size_), 1.0);
+        factors.back() = 4.0;
+        o.emulation = pfarm::testing::emulate(factors);
         std::fill(out.begin(), out.end(), -1.0);
         std::fill(runs.begin(), runs.end(), 0);
         pfarm::farm_report r;
@@ -312,11 +314,12 @@ void reclaim() {
     for (int mode = 0; mode < 4; ++mode) {
         const bool computes = mode % 2 == 1, prefetch = mode >= 2;
         auto o = options_for("static");
-        o.reclaim = true;
-        o.farmer_computes = computes;
-        o.prefetch = prefetch;
-        o.slowdown.assign(static_cast<std::size_t>(size_), 1.0);
-        o.slowdown.back() = 4.0;
+        o.protocol.reclaim = true;
+        o.topology.farmer_computes = computes;
+        o.protocol.prefetch = prefetch;
+        std::vector<double> factors(static_cast<std::size_t>(size_), 1.0);
+        factors.back() = 4.0;
+        o.emulation = pfarm::testing::emulate(factors);
         bool caught = false;
         try {
             pfarm::farm(MPI_COMM_WORLD, std::span<const double>(in), std::span<double>(out),
@@ -347,9 +350,9 @@ void check_alignment(int outputs, bool prefetch, bool computes) {
     std::vector<out_t> out(in.size() * static_cast<std::size_t>(outputs));
     int misaligned = 0, calls = 0;
     pfarm::farm_options o;
-    o.technique = "gss";
-    o.prefetch = prefetch;
-    o.farmer_computes = computes;
+    o.schedule.technique = "gss";
+    o.protocol.prefetch = prefetch;
+    o.topology.farmer_computes = computes;
     pfarm::farm(MPI_COMM_WORLD, in, out,
                 [&](const double& x, std::span<out_t> y) {
                     ++calls;
@@ -395,8 +398,8 @@ void first_touch(bool prefetch) {
     std::vector<page_block> out(rank_ == 0 ? in.size() : 0);
     long first_faults = -1;
     pfarm::farm_options o;
-    o.technique = "gss";
-    o.prefetch = prefetch;
+    o.schedule.technique = "gss";
+    o.protocol.prefetch = prefetch;
     pfarm::farm(MPI_COMM_WORLD, std::span<const double>(in), std::span<page_block>(out),
                 [&](const double& x, std::span<page_block> y) {  // the span form: y is pfarm's results buffer
                     const long before = minor_faults();
@@ -431,19 +434,19 @@ void alignment() {
         for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<double>(i), expected[i] = f(big[i]);
         std::vector<int> runs(big.size(), 0);
         pfarm::farm_options o;
-        o.technique = prefetch ? "gss" : "static";
-        o.prefetch = prefetch;
+        o.schedule.technique = prefetch ? "gss" : "static";
+        o.protocol.prefetch = prefetch;
         pfarm::farm(MPI_COMM_WORLD, big, big_out, [&](const double& x, double& y) {
             ++runs[static_cast<std::size_t>(x)];
             y = f(x);
         }, o);
-        check_runs(std::string("large payloads, ") + o.technique, big_out, expected, runs);
+        check_runs(std::string("large payloads, ") + o.schedule.technique, big_out, expected, runs);
     }
     std::vector<double> in(50, 1.0), out(50);
     pfarm::farm_options o;
-    o.technique = "gss";
-    o.monitors = {"hwloc", "loadavg"};
-    o.record_trace = true;
+    o.schedule.technique = "gss";
+    o.schedule.monitors = {"hwloc", "loadavg"};
+    o.output.record_trace = true;
     const auto r = pfarm::farm(MPI_COMM_WORLD, in, out, [](const double& x, double& y) { y = 2 * x; }, o);
     if (rank_ == 0) {
         bool cores = !r.trace.empty();
@@ -451,7 +454,7 @@ void alignment() {
         CHECK(cores, "monitors hwloc: a chunk's readings have no core count");
     }
     bool unknown = false;
-    o.monitors = {"no-such-monitor"};
+    o.schedule.monitors = {"no-such-monitor"};
     try {
         pfarm::farm(MPI_COMM_WORLD, in, out, [](const double& x, double& y) { y = x; }, o);
     } catch (const pfarm::invalid_argument& e) {
@@ -474,11 +477,11 @@ void following() {
         std::vector<block> out(rank_ == 0 ? in.size() : 0);
         std::vector<int> runs(in.size(), 0), delivered(in.size(), 0);
         pfarm::farm_options o;
-        o.technique = "css";
-        o.parameters.chunk = 16;
-        o.prefetch = true;
-        o.farmer_computes = true;
-        if (mode == 2) o.stragglers = 4.0;
+        o.schedule.technique = "css";
+        o.schedule.parameters.chunk = 16;
+        o.protocol.prefetch = true;
+        o.topology.farmer_computes = true;
+        if (mode == 2) o.protocol.stragglers = 4.0;
         const auto task = [&](const double& x, block& y) {
             ++runs[static_cast<std::size_t>(x)];
             const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(250);
@@ -530,9 +533,9 @@ std::pair<std::vector<pfarm::task_count>, std::vector<pfarm::task_count>> one_wo
     std::vector<double> in(300), out(in.size());
     for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<double>(i);
     pfarm::farm_options fo;
-    fo.technique = technique;
-    fo.parameters = o;
-    fo.load_changes = {{1, 0.0, factor}};
+    fo.schedule.technique = technique;
+    fo.schedule.parameters = o;
+    fo.emulation = pfarm::testing::emulate({}, {{1, 0.0, factor}});
     const auto r = pfarm::farm(pair, in, out, [](const double& x, double& y) { y = f(x); }, fo);
     pfarm::sim::platform pl;
     pl.task_times = {1.0};
@@ -577,8 +580,8 @@ void drivers() {
     for (const char* technique : {"multi", "dgss"}) {
         std::vector<double> in(40), out(in.size());
         pfarm::farm_options fo;
-        fo.technique = technique;
-        fo.slowdown = {1.0, 1.0, 3.0};
+        fo.schedule.technique = technique;
+        fo.emulation = pfarm::testing::emulate({1.0, 1.0, 3.0});
         const auto r = pfarm::farm(MPI_COMM_WORLD, in, out, [](const double&, double& y) {
             std::this_thread::sleep_for(std::chrono::milliseconds(8));
             y = 1.0;

@@ -1,4 +1,4 @@
-// The hierarchical farm (farm_options::farmer = hierarchical, skeleton/mpi/hierarchical/) under mpiexec. One
+// The hierarchical farm (farm_options::topology.farmer = hierarchical, skeleton/mpi/hierarchical/) under mpiexec. One
 // scenario per run, named by argv[1]:
 //   techniques  every technique of the registry with 2 masters, plain, with reclaim, and with prefetch + reclaim:
 //               each task exactly once (counted where it ran, summed), the outputs equal a sequential run's, in
@@ -34,6 +34,7 @@
 #include "pfarm/master_session.hpp"
 #include "pfarm/mpi.hpp"
 #include "pfarm/registry.hpp"
+#include "pfarm/testing.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -53,12 +54,12 @@ double f(double x) { return std::sin(x) * 3.0 + x; }
 
 pfarm::farm_options hierarchical(const std::string& technique, int masters = 2) {
     pfarm::farm_options o;
-    o.technique = technique;
-    o.parameters.chunk = 7;        // css
-    o.parameters.overhead = 0.01;  // fsc
-    o.parameters.sigma = 0.5;
-    o.farmer = pfarm::farmer_mode::hierarchical;
-    o.masters = masters;
+    o.schedule.technique = technique;
+    o.schedule.parameters.chunk = 7;        // css
+    o.schedule.parameters.overhead = 0.01;  // fsc
+    o.schedule.parameters.sigma = 0.5;
+    o.topology.farmer = pfarm::farmer_mode::hierarchical;
+    o.topology.masters = masters;
     return o;
 }
 
@@ -75,7 +76,7 @@ bool is_master(const pfarm::farm_report& r, int rank) {
     return std::find(r.master_ranks.begin(), r.master_ranks.end(), rank) != r.master_ranks.end();
 }
 
-/// `computes`: with farm_options::farmer_computes.
+/// `computes`: with farm_options::topology.farmer_computes.
 void techniques(bool computes) {
     const int tasks = 131;
     std::vector<long long> ran_by(static_cast<std::size_t>(size_), 0);  // tasks each rank ran, over every technique
@@ -88,10 +89,10 @@ void techniques(bool computes) {
         for (int mode = 0; mode < 3; ++mode) {
             const std::string label = t.name + "/" + mode_names[mode];
             auto o = hierarchical(t.name);
-            o.reclaim = mode >= 1;
-            o.prefetch = mode == 2;
-            o.farmer_computes = computes;
-            o.record_trace = (position++ % 3) == 0;
+            o.protocol.reclaim = mode >= 1;
+            o.protocol.prefetch = mode == 2;
+            o.topology.farmer_computes = computes;
+            o.output.record_trace = (position++ % 3) == 0;
             std::vector<double> out(static_cast<std::size_t>(rank_ == 0 ? tasks : 0), -1.0);
             std::vector<int> runs(static_cast<std::size_t>(tasks), 0);
             pfarm::farm_report r;
@@ -131,7 +132,7 @@ void techniques(bool computes) {
             CHECK(sum == tasks, "%s: the chunks sum to %lld", label.c_str(), sum);
             CHECK(r.makespan > 0.0 && r.farmer_requests >= 2, "%s: makespan %g, %lld supermaster requests", label.c_str(),
                   r.makespan, static_cast<long long>(r.farmer_requests));
-            if (o.record_trace) {
+            if (o.output.record_trace) {
                 std::vector<int> covered(static_cast<std::size_t>(tasks), 0);
                 for (const auto& c : r.trace) {
                     CHECK(computes || (c.rank != 0 && !is_master(r, c.rank)), "%s: a record on rank %d", label.c_str(), c.rank);
@@ -154,7 +155,7 @@ void techniques(bool computes) {
     // answered in process), so the supermaster's and the masters' own workers are checked on 1 ms tasks, where no
     // rank can run the loop alone before the others ask.
     auto o = hierarchical("gss");
-    o.farmer_computes = true;
+    o.topology.farmer_computes = true;
     std::vector<double> out(200);
     const auto r = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, 200}, out, [](pfarm::task_count i, double& y) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -191,8 +192,8 @@ void shapes() {
         for (int mode = 0; mode < 3; ++mode) {
             const std::string label = std::string(technique) + (mode == 1 ? "/prefetch+reclaim" : mode == 2 ? "/computes" : "");
             auto o = hierarchical(technique);
-            o.prefetch = o.reclaim = mode >= 1;
-            o.farmer_computes = mode == 2;
+            o.protocol.prefetch = o.protocol.reclaim = mode >= 1;
+            o.topology.farmer_computes = mode == 2;
             // An index range, two outputs per task.
             std::vector<std::int64_t> two(static_cast<std::size_t>(2 * tasks), -1);
             std::vector<int> runs(static_cast<std::size_t>(tasks), 0);
@@ -209,8 +210,8 @@ void shapes() {
             std::vector<double> in(static_cast<std::size_t>(tasks)), out(static_cast<std::size_t>(tasks), -1.0);
             std::iota(in.begin(), in.end(), 0.0);
             auto replicated = o;
-            replicated.replicated_input = true;
-            replicated.slowdown = {1.0, 1.0, 3.0};
+            replicated.protocol.replicated_input = true;
+            replicated.emulation = pfarm::testing::emulate({1.0, 1.0, 3.0});
             pfarm::farm(MPI_COMM_WORLD, in, out, [](const double& x, double& y) { y = f(x); }, replicated);
             if (rank_ == 0)
                 for (pfarm::task_count i = 0; i < tasks; ++i)
@@ -257,7 +258,7 @@ void shapes() {
     MPI_Barrier(MPI_COMM_WORLD);
     for (int pass = 0; pass < 2; ++pass) {
         auto o = hierarchical("gss");
-        o.journal = path;
+        o.resume.journal = path;
         std::vector<double> out(static_cast<std::size_t>(tasks), -1.0);
         int computed = 0, all = 0;
         const auto r = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out, [&](pfarm::task_count i, double& y) {
@@ -285,12 +286,12 @@ void reclaim() {
         for (int prefetch = 0; prefetch < 2; ++prefetch) {
             const std::string label = std::string(technique) + (prefetch ? "/prefetch" : "");
             auto o = hierarchical(technique);
-            o.reclaim = true;
-            o.prefetch = prefetch == 1;
-            o.slowdown = {1.0, 1.0, 4.0, 1.0, 1.0, 4.0};  // ranks 2 and 5: a worker of each group (1: 2, 3; 4: 5, 6)
+            o.protocol.reclaim = true;
+            o.protocol.prefetch = prefetch == 1;
+            o.emulation = pfarm::testing::emulate({1.0, 1.0, 4.0, 1.0, 1.0, 4.0});  // ranks 2 and 5: a worker of each group (1: 2, 3; 4: 5, 6)
             // static at the supermaster too: each master gets its half of the loop at once, each worker its half of
             // that, and the pool is closed once they have it: the fast worker takes tasks back from the slow one.
-            if (std::string(technique) == "static") o.master_technique = "static";
+            if (std::string(technique) == "static") o.topology.master_technique = "static";
             std::vector<double> out(static_cast<std::size_t>(tasks), -1.0);
             std::vector<int> runs(static_cast<std::size_t>(tasks), 0);
             const auto r = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out, [&](pfarm::task_count i, double& y) {
@@ -336,7 +337,7 @@ void requests() {
     std::vector<double> out(static_cast<std::size_t>(tasks));
     const auto body = [](pfarm::task_count i, double& y) { y = f(static_cast<double>(i)); };
     pfarm::farm_options flat;
-    flat.technique = "ss";
+    flat.schedule.technique = "ss";
     const auto a = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out, body, flat);
     const auto h = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, out, body, hierarchical("ss"));
     if (rank_ != 0) return;
@@ -367,8 +368,8 @@ void failure() {
     const pfarm::task_count tasks = 80;
     for (int mode = 0; mode < 3; ++mode) {
         auto o = hierarchical("gss");
-        o.prefetch = mode == 1;
-        o.reclaim = mode == 2;
+        o.protocol.prefetch = mode == 1;
+        o.protocol.reclaim = mode == 2;
         std::vector<double> out(static_cast<std::size_t>(tasks));
         int ran_it = 0;  // 1 on the rank that ran task 37
         bool right = false;
@@ -433,7 +434,7 @@ void failure() {
     // farmer_computes: a task that throws on rank 0's own worker, or on master 1's, is that rank's failure.
     for (int failing : {0, 1}) {
         auto o = hierarchical("gss");
-        o.farmer_computes = true;
+        o.topology.farmer_computes = true;
         std::string what;
         try {
             std::vector<double> out(static_cast<std::size_t>(tasks));
@@ -482,26 +483,26 @@ void errors() {
     expect_invalid(MPI_COMM_WORLD, "too many masters", hierarchical("gss", (size_ - 1) / 2 + 1), "masters");
     expect_invalid(MPI_COMM_WORLD, "negative masters", hierarchical("gss", -1), "masters");
     auto o = hierarchical("dgss");  // with farmer_computes, weights are one per computing rank: every rank
-    o.farmer_computes = true;
-    o.parameters.weights.assign(static_cast<std::size_t>(size_ - 3), 1.0);
+    o.topology.farmer_computes = true;
+    o.schedule.parameters.weights.assign(static_cast<std::size_t>(size_ - 3), 1.0);
     expect_invalid(MPI_COMM_WORLD, "weights with farmer computes", o, "weights");
     o = hierarchical("multi");
     pfarm::schedule learned;
-    o.schedule = &learned;
+    o.schedule.learned = &learned;
     expect_invalid(MPI_COMM_WORLD, "schedule", o, "farmer");
     o = hierarchical("gss");
-    o.master_technique = "nope";
+    o.topology.master_technique = "nope";
     expect_invalid(MPI_COMM_WORLD, "master technique", o, "master_technique");
     o = hierarchical("dgss");  // weights: one per worker rank (every rank but 0 and the masters)
-    o.parameters.weights = {1.0, 2.0};
+    o.schedule.parameters.weights = {1.0, 2.0};
     expect_invalid(MPI_COMM_WORLD, "weights", o, "weights");
     MPI_Comm two;
     MPI_Comm_split(MPI_COMM_WORLD, rank_ < 2 ? 0 : 1, rank_, &two);
     if (rank_ < 2) expect_invalid(two, "two ranks", hierarchical("gss", 0), "farmer");
     MPI_Comm_free(&two);
     // Weights for every worker rank are taken, in rank order.
-    o.parameters.weights.assign(static_cast<std::size_t>(size_ - 3), 1.0);
-    o.parameters.weights[0] = 3.0;
+    o.schedule.parameters.weights.assign(static_cast<std::size_t>(size_ - 3), 1.0);
+    o.schedule.parameters.weights[0] = 3.0;
     std::vector<double> in(rank_ == 0 ? 100 : 0, 1.0), out(in.size());
     const auto r = pfarm::farm(MPI_COMM_WORLD, in, out, [](const double& x, double& y) { y = 2 * x; }, o);
     if (rank_ == 0) CHECK(std::all_of(out.begin(), out.end(), [](double y) { return y == 2.0; }) && r.workers == size_ - 3,
@@ -520,9 +521,9 @@ void following() {
     for (int mode = 0; mode < 2; ++mode) {
         const char* label = mode == 0 ? "fixed" : "any size";
         auto o = hierarchical("css", 1);
-        o.parameters.chunk = 2;
-        o.prefetch = true;
-        o.farmer_computes = true;
+        o.schedule.parameters.chunk = 2;
+        o.protocol.prefetch = true;
+        o.topology.farmer_computes = true;
         std::vector<int> runs(static_cast<std::size_t>(tasks), 0);
         const auto sleep = [&](pfarm::task_count i) {
             ++runs[static_cast<std::size_t>(i)];
@@ -563,7 +564,7 @@ void following() {
 void nodes() {
     std::vector<double> out(200);
     auto o = hierarchical("gss", 0);
-    o.prefetch = true;
+    o.protocol.prefetch = true;
     const auto r = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, 200}, out, [](pfarm::task_count i, double& y) { y = f(static_cast<double>(i)); }, o);
     if (rank_ != 0) return;
     CHECK(r.master_ranks == std::vector<int>{1}, "one node: %zu masters, the first %d", r.master_ranks.size(),

@@ -1,4 +1,4 @@
-// Stragglers under mpiexec (farm_options::stragglers, docs/reliability.md "Stragglers"): one worker slowed 50
+// Stragglers under mpiexec (farm_options::protocol.stragglers, docs/reliability.md "Stragglers"): one worker slowed 50
 // times from mid-run (emulated load change). Scenarios, on 4 ranks (a farmer and 3 workers):
 //   outputs   every technique that the flat farmer serves, with prefetch or reclaim on some, fixed-size and
 //             streamed results: every output right, every task delivered once on rank 0, and a chunk re-executed
@@ -13,6 +13,7 @@
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
 #include "pfarm/registry.hpp"
+#include "pfarm/testing.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -31,9 +32,9 @@ void pause(double seconds) { std::this_thread::sleep_for(std::chrono::duration<d
 
 pfarm::farm_options slowed(const std::string& technique, double from, double stragglers) {
     pfarm::farm_options o;
-    o.technique = technique;
-    o.stragglers = stragglers;
-    o.load_changes = {{slowed_rank, from, 50.0}};
+    o.schedule.technique = technique;
+    o.protocol.stragglers = stragglers;
+    o.emulation = pfarm::testing::emulate({}, {{slowed_rank, from, 50.0}});
     return o;
 }
 
@@ -43,11 +44,11 @@ void outputs() {
     for (const auto& t : pfarm::techniques()) {
         const int mode = position++ % 3;  // 0: plain, 1: prefetch, 2: reclaim
         pfarm::farm_options o = slowed(t.name, 0.05, 2.0);
-        o.prefetch = mode == 1;
-        o.reclaim = mode == 2;
-        o.parameters.chunk = 8;       // css
-        o.parameters.overhead = 0.5;  // fsc, awf-d, awf-e
-        o.parameters.sigma = 0.2;     // fsc
+        o.protocol.prefetch = mode == 1;
+        o.protocol.reclaim = mode == 2;
+        o.schedule.parameters.chunk = 8;       // css
+        o.schedule.parameters.overhead = 0.5;  // fsc, awf-d, awf-e
+        o.schedule.parameters.sigma = 0.2;     // fsc
         const std::string label = t.name + (mode == 1 ? " +prefetch" : mode == 2 ? " +reclaim" : "");
         // Fixed-size results, collected in place.
         std::vector<double> out(static_cast<std::size_t>(tasks), -1.0);
@@ -129,17 +130,17 @@ void makespan() {
     MPI_Comm_split(MPI_COMM_WORLD, rank_ < slowed_rank ? 0 : MPI_UNDEFINED, rank_, &without);
     for (const char* technique : {"fss", "gss", "awf-b"}) {
         pfarm::farm_options plain;
-        plain.technique = technique;
+        plain.schedule.technique = technique;
         const double base = run(without, plain, tasks);
         MPI_Barrier(MPI_COMM_WORLD);
         // Straggler handling with reclaim, straggler handling alone (checked), reclaim alone, neither.
         pfarm::farm_report handled;
         pfarm::farm_options both = slowed(technique, 0.15, 2.0);
-        both.reclaim = true;
+        both.protocol.reclaim = true;
         const double with = run(MPI_COMM_WORLD, both, tasks, &handled);
         const double alone = run(MPI_COMM_WORLD, slowed(technique, 0.15, 2.0), tasks);
         pfarm::farm_options reclaim = slowed(technique, 0.15, 0.0);
-        reclaim.reclaim = true;
+        reclaim.protocol.reclaim = true;
         const double reclaimed = run(MPI_COMM_WORLD, reclaim, tasks);
         const double waited = run(MPI_COMM_WORLD, slowed(technique, 0.15, 0.0), tasks);
         if (rank_ != 0) continue;
@@ -164,9 +165,9 @@ void refused() {
     std::vector<double> out(10);
     for (const auto& [factor, farmer] : {std::pair{0.5, pfarm::farmer_mode::flat}, std::pair{2.0, pfarm::farmer_mode::decentralised}}) {
         pfarm::farm_options o;
-        o.technique = "gss";
-        o.stragglers = factor;
-        o.farmer = farmer;
+        o.schedule.technique = "gss";
+        o.protocol.stragglers = factor;
+        o.topology.farmer = farmer;
         bool named = false;
         try {
             pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, 10}, std::span<double>(out), [](pfarm::task_count i, double& y) { y = g(i); }, o);

@@ -89,7 +89,7 @@ int run(const ca::sweep_config& c, const pfarm::farm_options& options, bool json
                                        std::string_view(result.data() + sizeof(ca::summary), result.size() - sizeof(ca::summary)));
     };
     pfarm::farm_options o = options;
-    o.journal_key = "pfarm-calcium " + ca::sweep_json(c);  // every parameter that determines the files
+    o.resume.journal_key = "pfarm-calcium " + ca::sweep_json(c);  // every parameter that determines the files
     const pfarm::farm_report report = pfarm::farm_stream(
         MPI_COMM_WORLD, pfarm::index_range{0, static_cast<pfarm::task_count>(experiments)}, experiment, arrived, o);
     // Rank 0 writes the sweep's files and reports; every rank shares the outcome (a failed write included).

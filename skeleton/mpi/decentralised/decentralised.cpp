@@ -1,4 +1,4 @@
-// pfarm MPI engine: the decentralised farm (farm_options::farmer = decentralised). No rank serves requests:
+// pfarm MPI engine: the decentralised farm (farm_options::topology.farmer = decentralised). No rank serves requests:
 // every computing rank claims its own chunks from counters in MPI one-sided memory on rank 0 (one window made by
 // MPI_Win_allocate, one MPI_Win_lock_all epoch for the whole farm, never a lock per claim), reads its inputs
 // from that window (MPI_Get) unless the input is replicated, and puts its results into it (MPI_Put), where rank 0
@@ -287,13 +287,13 @@ public:
         : comm_(comm), rank_(rank), ranks_(ranks), in_(in), out_(out), kernel_(kernel), options_(options), setup_(setup),
           t0_(t0), offsets_(offsets), tasks_(setup.config.tasks), first_worker_(setup.config.farmer_computes ? 0 : 1),
           fetch_inputs_(!setup.config.replicated && kernel.in_bytes > 0),
-          keep_records_(!options.trace.empty() || options.record_trace),
+          keep_records_(!options.output.trace.empty() || options.output.record_trace),
           window_(comm, rank, setup.config.tasks, fetch_inputs_ ? kernel.in_bytes : 0, kernel.out_bytes) {}
 
     farm_report run() {
         const double cpu0 = cpu_seconds();
-        std::string name = options_.technique;
-        technique_options parameters = options_.parameters;
+        std::string name = options_.schedule.technique;
+        technique_options parameters = options_.schedule.parameters;
         share_technique(comm_, rank_, name, parameters);
         const int workers = ranks_ - first_worker_;
         std::unique_ptr<technique> policy = make_technique(name, parameters, workers);
@@ -309,7 +309,7 @@ public:
         }
         mpi::check(MPI_Barrier(comm_), "MPI_Barrier");
 
-        progress_reporter progress(rank_ == 0 ? options_.progress : progress_mode::quiet, tasks_);
+        progress_reporter progress(rank_ == 0 ? options_.output.progress : progress_mode::quiet, tasks_);
         if (rank_ >= first_worker_) work(claims, progress);
         window_.flush();  // this rank's results are all in rank 0's window (work() sent its last batch)
 
@@ -318,7 +318,7 @@ public:
         // once all have, rank 0 holds every result and answers each rank with the outcome.
         const bool gentle = setup_.config.gentle_wait != 0;
         outcome o = rank_ == 0 ? collect_outcome(gentle, [&] {
-            if (options_.progress != progress_mode::quiet) progress.update(claimed_not_done(claims));
+            if (options_.output.progress != progress_mode::quiet) progress.update(claimed_not_done(claims));
         })
                                : report_and_await_outcome(gentle);
         if (o.what != farm_outcome::kind::ok) throw_outcome(o);
@@ -407,7 +407,7 @@ private:
                 if (keep_records_) records_.push_back({c.first, c.count, claimed, started, finished, 0.0});
                 if (sent || next.count == 0) batch_done(!sent && next.count == 0);
                 claimed = claimed_next;
-                if (rank_ == 0 && options_.progress != progress_mode::quiet) progress.update(claimed_not_done(claims));
+                if (rank_ == 0 && options_.output.progress != progress_mode::quiet) progress.update(claimed_not_done(claims));
             }
         } catch (const std::exception& e) {  // not a task's fault (an MPI error): the farm still ends everywhere
             fail(claims, -1, e.what());
@@ -584,8 +584,8 @@ private:
 
 void check_decentralised(const farm_options& options, const technique& policy, int workers) {
     // the technique and reclaim: the core's one list, which the simulator refuses too
-    pfarm::check_decentralised(policy, options.technique, options.parameters, workers, options.reclaim);
-    if (!options.monitors.empty())
+    pfarm::check_decentralised(policy, options.schedule.technique, options.schedule.parameters, workers, options.protocol.reclaim);
+    if (!options.schedule.monitors.empty())
         throw invalid_argument("monitors", "are not available with farmer = decentralised: no request carries readings "
                                            "(leave monitors empty)");
 }

@@ -48,16 +48,16 @@ public:
                 sampler& monitors, std::vector<double> offsets, double round_trip)
         : comm_(comm), in_(in), out_(out), kernel_(kernel), options_(options), setup_(setup), monitors_(monitors),
           offsets_(std::move(offsets)), first_worker_rank_(setup.config.farmer_computes ? 0 : 1), t0_(t0),
-          report_(empty_report(options, ranks, setup.config.tasks)), progress_(options.progress, setup.config.tasks),
-          learned_(options.schedule
-                       ? options.schedule->start(policy->needs_calibration(), ranks - first_worker_rank_, setup.config.tasks)
+          report_(empty_report(options, ranks, setup.config.tasks)), progress_(options.output.progress, setup.config.tasks),
+          learned_(options.schedule.learned
+                       ? options.schedule.learned->start(policy->needs_calibration(), ranks - first_worker_rank_, setup.config.tasks)
                        : std::nullopt),
           session_(setup.config.tasks, ranks - first_worker_rank_, std::move(policy),
-                   {.min_chunk = options.parameters.min_chunk,
+                   {.min_chunk = options.schedule.parameters.min_chunk,
                     .prefetch = setup.config.prefetch != 0,
                     .reclaim = setup.config.reclaim != 0,
                     .request_cost = round_trip,
-                    .keep_records = !options.trace.empty() || options.record_trace,
+                    .keep_records = !options.output.trace.empty() || options.output.record_trace,
                     .learned = learned_ ? &*learned_ : nullptr,
                     // A chunk is overdue past its predicted time x factor plus a few round trips (at least 1 ms).
                     .stragglers = {setup.config.straggler_factor, std::max(4.0 * round_trip, 1e-3)},
@@ -339,8 +339,8 @@ private:
             note_short_calibration(*report_.calibration);
         }
         report_.learned = learned_.has_value();
-        if (options_.schedule)  // per worker: the report's per-rank entries from worker 0's rank on
-            options_.schedule->learn(f.policy().needs_calibration(), !learned_,
+        if (options_.schedule.learned)  // per worker: the report's per-rank entries from worker 0's rank on
+            options_.schedule.learned->learn(f.policy().needs_calibration(), !learned_,
                                      {report_.tasks_per_rank.begin() + first_worker_rank_, report_.tasks_per_rank.end()},
                                      {report_.busy_per_rank.begin() + first_worker_rank_, report_.busy_per_rank.end()});
         report_.trace = session_.records();
@@ -360,7 +360,7 @@ private:
     double t0_;
     farm_report report_;
     progress_reporter progress_;
-    std::optional<calibration_result> learned_;      ///< from farm_options::schedule: no calibration tasks
+    std::optional<calibration_result> learned_;      ///< from farm_options::schedule.learned: no calibration tasks
     farmer_session session_;
     own_worker own_;                                 ///< rank 0's own worker, when the farmer computes
     farmer_inbox inbox_;

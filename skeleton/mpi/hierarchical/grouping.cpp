@@ -60,8 +60,8 @@ std::vector<int> plan_hierarchy(const farm_options& options, int ranks, const st
                                          "farm has " + std::to_string(ranks) + "; use flat");
     std::vector<int> group(static_cast<std::size_t>(ranks), -1);
     const int others = ranks - 1;  // every rank but the supermaster
-    if (options.masters > 0) {  // K contiguous blocks of ranks 1..N-1, as equal as possible, the first ones larger
-        const int k = options.masters;
+    if (options.topology.masters > 0) {  // K contiguous blocks of ranks 1..N-1, as equal as possible, the first ones larger
+        const int k = options.topology.masters;
         if (2 * k > others)
             throw invalid_argument("masters", "is " + std::to_string(k) + "; expected 1.." + std::to_string(others / 2) +
                                                   " with " + std::to_string(ranks) + " ranks (rank 0 is the supermaster "
@@ -105,20 +105,20 @@ int hierarchy_workers(const std::vector<int>& group_of, bool computes) { return 
 void check_hierarchical(const farm_options& options, const task_kernel& kernel, task_count tasks,
                         const std::vector<int>& group_of) {
     (void)kernel;
-    if (options.schedule)
+    if (options.schedule.learned)
         throw invalid_argument("farmer", "hierarchical does not learn a schedule (each group calibrates on its own, "
-                                         "with its tasks); use flat with farm_options::schedule");
-    if (!options.master_technique.empty()) {
+                                         "with its tasks); use flat with farm_options::schedule.learned");
+    if (!options.topology.master_technique.empty()) {
         try {
-            find_technique(options.master_technique);
+            find_technique(options.topology.master_technique);
         } catch (const unknown_name& e) {  // the supermaster's technique is its own option
             throw unknown_name("master_technique", e.message());
         }
     }
     if (group_of.empty()) return;  // one rank: the tasks run in order, nothing else to check
     // The plan makes the supermaster's technique and each group's, so that their errors are every rank's.
-    (void)plan_of(layout_of(group_of, options.farmer_computes), options.technique, options.master_technique,
-                  options.parameters, tasks);
+    (void)plan_of(layout_of(group_of, options.topology.farmer_computes), options.schedule.technique, options.topology.master_technique,
+                  options.schedule.parameters, tasks);
 }
 
 }  // namespace pfarm::detail

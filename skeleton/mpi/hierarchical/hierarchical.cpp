@@ -1,4 +1,4 @@
-// pfarm MPI engine: the hierarchical farm (farm_options::farmer = hierarchical; docs/hierarchical.md), the MPI
+// pfarm MPI engine: the hierarchical farm (farm_options::topology.farmer = hierarchical; docs/hierarchical.md), the MPI
 // transport of the core's sessions, as simulator_hierarchical.cpp is their transport in simulated time. This file
 // puts the roles together (run_hierarchical):
 //
@@ -45,11 +45,11 @@ farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte
     const rank_layout h = layout_of(setup.group_of, setup.config.farmer_computes != 0);
     // Rank 0's view on every rank: the workers' technique and parameters, the supermaster's technique, the records,
     // each rank's clock offset.
-    std::string technique = options.technique, top_name = options.master_technique;
-    technique_options parameters = options.parameters;
+    std::string technique = options.schedule.technique, top_name = options.topology.master_technique;
+    technique_options parameters = options.schedule.parameters;
     share_technique(comm, rank, technique, parameters);
     broadcast_string(comm, top_name);
-    int keep_records = !options.trace.empty() || options.record_trace ? 1 : 0;
+    int keep_records = !options.output.trace.empty() || options.output.record_trace ? 1 : 0;
     mpi::check(MPI_Bcast(&keep_records, 1, MPI_INT, 0, comm), "MPI_Bcast");
     offsets.resize(static_cast<std::size_t>(ranks), 0.0);
     mpi::check(MPI_Bcast(offsets.data(), ranks, MPI_DOUBLE, 0, comm), "MPI_Bcast");

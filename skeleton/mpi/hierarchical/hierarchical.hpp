@@ -18,7 +18,7 @@
 namespace pfarm::detail {
 
 /// Who is who, from each rank's group (shared_setup::group_of; -1: rank 0, the supermaster) and whether the
-/// supermaster and the masters compute (farm_options::farmer_computes).
+/// supermaster and the masters compute (farm_options::topology.farmer_computes).
 struct rank_layout {
     std::vector<int> group_of;
     bool computes = false;

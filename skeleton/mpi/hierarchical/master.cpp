@@ -12,7 +12,7 @@
 //     those after it behind it;
 //   - a worker's failure goes up with the worker's task and text; this transport adds the worker's rank (the
 //     session's failed_worker()), so that every rank throws what the flat farmer's ranks throw.
-// With farm_options::farmer_computes its own worker (own_worker.hpp) is worker 0 of its group, between two of whose
+// With farm_options::topology.farmer_computes its own worker (own_worker.hpp) is worker 0 of its group, between two of whose
 // tasks it serves the others.
 #include "hierarchical.hpp"
 

@@ -1,7 +1,7 @@
 // pfarm MPI engine, the hierarchical farm: rank 0, the supermaster. The MPI transport of a farmer_session (the
 // hierarchy plan's, pfarm/hierarchy_plan.hpp) whose workers are the masters, with its own technique
-// (farm_options::master_technique; default pfarm::default_master_technique, options pfarm::master_options), on the
-// upper communicator (rank 0 and the masters, in rank order). With farm_options::farmer_computes it computes too,
+// (farm_options::topology.master_technique; default pfarm::default_master_technique, options pfarm::master_options), on the
+// upper communicator (rank 0 and the masters, in rank order). With farm_options::topology.farmer_computes it computes too,
 // as the flat farmer does: its own worker (own_worker.hpp) is worker 0 of its session, one more unit beside the
 // masters (a group of one: its chunks come from the supermaster's technique, weighted as one worker), between two
 // of whose tasks it serves the masters. A master's failure message carries the failed rank (the worker's, or the
@@ -28,7 +28,7 @@ public:
                 const shared_setup& setup, const rank_layout& h, const hierarchy_plan& plan, double t0, sampler& monitors,
                 bool keep_records)
         : up_(up), in_(in), out_(out), kernel_(kernel), setup_(setup), h_(h), plan_(plan), first_(1 - plan.own()),
-          progress_(options.progress, setup.config.tasks),
+          progress_(options.output.progress, setup.config.tasks),
           session_(setup.config.tasks, plan.units(), plan.make_top(), session_options(plan, keep_records && h.computes, t0)),
           inbox_(up, false, setup.config.gentle_wait != 0) {
         if (h.computes) own_.emplace(kernel, setup, monitors, 0, [t0] { return now() - t0; });

@@ -62,23 +62,26 @@ void pfarm(pfarm_worker_fn worker, void *in_data, int in_length, MPI_Datatype in
 void pfarm_sched(pfarm_worker_fn worker, void *in_data, int in_length, MPI_Datatype in_type, void *out_data,
                  int out_length, MPI_Datatype out_type, MPI_Comm comm, enum scheduling sched);
 
-/** Everything beyond the paper. Numeric parameters left at 0 (NULL for pointers; static_percent below 0) take the
- *  technique's default; any other value is checked, so a negative or NaN value is PFARM_ERROR_ARGUMENT naming the
- *  field, never the default. `weights` and `weight_count` go together (both set or neither); `progress` is 0, 1
- *  or 2. Initialise with pfarm_options_init(), then set the fields wanted by name.
+/** Everything beyond the paper, grouped by concern as the C++ API's farm_options is (schedule, topology, protocol,
+ *  output, resume): `o.schedule.technique = "gss"; o.protocol.prefetch = 1;`. Numeric parameters left at 0 (NULL
+ *  for pointers; static_percent below 0) take the technique's default; any other value is checked, so a negative or
+ *  NaN value is PFARM_ERROR_ARGUMENT naming the field, never the default. `weights` and `weight_count` go together
+ *  (both set or neither); `progress` is 0, 1 or 2. Initialise with pfarm_options_init(), then set the fields wanted
+ *  by name.
  *
  *  Versioning: `size` comes first, in every version, and pfarm_options_init (a macro) sets it to
- *  sizeof(pfarm_options) of the header the program was built with. New fields are only ever added at the end, so the size tells the
- *  library which fields a program knows; a library accepts the sizes of its own and of earlier headers that had
- *  `size` (today: only its own), and any other size (0 when pfarm_options_init was not called, garbage, a newer
- *  header than the library) is PFARM_ERROR_ARGUMENT naming "options", never a misread field. Programs built
- *  against a header from before `size` (whose pfarm_options_init was a plain function writing the library's
- *  struct) must be rebuilt; their source needs no change when it sets fields by name.
+ *  sizeof(pfarm_options) of the header the program was built with. New fields are only ever added at the end of
+ *  the struct (in a group of their own), so the size tells the library which fields a program knows; a library
+ *  accepts the sizes of its own and of earlier headers with the same layout (today: only its own), and any other
+ *  size (0 when pfarm_options_init was not called, garbage, a newer header than the library, a header before the
+ *  grouping) is PFARM_ERROR_ARGUMENT naming "options", never a misread field. A program built against another
+ *  layout must be rebuilt (and its field names prefixed with their group).
  *  Every call that takes options checks the size on every rank. The farm's settings are rank 0's; the other
  *  ranks' options give only their own user_data (their other fields are still converted, so a malformed
  *  calibration name there is an error too). NULL options mean the defaults. */
-typedef struct pfarm_options {
-    size_t size;                /**< sizeof(pfarm_options), set by pfarm_options_init; checked by every call */
+
+/** What decides the chunk sizes. */
+typedef struct pfarm_schedule_options {
     const char *technique;      /**< any registry name ("gss", "awf-b", ...); NULL: "multi" */
     long long min_chunk;        /**< no chunk below this except the last */
     long long chunk;            /**< css chunk size */
@@ -90,26 +93,51 @@ typedef struct pfarm_options {
     const double *weights;      /**< V_j, one per worker; NULL: measured */
     int weight_count;
     const char *calibration;    /**< multi's calibration: "times", "univariate", "multivariate"; NULL: times */
-    const char *trace;          /**< trace file, .csv or .json; NULL: none */
-    int farmer_computes;        /**< the ranks that schedule compute too: rank 0; hierarchical: the supermaster
-                                     and every master */
-    int prefetch;               /**< workers ask for the next chunk before computing the current one */
-    int replicated_input;       /**< every rank holds the input: only indices travel */
-    int progress;               /**< 0 quiet, 1 plain lines, 2 a bar on a terminal */
-    int reclaim;                /**< work take-back at the end of the loop (with or without prefetch) */
-    void *user_data;            /**< this rank's pointer, passed to every call of a pfarm_task_fn on this rank
-                                     (pfarm_run's pfarm_worker_fn does not take it) */
-    const char *journal;        /**< resumable run: rank 0 records each finished task here; a rerun with the same
-                                     file computes only what it lacks (docs/reliability.md); NULL: none */
-    const char *journal_key;    /**< what else determines the outputs (a journal written with another is refused) */
+} pfarm_schedule_options;
+
+/** Who schedules and who computes. */
+typedef struct pfarm_topology_options {
     const char *farmer;         /**< who schedules: "flat" (NULL), "hierarchical" (rank 0 a supermaster, `masters`
                                      masters, the rest workers; docs/hierarchical.md), "decentralised"
                                      (docs/skeleton.md "Decentralised farm") */
     int masters;                /**< hierarchical: masters (0: one per node; K: ranks 1..N-1 in K contiguous groups) */
     const char *master_technique; /**< hierarchical: the supermaster's technique over the masters; NULL: the
                                        workers' when it is a weighted scheme (dgss...), else fss with x = 4 */
+    int farmer_computes;        /**< the ranks that schedule compute too: rank 0; hierarchical: the supermaster
+                                     and every master */
+} pfarm_topology_options;
+
+/** How tasks and results travel. */
+typedef struct pfarm_protocol_options {
+    int prefetch;               /**< workers ask for the next chunk before computing the current one */
+    int reclaim;                /**< work take-back at the end of the loop (with or without prefetch) */
     double stragglers;          /**< 0: off; a factor > 1: re-execute chunks overdue by that factor on idle workers
                                      (docs/reliability.md "Stragglers"; tasks may then run twice) */
+    int replicated_input;       /**< every rank holds the input: only indices travel */
+} pfarm_protocol_options;
+
+/** What the farm shows and records beside the results. */
+typedef struct pfarm_output_options {
+    int progress;               /**< 0 quiet, 1 plain lines, 2 a bar on a terminal */
+    const char *trace;          /**< trace file, .csv or .json; NULL: none */
+} pfarm_output_options;
+
+/** A farm that survives being stopped (docs/reliability.md). */
+typedef struct pfarm_resume_options {
+    const char *journal;        /**< rank 0 records each finished task here; a rerun with the same file computes
+                                     only what it lacks; NULL: none */
+    const char *journal_key;    /**< what else determines the outputs (a journal written with another is refused) */
+} pfarm_resume_options;
+
+typedef struct pfarm_options {
+    size_t size;                /**< sizeof(pfarm_options), set by pfarm_options_init; checked by every call */
+    pfarm_schedule_options schedule;
+    pfarm_topology_options topology;
+    pfarm_protocol_options protocol;
+    pfarm_output_options output;
+    pfarm_resume_options resume;
+    void *user_data;            /**< this rank's pointer, passed to every call of a pfarm_task_fn on this rank
+                                     (pfarm_run's pfarm_worker_fn does not take it) */
 } pfarm_options;
 
 /** Sets every field to its default and `size` to sizeof(pfarm_options) as the calling program sees it: the macro
@@ -162,7 +190,7 @@ int pfarm_status(void);               /**< the status of this thread's last call
  *  then what is wrong and the accepted range ("min_chunk: is 0; expected >= 1"): a parameter of pfarm_run,
  *  pfarm_run_tasks, pfarm_run_range or pfarm ("worker", "task", "in_length", "in_data", "in_type", "first",
  *  "count", "out_data", "out_length", "out_type", "comm", "sched", and "options" for an options struct whose
- *  `size` is not one this library knows), a field of pfarm_options ("technique", "min_chunk", "chunk",
+ *  `size` is not one this library knows), a field of pfarm_options by its name within its group ("technique", "min_chunk", "chunk",
  *  "factor", "first", "last", "stages", "static_percent", "k", "weights", "calibration", "trace", "journal", "farmer", "masters",
  *  "master_technique", "farmer_computes"), or the
  *  environment variable a value came from ("PFARM_SLOWDOWN", "PFARM_LOAD_CHANGES"). pfarm_run_range's parameter

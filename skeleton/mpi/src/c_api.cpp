@@ -87,7 +87,7 @@ pfarm::farm_options settings(const c_call& c, void*& user_data) {
             throw pfarm::invalid_argument(
                 "sched", "is " + std::to_string(*c.sched) +
                              "; expected SCH_TRAD, SCH_DEAL, SCH_DEALDYN_LR, SCH_DEALDYN_MV, SCH_DEALDYN_SM or SCH_MULTI");
-        options.technique = technique;
+        options.schedule.technique = technique;
         return options;
     }
     const pfarm_options* o = c.options;
@@ -97,40 +97,40 @@ pfarm::farm_options settings(const c_call& c, void*& user_data) {
                                                      std::to_string(sizeof(pfarm_options)) +
                                                      " (call pfarm_options_init first, and build against this "
                                                      "library's pfarm.h)");
-    if (o->technique) options.technique = o->technique;
-    auto& p = options.parameters;
+    if (o->schedule.technique) options.schedule.technique = o->schedule.technique;
+    auto& p = options.schedule.parameters;
     // 0 (static_percent: below 0) means the default; any other value goes to the technique, which checks it, so a
     // negative or NaN value is an error naming the field, never the default in disguise.
-    if (o->min_chunk != 0) p.min_chunk = o->min_chunk;
-    if (o->chunk != 0) p.chunk = o->chunk;
-    if (o->factor != 0) p.factor = o->factor;
-    if (o->first != 0) p.first = o->first;
-    if (o->last != 0) p.last = o->last;
-    if (o->stages != 0) p.stages = o->stages;
-    if (!(o->static_percent < 0)) p.static_percent = o->static_percent;
-    if (o->k != 0) p.k = o->k;
-    if (o->weight_count < 0 || (o->weight_count > 0) != (o->weights != nullptr))
-        throw pfarm::invalid_argument("weights", std::string(o->weights ? "is set" : "is NULL") + " with weight_count " +
-                                                     std::to_string(o->weight_count) +
+    if (o->schedule.min_chunk != 0) p.min_chunk = o->schedule.min_chunk;
+    if (o->schedule.chunk != 0) p.chunk = o->schedule.chunk;
+    if (o->schedule.factor != 0) p.factor = o->schedule.factor;
+    if (o->schedule.first != 0) p.first = o->schedule.first;
+    if (o->schedule.last != 0) p.last = o->schedule.last;
+    if (o->schedule.stages != 0) p.stages = o->schedule.stages;
+    if (!(o->schedule.static_percent < 0)) p.static_percent = o->schedule.static_percent;
+    if (o->schedule.k != 0) p.k = o->schedule.k;
+    if (o->schedule.weight_count < 0 || (o->schedule.weight_count > 0) != (o->schedule.weights != nullptr))
+        throw pfarm::invalid_argument("weights", std::string(o->schedule.weights ? "is set" : "is NULL") + " with weight_count " +
+                                                     std::to_string(o->schedule.weight_count) +
                                                      "; expected both (one weight per worker) or neither");
-    if (o->weights) p.weights.assign(o->weights, o->weights + o->weight_count);
-    options.farmer_computes = o->farmer_computes != 0;
-    options.prefetch = o->prefetch != 0;
-    options.reclaim = o->reclaim != 0;
-    options.stragglers = o->stragglers;
-    options.replicated_input = o->replicated_input != 0;
-    if (o->progress < 0 || o->progress > 2)
-        throw pfarm::invalid_argument("progress", "is " + std::to_string(o->progress) + "; expected 0 (quiet), 1 (plain) or 2 (bar)");
-    options.progress = o->progress == 1 ? pfarm::progress_mode::plain
-                     : o->progress == 2 ? pfarm::progress_mode::automatic
+    if (o->schedule.weights) p.weights.assign(o->schedule.weights, o->schedule.weights + o->schedule.weight_count);
+    options.topology.farmer_computes = o->topology.farmer_computes != 0;
+    options.protocol.prefetch = o->protocol.prefetch != 0;
+    options.protocol.reclaim = o->protocol.reclaim != 0;
+    options.protocol.stragglers = o->protocol.stragglers;
+    options.protocol.replicated_input = o->protocol.replicated_input != 0;
+    if (o->output.progress < 0 || o->output.progress > 2)
+        throw pfarm::invalid_argument("progress", "is " + std::to_string(o->output.progress) + "; expected 0 (quiet), 1 (plain) or 2 (bar)");
+    options.output.progress = o->output.progress == 1 ? pfarm::progress_mode::plain
+                     : o->output.progress == 2 ? pfarm::progress_mode::automatic
                                         : pfarm::progress_mode::quiet;
-    if (o->trace) options.trace = o->trace;
-    if (o->journal) options.journal = o->journal;
-    if (o->journal_key) options.journal_key = o->journal_key;
-    if (o->farmer) options.farmer = pfarm::parse_farmer_mode(o->farmer);  // names "farmer"
-    options.masters = o->masters;
-    if (o->master_technique) options.master_technique = o->master_technique;
-    if (o->calibration) p.calibration = pfarm::parse_calibration_mode(o->calibration);  // names "calibration"
+    if (o->output.trace) options.output.trace = o->output.trace;
+    if (o->resume.journal) options.resume.journal = o->resume.journal;
+    if (o->resume.journal_key) options.resume.journal_key = o->resume.journal_key;
+    if (o->topology.farmer) options.topology.farmer = pfarm::parse_farmer_mode(o->topology.farmer);  // names "farmer"
+    options.topology.masters = o->topology.masters;
+    if (o->topology.master_technique) options.topology.master_technique = o->topology.master_technique;
+    if (o->schedule.calibration) p.calibration = pfarm::parse_calibration_mode(o->schedule.calibration);  // names "calibration"
     user_data = o->user_data;
     return options;
 }
@@ -274,7 +274,7 @@ void pfarm_options_init_size(pfarm_options* o, size_t size) {
     }
     *o = pfarm_options{};
     o->size = size;
-    o->static_percent = -1.0;
+    o->schedule.static_percent = -1.0;
 }
 
 void(pfarm_options_init)(pfarm_options* o) { pfarm_options_init_size(o, sizeof(pfarm_options)); }

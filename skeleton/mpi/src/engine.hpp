@@ -143,7 +143,7 @@ farm_report run_decentralised(MPI_Comm comm, int rank, int ranks, const std::byt
                               const std::vector<double>& offsets);
 
 /// The hierarchical farm (skeleton/mpi/hierarchical/; these three in grouping.cpp). On rank 0 inside agree(): plan_hierarchy gives each rank's group from
-/// farm_options::masters and `nodes` (per rank: the lowest rank on its node), or throws the invalid_argument every
+/// farm_options::topology.masters and `nodes` (per rank: the lowest rank on its node), or throws the invalid_argument every
 /// rank throws ("farmer": fewer than 3 ranks; "masters": more than (ranks - 1) / 2); hierarchy_workers counts the
 /// computing ranks of such a plan (with farmer_computes the supermaster and the masters too); check_hierarchical throws when the options ask for what this mode cannot do (it
 /// makes the supermaster's technique and each group's, so that their errors reach every rank before the farm).
@@ -166,7 +166,7 @@ void write_trace(const std::string& path, const farm_report& r);
 void finish_trace(MPI_Comm comm, int rank, bool wanted, const std::string& path, const farm_report& r);
 double cpu_seconds();
 
-/// run_farm with farm_options::journal: farms only the tasks the journal does not hold (journaled.cpp).
+/// run_farm with farm_options::resume.journal: farms only the tasks the journal does not hold (journaled.cpp).
 farm_report run_journaled(MPI_Comm comm, const std::byte* in, std::byte* out, task_count tasks, const task_kernel& kernel,
                           const farm_options& options);
 

@@ -32,9 +32,9 @@ double cpu_seconds() {
 
 farm_report empty_report(const farm_options& options, int ranks, task_count tasks) {
     farm_report r;
-    r.technique = options.technique;
+    r.technique = options.schedule.technique;
     r.ranks = ranks;
-    r.first_worker_rank = ranks == 1 || options.farmer_computes ? 0 : 1;
+    r.first_worker_rank = ranks == 1 || options.topology.farmer_computes ? 0 : 1;
     r.tasks = tasks;
     r.tasks_per_rank.assign(static_cast<std::size_t>(ranks), 0);
     r.chunks_per_rank.assign(static_cast<std::size_t>(ranks), {});
@@ -49,7 +49,7 @@ static farm_report run_sequential(const std::byte* in, std::byte* out, task_coun
     farm_report r = empty_report(options, 1, tasks);
     r.sequential = true;
     const double t0 = now();
-    progress_reporter progress(options.progress, tasks);
+    progress_reporter progress(options.output.progress, tasks);
     chunk_results results;  // streamed results: one task at a time, delivered at once
     for (task_count i = 0; i < tasks; ++i) {
         const std::byte* input = in + static_cast<std::size_t>(i) * kernel.in_bytes;
@@ -106,7 +106,7 @@ void finish_trace(MPI_Comm comm, int rank, bool wanted, const std::string& path,
 
 farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, task_count tasks, const task_kernel& kernel,
                      const farm_options& options) {
-    if (!options.journal.empty()) return run_journaled(user_comm, in, out, tasks, kernel, options);
+    if (!options.resume.journal.empty()) return run_journaled(user_comm, in, out, tasks, kernel, options);
     mpi::communicator comm(user_comm);  // the farm's own context: never mixes with the user's messages
     const int rank = comm.rank(), ranks = comm.size();
     std::unique_ptr<technique> policy;
@@ -114,7 +114,7 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
     const bool trace = setup.config.trace != 0;
     if (ranks == 1) {
         farm_report r = run_sequential(in, out, tasks, kernel, options);
-        finish_trace(comm.get(), rank, trace, options.trace, r);
+        finish_trace(comm.get(), rank, trace, options.output.trace, r);
         return r;
     }
     mpi::check(MPI_Barrier(comm.get()), "MPI_Barrier");
@@ -135,7 +135,7 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
                             round_trip);
     else
         r = run_worker_side(comm.get(), rank, ranks, in, kernel, options, setup, t0, monitors, round_trip);
-    finish_trace(comm.get(), rank, trace, options.trace, r);
+    finish_trace(comm.get(), rank, trace, options.output.trace, r);
     return r;
 }
 

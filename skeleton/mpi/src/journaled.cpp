@@ -1,4 +1,4 @@
-// pfarm MPI engine: a farm with a journal (farm_options::journal; the file is pfarm/journal.hpp). Rank 0 reads
+// pfarm MPI engine: a farm with a journal (farm_options::resume.journal; the file is pfarm/journal.hpp). Rank 0 reads
 // the journal, every rank learns which tasks remain, and the engine farms only those, through a kernel that
 // maps the farm's task j to the remaining task's index: its results are journaled as they arrive, then stored
 // (or handed to the caller's sink) under their own index. The journaled tasks' outputs are restored first.
@@ -21,7 +21,7 @@ namespace {
 std::uint64_t fingerprint(const std::byte* in, task_count tasks, const task_kernel& kernel, const farm_options& options) {
     const std::string shape = std::to_string(tasks) + "|" + std::to_string(kernel.in_bytes) + "|" +
                               std::to_string(kernel.out_bytes) + "|" + (kernel.variable() ? "variable" : "fixed") + "|" +
-                              std::to_string(kernel.out_align) + "|" + kernel.identity + "|" + options.journal_key;
+                              std::to_string(kernel.out_align) + "|" + kernel.identity + "|" + options.resume.journal_key;
     std::uint64_t h = fnv1a(shape.data(), shape.size());
     if (in && kernel.in_bytes > 0) h = fnv1a(in, static_cast<std::size_t>(tasks) * kernel.in_bytes, h);
     return h;
@@ -58,23 +58,23 @@ farm_report run_journaled(MPI_Comm comm, const std::byte* in, std::byte* out, ta
     // Rank 0: whether this run makes the journal file. A run refused before any result (a bad option found by the
     // engine's agreement) then leaves no journal behind: the file it made holds nothing but a header.
     std::error_code ec;
-    const bool created = rank == 0 && !std::filesystem::exists(std::filesystem::symlink_status(options.journal, ec));
+    const bool created = rank == 0 && !std::filesystem::exists(std::filesystem::symlink_status(options.resume.journal, ec));
     const auto forget_new_journal = [&] {
         if (!created || (writer && writer->records() > 0)) return;
         writer.reset();
-        std::filesystem::remove(options.journal, ec);
+        std::filesystem::remove(options.resume.journal, ec);
     };
     if (rank == 0 && argument.empty() && tasks >= 1) {
         try {
-            if (!options.trace.empty()) check_trace_path(options.trace);  // written here, after the farm (below)
+            if (!options.output.trace.empty()) check_trace_path(options.output.trace);  // written here, after the farm (below)
             const std::uint64_t print = fingerprint(in, tasks, kernel, options);
-            journaled = read_journal(options.journal, print, tasks);
-            writer.emplace(options.journal, print, tasks, journaled.valid_bytes);
+            journaled = read_journal(options.resume.journal, print, tasks);
+            writer.emplace(options.resume.journal, print, tasks, journaled.valid_bytes);
             for (task_count i = 0; i < tasks; ++i)
                 if (!journaled.outputs.count(i)) remaining.push_back(i);
             for (const auto& [i, bytes] : journaled.outputs)
                 if (!kernel.variable() && bytes.size() != kernel.out_bytes)
-                    throw invalid_argument("journal", "'" + options.journal + "' holds " + std::to_string(bytes.size()) +
+                    throw invalid_argument("journal", "'" + options.resume.journal + "' holds " + std::to_string(bytes.size()) +
                                                           " bytes for task " + std::to_string(i) + "; this farm's tasks give " +
                                                           std::to_string(kernel.out_bytes));
         } catch (const invalid_argument& e) {
@@ -86,7 +86,7 @@ farm_report run_journaled(MPI_Comm comm, const std::byte* in, std::byte* out, ta
     // throw rank 0's verdict together (the engine's own checks, zero tasks included, come with it).
     // flags[1]: rank 0 wants a trace. The farm below runs on the remaining tasks renumbered, so its trace is written
     // here once its chunks carry the tasks' own indices (and, when the journal held everything, as an empty trace).
-    int flags[2] = {!argument.empty() || tasks < 1 ? 1 : 0, options.trace.empty() ? 0 : 1};
+    int flags[2] = {!argument.empty() || tasks < 1 ? 1 : 0, options.output.trace.empty() ? 0 : 1};
     mpi::check(MPI_Bcast(flags, 2, MPI_INT, 0, comm), "MPI_Bcast");
     const int bad = flags[0];
     const bool trace = flags[1] != 0;
@@ -94,7 +94,7 @@ farm_report run_journaled(MPI_Comm comm, const std::byte* in, std::byte* out, ta
         task_kernel failed = kernel;
         failed.bad_argument = argument, failed.bad_message = message;
         farm_options plain = options;
-        plain.journal.clear();
+        plain.resume.journal.clear();
         try {
             return run_farm(comm, in, out, tasks, failed, plain);
         } catch (...) {
@@ -126,7 +126,7 @@ farm_report run_journaled(MPI_Comm comm, const std::byte* in, std::byte* out, ta
     } else {
         // The farm of the remaining tasks: task j is remaining[j]. Inputs travel compacted (rank 0 gathers them),
         // or, replicated, each rank reads its own copy by the task's index.
-        const bool replicated = options.replicated_input;
+        const bool replicated = options.protocol.replicated_input;
         std::vector<std::byte> compact;
         if (rank == 0 && !replicated && kernel.in_bytes > 0 && in) {
             compact.resize(static_cast<std::size_t>(count) * kernel.in_bytes);
@@ -159,10 +159,10 @@ farm_report run_journaled(MPI_Comm comm, const std::byte* in, std::byte* out, ta
             });
         };
         farm_options rest = options;
-        rest.journal.clear();
-        rest.trace.clear();  // written below, in the tasks' own indices
-        rest.record_trace = options.record_trace || trace;
-        rest.replicated_input = false;  // nothing travels with replicated input: in_bytes is 0
+        rest.resume.journal.clear();
+        rest.output.trace.clear();  // written below, in the tasks' own indices
+        rest.output.record_trace = options.output.record_trace || trace;
+        rest.protocol.replicated_input = false;  // nothing travels with replicated input: in_bytes is 0
         try {
             report = run_farm(comm, compact.empty() ? nullptr : compact.data(), nullptr, count, mapped, rest);
         } catch (...) {
@@ -177,7 +177,7 @@ farm_report run_journaled(MPI_Comm comm, const std::byte* in, std::byte* out, ta
         computed.tasks = count;
         // A failed write throws on every rank; the journal's pending records are still written as the writer goes
         // (its destructor), so a rerun restores them.
-        finish_trace(comm, rank, trace, options.trace, computed);
+        finish_trace(comm, rank, trace, options.output.trace, computed);
     }
     // The journal's last batch: a failure to write it is an error on every rank.
     std::string failed;

@@ -1,4 +1,4 @@
-// pfarm MPI engine, internal: a scheduling rank's own worker (farm_options::farmer_computes), the in-process
+// pfarm MPI engine, internal: a scheduling rank's own worker (farm_options::topology.farmer_computes), the in-process
 // transport of a worker_session for the rank that also serves requests: the flat farmer (farmer_side.cpp), the
 // supermaster and each master (hierarchical/supermaster.cpp, master.cpp). It is worker 0 of that rank's session. It computes its chunk one
 // task per compute_one() call, so the driver serves the other ranks' messages between two of its tasks; its

@@ -10,6 +10,7 @@
 #include "pfarm/monitor_registry.hpp"
 #include "pfarm/mpi.hpp"
 #include "pfarm/registry.hpp"
+#include "pfarm/testing.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -37,10 +38,11 @@ double emulation::owed(int rank, double start, double compute) const {
 
 namespace {
 
-/// The emulation asked for: farm_options, else the environment (PFARM_SLOWDOWN, PFARM_LOAD_CHANGES), parsed
-/// and checked by the one emulation module (pfarm/emulation.hpp).
+/// The emulation asked for: farm_options::emulation (pfarm/testing.hpp), else the environment (PFARM_SLOWDOWN,
+/// PFARM_LOAD_CHANGES), parsed and checked by the one emulation module (pfarm/emulation.hpp).
 emulation emulation_from(const farm_options& options, int ranks) {
-    emulation e{options.slowdown, options.load_changes};
+    emulation e;
+    if (options.emulation) e = {options.emulation->slowdown, options.emulation->load_changes};
     std::string changes_argument = "load_changes";
     if (e.slowdown.empty())
         if (const char* env = std::getenv("PFARM_SLOWDOWN"); env && *env) e.slowdown = parse_numbers(env, "PFARM_SLOWDOWN");
@@ -76,7 +78,7 @@ void choose_monitors(const technique_needs& needs, const farm_options& options, 
     };
     for (reading r : needs.with_calibration) add(r, loadavg_calibration);
     for (reading r : needs.with_every_request) add(r, loadavg_each);
-    for (const auto& name : options.monitors) {
+    for (const auto& name : options.schedule.monitors) {
         if (name == "loadavg" || name == "cgroup") bits |= loadavg_each;
         else if (name == "benchmark") bits |= benchmark_once;
         else if (name == "latency") bits |= latency_once;
@@ -92,7 +94,7 @@ void choose_monitors(const technique_needs& needs, const farm_options& options, 
     s.config.monitors = bits;
     const bool any = bits != 0 || !s.extra_monitors.empty();
     // loadavg_each comes only from these two, so they say whether every request carries readings.
-    s.config.readings_each = !needs.with_every_request.empty() || !options.monitors.empty() ? 1 : 0;
+    s.config.readings_each = !needs.with_every_request.empty() || !options.schedule.monitors.empty() ? 1 : 0;
     s.config.readings_calibration = any ? 1 : 0;
 }
 
@@ -130,54 +132,54 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
             if (tasks < 1) throw invalid_argument("in", "holds " + std::to_string(tasks) + " tasks; expected >= 1");
             check_task_count(tasks, "in");  // at most max_tasks (2^53)
             if (!kernel.run && !kernel.run_variable) throw invalid_argument("worker", "is empty");
-            if (options.masters < 0)
-                throw invalid_argument("masters", "is " + std::to_string(options.masters) + "; expected >= 0 (0: one per node)");
-            if (options.masters > 0 && options.farmer != farmer_mode::hierarchical)  // contradictory options
-                throw invalid_argument("masters", "is " + std::to_string(options.masters) +
+            if (options.topology.masters < 0)
+                throw invalid_argument("masters", "is " + std::to_string(options.topology.masters) + "; expected >= 0 (0: one per node)");
+            if (options.topology.masters > 0 && options.topology.farmer != farmer_mode::hierarchical)  // contradictory options
+                throw invalid_argument("masters", "is " + std::to_string(options.topology.masters) +
                                                       "; only farmer = hierarchical has masters");
-            int workers = ranks == 1 ? 1 : ranks - (options.farmer_computes ? 0 : 1);
-            if (options.farmer == farmer_mode::hierarchical && ranks > 1) {  // one rank runs the tasks in order
+            int workers = ranks == 1 ? 1 : ranks - (options.topology.farmer_computes ? 0 : 1);
+            if (options.topology.farmer == farmer_mode::hierarchical && ranks > 1) {  // one rank runs the tasks in order
                 s.group_of = plan_hierarchy(options, ranks, nodes);
-                workers = hierarchy_workers(s.group_of, options.farmer_computes);
+                workers = hierarchy_workers(s.group_of, options.topology.farmer_computes);
             }
-            policy = make_technique(options.technique, options.parameters, workers);
+            policy = make_technique(options.schedule.technique, options.schedule.parameters, workers);
             // Some parameters are checked only when a technique starts (tss's first and last against the tasks and
             // workers): start a copy here, so that such an error is every rank's before the farm, never rank 0's
             // alone while the workers wait for it. (A calibrating technique starts after its calibration, inside
             // the farm, where a failure stops every rank.)
             if (policy->needs_calibration() == calibration_mode::none)
-                make_technique(options.technique, options.parameters, workers)->start({tasks, tasks, workers, nullptr});
-            if (options.farmer == farmer_mode::hierarchical) check_hierarchical(options, kernel, tasks, s.group_of);
-            if (options.farmer == farmer_mode::decentralised) {
+                make_technique(options.schedule.technique, options.schedule.parameters, workers)->start({tasks, tasks, workers, nullptr});
+            if (options.topology.farmer == farmer_mode::hierarchical) check_hierarchical(options, kernel, tasks, s.group_of);
+            if (options.topology.farmer == farmer_mode::decentralised) {
                 if (kernel.streamed())  // a journal hands results on through a sink too (journaled.cpp)
                     throw invalid_argument("farmer", "decentralised does not carry streamed results, results of any size or "
                                                      "a journal yet (its ranks put fixed-size outputs straight into rank 0's "
                                                      "window); use flat");
-                if (options.schedule)
+                if (options.schedule.learned)
                     throw invalid_argument("farmer", "decentralised serves no calibrating technique, so a learned schedule "
                                                      "has nothing to keep; use flat");
                 check_decentralised(options, *policy, workers);
             }
-            if (options.stragglers != 0.0) {
-                if (!(options.stragglers > 1.0) || !std::isfinite(options.stragglers))
-                    throw invalid_argument("stragglers", "is " + std::to_string(options.stragglers) +
+            if (options.protocol.stragglers != 0.0) {
+                if (!(options.protocol.stragglers > 1.0) || !std::isfinite(options.protocol.stragglers))
+                    throw invalid_argument("stragglers", "is " + std::to_string(options.protocol.stragglers) +
                                                              "; expected 0 (off) or a finite factor > 1");
-                if (options.farmer != farmer_mode::flat)
+                if (options.topology.farmer != farmer_mode::flat)
                     throw invalid_argument("stragglers", "are handled by the flat farmer only; use --farmer flat");
             }
-            s.config.stragglers = options.stragglers != 0.0 ? 1 : 0;
-            s.config.straggler_factor = options.stragglers;
-            s.config.farmer = static_cast<std::int32_t>(options.farmer);
-            if (!options.trace.empty()) check_trace_path(options.trace);  // before any task runs, not after the sweep
-            s.config.trace = options.trace.empty() ? 0 : 1;
+            s.config.stragglers = options.protocol.stragglers != 0.0 ? 1 : 0;
+            s.config.straggler_factor = options.protocol.stragglers;
+            s.config.farmer = static_cast<std::int32_t>(options.topology.farmer);
+            if (!options.output.trace.empty()) check_trace_path(options.output.trace);  // before any task runs, not after the sweep
+            s.config.trace = options.output.trace.empty() ? 0 : 1;
             choose_monitors(policy->needs(), options, s);
             check_clock_choice();
             s.emulated = emulation_from(options, ranks);
             s.config.tasks = tasks;
-            s.config.farmer_computes = options.farmer_computes ? 1 : 0;
-            s.config.prefetch = options.prefetch ? 1 : 0;
-            s.config.reclaim = options.reclaim ? 1 : 0;
-            s.config.replicated = options.replicated_input ? 1 : 0;
+            s.config.farmer_computes = options.topology.farmer_computes ? 1 : 0;
+            s.config.prefetch = options.protocol.prefetch ? 1 : 0;
+            s.config.reclaim = options.protocol.reclaim ? 1 : 0;
+            s.config.replicated = options.protocol.replicated_input ? 1 : 0;
             for (double f : s.emulated.slowdown) emulation_data.push_back(f);
             emulation_data.push_back(-1.0);  // separator
             for (const auto& c : s.emulated.changes)

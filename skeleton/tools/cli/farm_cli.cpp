@@ -5,6 +5,7 @@
 
 #include "pfarm/emulation.hpp"
 #include "pfarm/error.hpp"
+#include "pfarm/testing.hpp"
 
 #include <algorithm>
 #include <iomanip>
@@ -15,12 +16,12 @@ namespace pfarm::tools {
 
 void add_farm_options(CLI::App& app, farm_options& o) {
     // Tools show progress unless told otherwise (the library itself is quiet by default).
-    o.progress = progress_mode::automatic;
-    add_technique_options(app, o.technique, o.parameters, false);
-    app.get_option("--technique")->required(false)->default_str(o.technique);
-    app.add_flag("--farmer-computes", o.farmer_computes, "rank 0 computes chunks too (hierarchical: the supermaster and every master)");
-    app.add_flag("--prefetch", o.prefetch, "workers ask for the next chunk before computing the current one");
-    app.add_flag("--reclaim", o.reclaim,
+    o.output.progress = progress_mode::automatic;
+    add_technique_options(app, o.schedule.technique, o.schedule.parameters, false);
+    app.get_option("--technique")->required(false)->default_str(o.schedule.technique);
+    app.add_flag("--farmer-computes", o.topology.farmer_computes, "rank 0 computes chunks too (hierarchical: the supermaster and every master)");
+    app.add_flag("--prefetch", o.protocol.prefetch, "workers ask for the next chunk before computing the current one");
+    app.add_flag("--reclaim", o.protocol.reclaim,
                  "work take-back: once every task is handed out, an idle worker takes unstarted tasks back from the "
                  "worker expected to finish last (with --prefetch too)");
     app.add_option_function<std::string>(
@@ -29,53 +30,56 @@ void add_farm_options(CLI::App& app, farm_options& o) {
             const auto v = parse_numbers(s, "--stragglers");
             if (v.size() != 1 || (v[0] != 0.0 && !(v[0] > 1.0)))
                 throw invalid_argument("--stragglers", "is '" + s + "'; expected 0 (off) or one factor > 1");
-            o.stragglers = v[0];
+            o.protocol.stragglers = v[0];
         },
         "re-execute overdue chunks on idle workers once every task is handed out: FACTOR > 1, how many times its "
         "predicted time a chunk may take (0: off, the default; docs/reliability.md \"Stragglers\")");
-    app.add_flag("--replicated-input", o.replicated_input, "every rank holds the input: only indices travel");
+    app.add_flag("--replicated-input", o.protocol.replicated_input, "every rank holds the input: only indices travel");
     app.add_option_function<std::string>(
         "--farmer",
-        [&o](const std::string& s) { o.farmer = parse_farmer_mode(s); },
+        [&o](const std::string& s) { o.topology.farmer = parse_farmer_mode(s); },
         "who schedules: flat (one farmer, the default), hierarchical (rank 0 a supermaster over --masters K masters, "
         "each serving a group of workers; docs/hierarchical.md), decentralised (every rank "
         "claims its own chunks from one-sided counters; static, ss, css, gss, fss, tss, fiss, tfss, fsc, mfsc, dgss with --weights)");
-    app.add_option("--masters", o.masters,
+    app.add_option("--masters", o.topology.masters,
                    "hierarchical farmer: masters (0 = one per node; K: ranks 1..N-1 in K contiguous groups, the first "
                    "rank of each its master, 1 <= K <= (N-1)/2)");
-    app.add_option("--master-technique", o.master_technique,
+    app.add_option("--master-technique", o.topology.master_technique,
                    "hierarchical farmer: the supermaster's technique over the masters (default: the workers' technique "
                    "when it is a weighted scheme, dgss/dfss/dtss..., else fss with x = 4)");
-    app.add_option("--trace", o.trace, "write a trace of every chunk: FILE.csv or FILE.json");
-    app.add_option("--journal", o.journal,
+    app.add_option("--trace", o.output.trace, "write a trace of every chunk: FILE.csv or FILE.json");
+    app.add_option("--journal", o.resume.journal,
                    "resumable run: record each finished task in FILE; a rerun with the same FILE computes only the "
                    "tasks it lacks (docs/reliability.md)");
     app.add_option_function<std::string>(
         "--progress",
         [&o](const std::string& s) {
-            if (s == "auto") o.progress = progress_mode::automatic;
-            else if (s == "plain") o.progress = progress_mode::plain;
-            else if (s == "quiet") o.progress = progress_mode::quiet;
+            if (s == "auto") o.output.progress = progress_mode::automatic;
+            else if (s == "plain") o.output.progress = progress_mode::plain;
+            else if (s == "quiet") o.output.progress = progress_mode::quiet;
             else throw invalid_argument("--progress", "is '" + s + "'; expected auto, plain or quiet");
         },
         "progress on stderr: auto (a bar on a terminal, lines otherwise), plain, quiet");
-    app.add_flag_callback("--quiet", [&o] { o.progress = progress_mode::quiet; }, "no progress output");
+    app.add_flag_callback("--quiet", [&o] { o.output.progress = progress_mode::quiet; }, "no progress output");
     app.add_option_function<std::string>(
         "--monitors",
         [&o](const std::string& s) {
             std::stringstream in(s);
             std::string name;
-            while (std::getline(in, name, ',')) o.monitors.push_back(name);
+            while (std::getline(in, name, ',')) o.schedule.monitors.push_back(name);
         },
         "extra monitors whose readings go to the trace (comma-separated): loadavg (with every request), latency "
         "(the MPI probe), or any monitor of the registry (pfarm-probe --help), read once at the start");
     app.add_option_function<std::string>(
-        "--slowdown", [&o](const std::string& s) { o.slowdown = parse_numbers(s, "--slowdown"); },
+        "--slowdown",
+        [&o](const std::string& s) { o.emulation = testing::emulate(parse_numbers(s, "--slowdown"), o.emulation); },
         "emulated slowdown per rank f0,f1,... (>= 1; or PFARM_SLOWDOWN)");
     app.add_option_function<std::vector<std::string>>(
         "--load-change",
         [&o](const std::vector<std::string>& items) {
-            for (const auto& item : items) o.load_changes.push_back(parse_load_change(item, "--load-change"));
+            std::vector<load_change> changes;
+            for (const auto& item : items) changes.push_back(parse_load_change(item, "--load-change"));
+            o.emulation = testing::emulate(changes, o.emulation);
         },
         "emulated load change RANK:TIME:FACTOR, repeatable (or PFARM_LOAD_CHANGES)");
 }

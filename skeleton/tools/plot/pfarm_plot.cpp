@@ -3,7 +3,7 @@
 //   pfarm-plot run.csv                 -> run-gantt.{dat,gp,png}, run-installments.{dat,gp,png}
 //   pfarm-plot run.json --output out/r --script-only
 //
-// Reads any pfarm trace, the farm's (farm_options::trace, the apps' --trace) or the simulator's (pfarm-sim
+// Reads any pfarm trace, the farm's (farm_options::output.trace, the apps' --trace) or the simulator's (pfarm-sim
 // --trace), CSV or JSON, through the one trace module (pfarm/trace.hpp). Draws
 //   - the Gantt chart: one row per worker (rank), a box per chunk from the start to the end of its computation,
 //     calibration chunks in another colour;

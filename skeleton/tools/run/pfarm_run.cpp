@@ -368,7 +368,7 @@ void check_command_line(const settings& s, const std::vector<std::string>& words
 int run_commands(const settings& s, const pfarm::farm_options& options, const std::vector<std::string>& words) {
     int rank = 0;
     pfarm::mpi::check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
-    const bool journaled = !options.journal.empty();
+    const bool journaled = !options.resume.journal.empty();
 
     // Rank 0 reads the commands file or expands the grid (check_command_line passed); every rank gets them.
     std::vector<std::string> commands;
@@ -384,7 +384,7 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
         checked_together(MPI_COMM_WORLD, [&] {
             if (rank != 0) return;
             run::resume_plan plan;
-            if (journaled) plan = run::prepare_journal(options.journal, commands, s.retry_failed, false, "--journal");
+            if (journaled) plan = run::prepare_journal(options.resume.journal, commands, s.retry_failed, false, "--journal");
             for (task_count i = 0; i < tasks; ++i)
                 if (!plan.done.count(i)) std::cout << commands[static_cast<std::size_t>(i)] << "\n";
             std::cout.flush();
@@ -398,11 +398,11 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
     checked_together(MPI_COMM_WORLD, [&] {
         if (rank != 0) return;
         log.open(s.joblog);
-        if (journaled) plan = run::prepare_journal(options.journal, commands, s.retry_failed, true, "--journal");
+        if (journaled) plan = run::prepare_journal(options.resume.journal, commands, s.retry_failed, true, "--journal");
     });
     std::optional<run::rank_records> records;
     if (journaled)
-        checked_together(MPI_COMM_WORLD, [&] { records.emplace(run::rank_records_path(options.journal, rank), "--journal"); });
+        checked_together(MPI_COMM_WORLD, [&] { records.emplace(run::rank_records_path(options.resume.journal, rank), "--journal"); });
 
     std::uint64_t run_id = rank == 0 ? new_run_id() : 0;
     pfarm::mpi::check(MPI_Bcast(&run_id, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
@@ -461,10 +461,10 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
     };
 
     pfarm::farm_options o = options;
-    if (journaled) o.journal_key = run::journal_key(commands);
+    if (journaled) o.resume.journal_key = run::journal_key(commands);
     pfarm::farm_report report;
     try {
-        if (o.farmer == pfarm::farmer_mode::decentralised) {
+        if (o.topology.farmer == pfarm::farmer_mode::decentralised) {
             // The decentralised farm carries fixed-size outputs into rank 0's array only (no streaming, no journal):
             // the job log is written when the farm ends.
             std::vector<task_result> out(rank == 0 ? static_cast<std::size_t>(tasks) : 0);
@@ -523,7 +523,7 @@ int main(int argc, char** argv) {
     app.prefix_command();  // the first word that is not an option starts the commands file or the template
     settings s;
     pfarm::farm_options options;
-    options.technique = "fss";  // commands' run times vary from one to the next: factoring (docs/run.md)
+    options.schedule.technique = "fss";  // commands' run times vary from one to the next: factoring (docs/run.md)
     auto* output = app.add_option("--output", s.output,
                                   "write each command's stdout and stderr to DIR/task_NNNNNN.out and .err (created; on "
                                   "the file system of the rank that runs it)");
@@ -550,7 +550,7 @@ int main(int argc, char** argv) {
                pfarm::tools::technique_list());
 
     return pfarm::tools::run_tool("pfarm-run", app, argc, argv, [&] {
-        if (s.quiet && app.count("--progress") == 0) options.progress = pfarm::progress_mode::quiet;
+        if (s.quiet && app.count("--progress") == 0) options.output.progress = pfarm::progress_mode::quiet;
         s.timeout_given = app.count("--timeout") > 0;
         const std::vector<std::string> words = app.remaining();
         check_command_line(s, words);

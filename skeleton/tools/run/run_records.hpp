@@ -36,7 +36,7 @@ static_assert(std::is_trivially_copyable_v<task_result> && sizeof(task_result) =
 /// FNV-1a 64 of the command's text.
 std::uint64_t command_hash(const std::string& command);
 
-/// The journal key of a run of `commands` (farm_options::journal_key): a journal written for other commands is
+/// The journal key of a run of `commands` (farm_options::resume.journal_key): a journal written for other commands is
 /// refused. Options that change how commands run (--timeout, --retries, the technique) are not in it: a rerun may
 /// change them.
 std::string journal_key(const std::vector<std::string>& commands);

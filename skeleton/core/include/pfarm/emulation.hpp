@@ -10,7 +10,7 @@ namespace pfarm {
 
 /// From `time` on, worker `worker`'s task time is multiplied by `factor`, replacing any earlier factor of that
 /// worker (1 restores its base speed). Under MPI the worker is the rank and the time is seconds since the farm
-/// started (farm_options::load_changes); in the simulator the worker is the 0-based worker index and the time
+/// started (farm_options::emulation); in the simulator the worker is the 0-based worker index and the time
 /// is simulated time (sim::platform::load_changes).
 struct load_change {
     int worker = 0;

@@ -1,4 +1,4 @@
-// pfarm journal: the append-only file that makes a farm resumable (farm_options::journal, docs/reliability.md
+// pfarm journal: the append-only file that makes a farm resumable (farm_options::resume.journal, docs/reliability.md
 // "Resume after a crash"). Rank 0 appends one record per finished task (its index and its output bytes) as
 // results arrive; a rerun with the same journal restores those outputs and farms only the rest. No transport.
 //

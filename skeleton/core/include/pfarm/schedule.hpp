@@ -1,5 +1,5 @@
 // pfarm: a schedule that learns across calls. A time-stepping code farms the same loop every step; passed to
-// each farm (farm_options::schedule), a schedule keeps what the farm learned about the workers (the
+// each farm (farm_options::schedule.learned), a schedule keeps what the farm learned about the workers (the
 // calibration's F, CV and k, and every worker's latest time per task), so that the next call starts from it
 // and runs no calibration tasks, like TBB's affinity_partitioner. docs/using-pfarm.md "Schedules that learn".
 //

@@ -1,5 +1,5 @@
 // pfarm traces: the one per-chunk record of a run, its summary, and the one file schema (CSV or JSON) with its
-// writer and reader, shared by the MPI farm (farm_options::trace), pfarm-sim --trace and --costs, and
+// writer and reader, shared by the MPI farm (farm_options::output.trace), pfarm-sim --trace and --costs, and
 // pfarm-plot. The schema is described in docs/traces.md. No transport.
 #pragma once
 

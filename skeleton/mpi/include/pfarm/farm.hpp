@@ -3,20 +3,19 @@
 //
 //   std::vector<double> in = ..., out(in.size());
 //   auto report = pfarm::farm(MPI_COMM_WORLD, std::span(in), std::span(out),
-//                             [](const double& x, double& y) { y = x * x; }, {.technique = "gss"});
+//                             [](const double& x, double& y) { y = x * x; }, {.schedule = {.technique = "gss"}});
 //
 // Every rank calls farm() collectively, like an MPI collective; only rank 0's buffers are used (unless the
 // input is replicated, when every rank reads its own copy). Rank 0 is the farmer; the others are workers; with
 // `farmer_computes` rank 0 works too. Outputs land in rank 0's `out`, in task order, whatever the technique.
 // The shapes beside it (docs/using-pfarm.md): an index range instead of an input array (index_range), results
 // of any size (a task returns std::vector<T>), results streamed to a callback on rank 0 as they arrive
-// (farm_stream), and a schedule that learns across calls (farm_options::schedule, pfarm/schedule.hpp).
+// (farm_stream), and a schedule that learns across calls (schedule_options::learned, pfarm/schedule.hpp).
 // The protocol (messages, tags, termination) is described in docs/skeleton.md.
 #pragma once
 
 #include "pfarm/calibration.hpp"
 #include "pfarm/chunk_sizes.hpp"
-#include "pfarm/emulation.hpp"
 #include "pfarm/registry.hpp"
 #include "pfarm/error.hpp"
 #include "pfarm/schedule.hpp"
@@ -31,7 +30,9 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
+#include <ranges>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -78,52 +79,27 @@ inline farmer_mode parse_farmer_mode(const std::string& name, const std::string&
     throw invalid_argument(argument, "is '" + name + "'; expected flat, hierarchical or decentralised");
 }
 
-struct farm_options {
-    std::string technique = "multi";       ///< any registry name (pfarm-chunks --help)
-    technique_options parameters;          ///< the technique's parameters
-    /// The ranks that schedule compute chunks too, serving requests between two of their tasks: rank 0 (flat,
-    /// decentralised), the supermaster and every master (hierarchical; docs/hierarchical.md)
-    bool farmer_computes = false;
-    bool prefetch = false;                 ///< a worker asks for its next chunk before computing the current one
-    /// Work take-back (docs/skeleton.md "Reclaim"): once every task is handed out, an idle worker takes
-    /// unstarted tasks back from the worker expected to finish last. Workers check for a reclaim between two
-    /// tasks (one MPI_Iprobe per task). With prefetch too (a worker that asks ahead may take tasks back at once).
-    bool reclaim = false;
-    /// Stragglers (docs/reliability.md "Stragglers"): 0 (off), or a factor > 1: once every task is handed out, a
-    /// chunk that has taken this many times what its worker's measured speed predicts is re-executed by idle
-    /// workers, in pieces; the first results of each task win, the other copy is dropped. Workers check for a
-    /// cancel between two tasks (one MPI_Iprobe per task). A task may then run twice: its function must give the
-    /// same results each time and have no side effect that a second run would harm. Flat farmer only.
-    double stragglers = 0.0;
-    bool replicated_input = false;         ///< every rank holds the input: only task indices travel
-    std::string trace;                     ///< write a trace: "run.csv" or "run.json" (rank 0; docs/traces.md)
-    bool record_trace = false;             ///< keep the per-chunk trace in the report (implied by `trace`)
-    progress_mode progress = progress_mode::quiet;
-    /// Emulated heterogeneity: rank r sleeps (slowdown[r] - 1) x the compute time of each chunk, freeing its
-    /// core. Empty: from the environment variable PFARM_SLOWDOWN="f0,f1,..." if set.
-    std::vector<double> slowdown;
-    /// Emulated load changes: from `time` seconds after the farm started, rank `worker` runs `factor` times
-    /// slower (pfarm/emulation.hpp). Empty: from PFARM_LOAD_CHANGES="rank:time:factor,..." if set.
-    std::vector<load_change> load_changes;
-    /// Monitors to read beyond those the technique needs (their readings go to the trace): "loadavg" (with
-    /// every request), "benchmark" and "latency" (once, at the start). The technique's needs are added
-    /// automatically: statistical calibration reads loadavg and benchmark (and latency for multivariate)
-    /// with the calibration result; weighted techniques without weights take the benchmark values as V_j
-    /// and the run queue from loadavg with every request.
+/// What decides the chunk sizes.
+struct schedule_options {
+    std::string technique = "multi";  ///< any registry name (pfarm-chunks --help)
+    technique_options parameters;     ///< the technique's parameters
+    /// Monitors to read beyond those the technique needs (their readings go to the trace): "loadavg" or "cgroup"
+    /// (with every request), "benchmark" and "latency" (once, at the start). The technique's needs are added
+    /// automatically: statistical calibration reads loadavg and benchmark (and latency for multivariate) with the
+    /// calibration result; weighted techniques without weights take the benchmark values as V_j and the run queue
+    /// from loadavg with every request.
     std::vector<std::string> monitors;
-    /// A schedule that learns across calls (pfarm/schedule.hpp): rank 0's is read and updated; a technique
-    /// that calibrates starts from what it learned and runs no calibration tasks. Null: every call calibrates.
-    pfarm::schedule* schedule = nullptr;
-    /// A journal file that makes the farm resumable (pfarm/journal.hpp, docs/reliability.md): rank 0 records
-    /// each finished task's output; a rerun with the same journal restores those and farms only the rest.
-    std::string journal;
-    /// What else determines the outputs beyond the inputs and their shape (an app's options): a journal written
-    /// with another key is refused.
-    std::string journal_key;
-    /// Who schedules: a flat farmer (default), hierarchical (docs/hierarchical.md: rank 0 the supermaster, `masters`
-    /// masters (computing only with farmer_computes), every technique, reclaim within a group; not with a learned
-    /// schedule), or decentralised (docs/skeleton.md "Decentralised farm": the techniques whose chunks depend only on
-    /// the scheduling step, or on the worker and what remains; no reclaim; no monitors).
+    /// A schedule that learns across calls (pfarm/schedule.hpp): rank 0's is read and updated; a technique that
+    /// calibrates starts from what it learned and runs no calibration tasks. Null: every call calibrates.
+    pfarm::schedule* learned = nullptr;
+};
+
+/// Who schedules and who computes.
+struct topology_options {
+    /// A flat farmer (default), hierarchical (docs/hierarchical.md: rank 0 the supermaster, `masters` masters,
+    /// every technique, reclaim within a group; not with a learned schedule), or decentralised (docs/skeleton.md
+    /// "Decentralised farm": the techniques whose chunks depend only on the scheduling step, or on the worker and
+    /// what remains; no reclaim; no monitors).
     farmer_mode farmer = farmer_mode::flat;
     /// hierarchical: masters (0 = one per node, MPI_COMM_TYPE_SHARED); K > 0 splits ranks 1..N-1 into K contiguous
     /// groups, the first rank of each its master (1 <= K <= (N - 1) / 2); >= 0
@@ -132,6 +108,59 @@ struct farm_options {
     /// when it is a weighted scheme, dgss/dfss/dtss... giving HDGSS/HDFSS/HDTSS, else fss with x = 4, which keeps the
     /// supermaster's requests few; pfarm::default_master_technique)
     std::string master_technique;
+    /// The ranks that schedule compute chunks too, serving requests between two of their tasks: rank 0 (flat,
+    /// decentralised), the supermaster and every master (hierarchical; docs/hierarchical.md)
+    bool farmer_computes = false;
+};
+
+/// How tasks and results travel between the farmer and the workers.
+struct protocol_options {
+    bool prefetch = false;  ///< a worker asks for its next chunk before computing the current one
+    /// Work take-back (docs/skeleton.md "Reclaim"): once every task is handed out, an idle worker takes unstarted
+    /// tasks back from the worker expected to finish last. Workers check for a reclaim between two tasks (one
+    /// MPI_Iprobe per task). With prefetch too (a worker that asks ahead may take tasks back at once).
+    bool reclaim = false;
+    /// Stragglers (docs/reliability.md "Stragglers"): 0 (off), or a factor > 1: once every task is handed out, a
+    /// chunk that has taken this many times what its worker's measured speed predicts is re-executed by idle
+    /// workers, in pieces; the first results of each task win, the other copy is dropped. Workers check for a
+    /// cancel between two tasks (one MPI_Iprobe per task). A task may then run twice: its function must give the
+    /// same results each time and have no side effect that a second run would harm. Flat farmer only.
+    double stragglers = 0.0;
+    bool replicated_input = false;  ///< every rank holds the input: only task indices travel
+};
+
+/// What the farm shows and records beside the results.
+struct output_options {
+    progress_mode progress = progress_mode::quiet;
+    std::string trace;          ///< write a trace: "run.csv" or "run.json" (rank 0; docs/traces.md)
+    bool record_trace = false;  ///< keep the per-chunk trace in the report (implied by `trace`)
+};
+
+/// A farm that survives being stopped (pfarm/journal.hpp, docs/reliability.md).
+struct resume_options {
+    /// A journal file: rank 0 records each finished task's output; a rerun with the same journal restores those
+    /// and farms only the rest.
+    std::string journal;
+    /// What else determines the outputs beyond the inputs and their shape (an app's options): a journal written
+    /// with another key is refused.
+    std::string journal_key;
+};
+
+namespace testing {
+struct emulation;  // pfarm/testing.hpp
+}
+
+/// A farm's options, grouped by concern; every field has a default, so a call names only what it changes:
+///   pfarm::farm(comm, in, out, fn, {.schedule = {.technique = "gss"}, .protocol = {.prefetch = true}});
+struct farm_options {
+    schedule_options schedule;
+    topology_options topology;
+    protocol_options protocol;
+    output_options output;
+    resume_options resume;
+    /// Emulated heterogeneity for tests and benchmarks (pfarm/testing.hpp, testing::emulate); null: from the
+    /// environment variables PFARM_SLOWDOWN and PFARM_LOAD_CHANGES when set, else none. Rank 0's is sent to every rank.
+    std::shared_ptr<const testing::emulation> emulation;
 };
 
 /// What a farm did. Per-rank vectors have one entry per rank (rank 0 is the farmer).
@@ -150,15 +179,15 @@ struct farm_report {
     /// run is sequential). Entry w of the calibration's times and fitness belongs to that rank.
     int first_worker_rank = 1;
     std::optional<calibration_result> calibration;  ///< F, CV, k of eq. 8, when the technique calibrated
-    bool learned = false;           ///< the calibration came from farm_options::schedule: no calibration tasks ran
-    task_count journaled = 0;       ///< tasks restored from farm_options::journal, not computed (the rest were farmed)
+    bool learned = false;           ///< the calibration came from schedule_options::learned: no calibration tasks ran
+    task_count journaled = 0;       ///< tasks restored from resume_options::journal, not computed (the rest were farmed)
     std::optional<double> k;                        ///< the installment factor the technique used, where it has one
     double percent_imbalance = 0.0;  ///< of the workers' finish times (one that got no task: 0), as the simulator
     double cov = 0.0;
     double farmer_cpu_seconds = 0.0; ///< CPU time the farmer process used (shows whether it spun idle)
-    task_count reclaims = 0;         ///< reclaims that moved tasks (farm_options::reclaim)
+    task_count reclaims = 0;         ///< reclaims that moved tasks (protocol_options::reclaim)
     task_count reclaimed_tasks = 0;  ///< tasks they moved
-    task_count reruns = 0;           ///< overdue chunks re-executed (farm_options::stragglers)
+    task_count reruns = 0;           ///< overdue chunks re-executed (protocol_options::stragglers)
     task_count rerun_tasks = 0;      ///< tasks handed out again for them (tasks_per_rank counts what each computed)
     std::vector<chunk_trace> trace;  ///< every chunk, on rank 0, when `trace` or `record_trace` was asked for
     /// Requests for work (asks) that reached rank 0 over MPI: the flat farmer's from its workers, the hierarchical
@@ -273,6 +302,24 @@ struct is_vector<std::vector<T, A>> : std::true_type {
     using value_type = T;
 };
 
+/// A task's inputs: a contiguous, sized range of trivially copyable elements (std::vector, std::array, std::span,
+/// a C array), not an index_range.
+template <class R>
+concept task_inputs = !std::is_same_v<std::remove_cvref_t<R>, index_range> && std::ranges::contiguous_range<const R&> &&
+                      std::ranges::sized_range<const R&> && std::is_trivially_copyable_v<std::ranges::range_value_t<R>>;
+
+/// Where the tasks' outputs go: a contiguous, sized, writable range of trivially copyable elements.
+template <class R>
+concept task_outputs = std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
+                       std::is_trivially_copyable_v<std::ranges::range_value_t<R>> &&
+                       !std::is_const_v<std::remove_reference_t<std::ranges::range_reference_t<R>>>;
+
+/// The span over a task_inputs or task_outputs range.
+template <class R>
+auto as_span(R&& r) {
+    return std::span(std::ranges::data(r), std::ranges::size(r));
+}
+
 /// What a task returns: std::vector<T> (results of any size) or one trivially copyable value.
 template <class R>
 void check_result_type() {
@@ -355,14 +402,19 @@ inline std::size_t outputs_per_task(MPI_Comm comm, int rank, task_count tasks, s
 
 }  // namespace detail
 
-/// Farms `fn` over `in` into `out` (rank 0's buffers). `fn` is called as fn(const In&, Out&) when
+/// Farms `fn` over `in` into `out` (rank 0's buffers; any contiguous ranges: std::vector, std::array, std::span, a
+/// C array, of trivially copyable In and Out). `fn` is called as fn(const In&, Out&) when
 /// out.size() == in.size(), or fn(const In&, std::span<Out>) with out.size() / in.size() outputs per task;
 /// either form may take the task's index first: fn(task_count index, const In&, ...).
 /// Throws pfarm::invalid_argument (bad sizes, zero tasks, unknown technique: on every rank) and
 /// pfarm::worker_error (a task threw: on every rank).
-template <class In, class Out, class F>
-    requires std::is_trivially_copyable_v<In> && std::is_trivially_copyable_v<Out>
-farm_report farm(MPI_Comm comm, std::span<const In> in, std::span<Out> out, F&& fn, const farm_options& options = {}) {
+template <class InRange, class OutRange, class F>
+    requires detail::task_inputs<InRange> && detail::task_outputs<OutRange>
+farm_report farm(MPI_Comm comm, const InRange& inputs, OutRange&& outputs, F&& fn, const farm_options& options = {}) {
+    using In = std::ranges::range_value_t<InRange>;
+    using Out = std::ranges::range_value_t<OutRange>;
+    const std::span<const In> in = detail::as_span(inputs);
+    const std::span<Out> out = detail::as_span(outputs);
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
     detail::task_kernel kernel;
@@ -393,9 +445,11 @@ farm_report farm(MPI_Comm comm, std::span<const In> in, std::span<Out> out, F&& 
 /// Farms `fn` over the indices of `range` into `out` (rank 0's buffer; range.size() x k elements): fn is called
 /// as fn(task_count index, Out&), or fn(task_count index, std::span<Out>) with k outputs per task. No input
 /// travels: a worker computes from the index alone.
-template <class Out, class F>
-    requires std::is_trivially_copyable_v<Out>
-farm_report farm(MPI_Comm comm, index_range range, std::span<Out> out, F&& fn, const farm_options& options = {}) {
+template <class OutRange, class F>
+    requires detail::task_outputs<OutRange>
+farm_report farm(MPI_Comm comm, index_range range, OutRange&& outputs, F&& fn, const farm_options& options = {}) {
+    using Out = std::ranges::range_value_t<OutRange>;
+    const std::span<Out> out = detail::as_span(outputs);
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
     const task_count tasks = std::max<task_count>(range.size(), 0);
@@ -426,10 +480,12 @@ farm_report farm(MPI_Comm comm, index_range range, std::span<Out> out, F&& fn, c
 /// on_result(task_count index, std::span<const T>) (or (index, const R&)) is called on rank 0 only, once per
 /// task, from inside this call (never concurrently): chunks in the order their results arrive, the tasks of a
 /// chunk in index order. The span is valid during the call only. If it throws, the farm stops on every rank.
-template <class In, class F, class OnResult>
-    requires std::is_trivially_copyable_v<In>
-farm_report farm_stream(MPI_Comm comm, std::span<const In> in, F&& fn, OnResult&& on_result,
+template <class InRange, class F, class OnResult>
+    requires detail::task_inputs<InRange>
+farm_report farm_stream(MPI_Comm comm, const InRange& inputs, F&& fn, OnResult&& on_result,
                         const farm_options& options = {}) {
+    using In = std::ranges::range_value_t<InRange>;
+    const std::span<const In> in = detail::as_span(inputs);
     using R = std::decay_t<decltype(detail::call_task(fn, task_count{}, std::declval<const In&>()))>;
     detail::task_kernel kernel = detail::returning_kernel<R>(sizeof(In), [&fn](task_count i, const std::byte* x) {
         In input;
@@ -458,10 +514,12 @@ farm_report farm_stream(MPI_Comm comm, index_range range, F&& fn, OnResult&& on_
 
 /// Results of any size, in task order: fn([index,] const In&) returns std::vector<T>; rank 0's `out` becomes
 /// one vector per task (other ranks' `out` is left alone).
-template <class In, class T, class F>
-    requires std::is_trivially_copyable_v<In> && std::is_trivially_copyable_v<T>
-farm_report farm(MPI_Comm comm, std::span<const In> in, std::vector<std::vector<T>>& out, F&& fn,
+template <class InRange, class T, class F>
+    requires detail::task_inputs<InRange> && std::is_trivially_copyable_v<T>
+farm_report farm(MPI_Comm comm, const InRange& inputs, std::vector<std::vector<T>>& out, F&& fn,
                  const farm_options& options = {}) {
+    using In = std::ranges::range_value_t<InRange>;
+    const std::span<const In> in = detail::as_span(inputs);
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
     if (rank == 0) out.assign(in.size(), {});
@@ -493,35 +551,6 @@ farm_report farm(MPI_Comm comm, index_range range, std::vector<std::vector<T>>& 
         out[static_cast<std::size_t>(i - first)].assign(r.begin(), r.end());
     };
     return farm_stream(comm, range, std::forward<F>(fn), store, options);
-}
-
-/// Convenience overloads for containers (std::vector, std::array).
-template <class InRange, class OutRange, class F>
-    requires(!std::is_same_v<std::decay_t<InRange>, index_range> && !detail::is_vector<std::remove_cvref_t<decltype(*std::data(std::declval<OutRange&>()))>>::value)
-farm_report farm(MPI_Comm comm, const InRange& in, OutRange& out, F&& fn, const farm_options& options = {}) {
-    return farm(comm, std::span(std::data(in), std::size(in)), std::span(std::data(out), std::size(out)),
-                std::forward<F>(fn), options);
-}
-
-template <class InRange, class T, class F>
-    requires(!std::is_same_v<std::decay_t<InRange>, index_range>)
-farm_report farm(MPI_Comm comm, const InRange& in, std::vector<std::vector<T>>& out, F&& fn, const farm_options& options = {}) {
-    using In = std::remove_cvref_t<decltype(*std::data(in))>;
-    return farm(comm, std::span<const In>(std::data(in), std::size(in)), out, std::forward<F>(fn), options);
-}
-
-template <class InRange, class F, class OnResult>
-    requires(!std::is_same_v<std::decay_t<InRange>, index_range>)
-farm_report farm_stream(MPI_Comm comm, const InRange& in, F&& fn, OnResult&& on_result, const farm_options& options = {}) {
-    using In = std::remove_cvref_t<decltype(*std::data(in))>;
-    return farm_stream(comm, std::span<const In>(std::data(in), std::size(in)), std::forward<F>(fn),
-                       std::forward<OnResult>(on_result), options);
-}
-
-/// Convenience overload: an index range into a container.
-template <class OutRange, class F>
-farm_report farm(MPI_Comm comm, index_range range, OutRange& out, F&& fn, const farm_options& options = {}) {
-    return farm(comm, range, std::span(std::data(out), std::size(out)), std::forward<F>(fn), options);
 }
 
 }  // namespace pfarm

@@ -3,7 +3,6 @@
 #pragma once
 
 #include "pfarm/calibration.hpp"  // fitness F, CV, k; statistical calibration
-#include "pfarm/emulation.hpp"    // load changes and the emulation options' parsers
 #include "pfarm/error.hpp"        // pfarm::error and its family
 #include "pfarm/farm.hpp"         // pfarm::farm: the MPI task farm
 #include "pfarm/farmer.hpp"       // the transport-free farmer state machine

@@ -144,7 +144,7 @@ struct run_options {
     /// answer; the victim answers at the end of the task it is computing (after its request when that is its
     /// last task), and the answer costs the farmer `overhead` like a request.
     bool reclaim = false;
-    /// Prefetch (max_outstanding 2, farm_options::prefetch): a worker asks for its next chunk when it starts
+    /// Prefetch (max_outstanding 2, farm_options::protocol.prefetch): a worker asks for its next chunk when it starts
     /// one (not past its calibration task) and sends the results of a chunk, with the next request, once that
     /// chunk has ended and the reply has reached it. With reclaim, a `later` answer (pool empty) makes it ask
     /// again with nothing in hand, and it prefetches no more.
