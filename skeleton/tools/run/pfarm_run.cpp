@@ -225,6 +225,9 @@ void check_command_line(const settings& s, const std::vector<std::string>& words
         throw pfarm::invalid_argument(words.front(), "unknown option (pfarm-run --help lists them)");
     }
     if (commands_file(words, s)) return;
+    if (words.size() == 1 && s.arg_files.empty() && words[0].find('/') != std::string::npos && ::access(words[0].c_str(), X_OK) != 0)
+        throw pfarm::invalid_argument("COMMANDS_FILE", "cannot open '" + words[0] + "': " + std::strerror(errno) +
+                                                           " (expected a commands file, or a command and its input sources)");
     const run::job_words w = run::split_words(words, s.arg_files);
     run::command_template(w.command, static_cast<std::size_t>(-1));  // refuses {= =}; positions are checked with the jobs
 }
@@ -300,13 +303,21 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
 
     if (s.dry_run) {  // the commands a run would start, in task order; nothing runs
         if (rank == 0) {
-            for (task_count i : todo) std::cout << commands[static_cast<std::size_t>(i)] << "\n";
+            for (task_count i : todo) {  // {%} is known once a rank runs the command
+                std::string c = commands[static_cast<std::size_t>(i)];
+                for (std::size_t at = c.find(run::slot_marker); at != std::string::npos; at = c.find(run::slot_marker, at))
+                    c.replace(at, run::slot_marker.size(), "{%}");
+                std::cout << c << "\n";
+            }
             std::cout.flush();
         }
         return 0;
     }
 
     const bool capture = s.output.empty() && !s.quiet && !s.ungroup;
+    if (capture && options.farmer == pfarm::farmer_mode::decentralised)  // every rank alike: no rank waits
+        throw pfarm::invalid_argument("--farmer", "decentralised carries fixed-size records only, not the commands' "
+                                                  "output: add -u, --output DIR or --quiet (or use flat)");
     if (!s.output.empty()) checked_together(MPI_COMM_WORLD, [&] { check_output(s.output, rank); });
     run::job_log log, full_log;
     run::output_printer printer({s.keep_order, s.tag, s.results}, jobs.args, commands.size());
@@ -402,9 +413,8 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
         if (o != outcome::not_run && o != outcome::killed) log.add(i, r, received, restored, shown(i, r.rank));
         full_log.add(i, r, received, restored, shown(i, r.rank));
     };
-    auto arrived = [&](task_count k, std::span<const char> bytes) {  // rank 0, once per command run
+    auto arrived = [&](task_count k, run::job_output j) {  // rank 0, once per command run
         const task_count i = todo[static_cast<std::size_t>(k)];
-        run::job_output j = run::unpack(bytes);
         const outcome o = j.record.what();
         if (o == outcome::not_run || o == outcome::killed) printer.skip(static_cast<std::size_t>(i));
         else printer.add(static_cast<std::size_t>(i), j.out, j.err);
@@ -429,13 +439,14 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
     try {
         if (todo.empty()) {
         } else if (o.farmer == pfarm::farmer_mode::decentralised) {
-            std::vector<std::vector<char>> out;
-            report = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, static_cast<task_count>(todo.size())}, out,
-                                 [&](task_count k) { return command(k); }, o);
-            for (std::size_t k = 0; k < out.size(); ++k) arrived(static_cast<task_count>(k), out[k]);
+            // Fixed-size records into rank 0's array (no output travels: checked above); logged when the farm ends.
+            std::vector<task_result> out(rank == 0 ? todo.size() : 0);
+            report = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, static_cast<task_count>(todo.size())},
+                                 std::span<task_result>(out), [&](task_count k, task_result& r) { r = run::unpack(command(k)).record; }, o);
+            for (std::size_t k = 0; k < out.size(); ++k) arrived(static_cast<task_count>(k), run::job_output{out[k], "", ""});
         } else {
             report = pfarm::farm_stream(MPI_COMM_WORLD, pfarm::index_range{0, static_cast<task_count>(todo.size())},
-                                        command, arrived, o);
+                                        command, [&](task_count k, std::span<const char> bytes) { arrived(k, run::unpack(bytes)); }, o);
         }
     } catch (...) {
         halt.abandon();
@@ -464,7 +475,7 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
         } else if (!s.quiet && !todo.empty()) {
             pfarm::tools::print_report(std::cerr, report);
         }
-        if (!s.quiet || status != 0) run::print_summary(std::cerr, counts, tasks, halted, commands, s.joblog);
+        run::print_summary(std::cerr, counts, tasks, halted, commands, s.joblog);
     }
     pfarm::mpi::check(MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
     return status;
@@ -511,17 +522,20 @@ int main(int argc, char** argv) {
     app.add_flag("--tag", s.tag, "start each output line with the command's arguments and a tab");
     app.add_flag("-u,--ungroup", s.ungroup, "let the commands write to the rank's stdout and stderr directly");
     app.add_option("--results", s.results, "write each command's output to DIR/1/VALUE/.../{stdout,stderr,seq}");
-    app.add_option("-a,--arg-file", s.arg_files, "an input source: each line of FILE is a value (repeatable)");
+    app.add_option("-a,--arg-file", s.arg_files, "an input source: each line of FILE is a value (repeatable)")
+        ->allow_extra_args(false);
     app.add_option("--colsep", s.colsep, "split each value into columns {1} {2}... at this regular expression");
     app.add_option("-j,--jobs", s.jobs, "commands at once per rank (1; start more ranks for more)");
-    app.add_option("--env", s.env, "pass rank 0's value of this environment variable to every command (repeatable)");
+    app.add_option("--env", s.env, "pass rank 0's value of this environment variable to every command (repeatable)")
+        ->allow_extra_args(false);
     pfarm::tools::add_farm_options(app, options);
     // The tools' --quiet (no progress) becomes pfarm-run's: no output from the commands, and no progress either.
     app.remove_option(app.get_option("--quiet"));
     app.add_flag("--quiet", s.quiet,
                  "discard the commands' stdout and stderr, no progress unless --progress is given, no report")
         ->excludes(output);
-    bool eta = false, bar = false;
+    bool eta = false, bar = false, will_cite = false;
+    app.add_flag("--will-cite", will_cite, "accepted for GNU parallel's command lines; pfarm-run prints no citation notice");
     app.add_flag("--eta", eta, "progress with the estimated time left, a line every 5 s (--progress plain)");
     app.add_flag("--bar", bar, "a progress bar on a terminal (--progress auto)");
     journal_retry->needs(app.get_option("--journal"));

@@ -149,13 +149,10 @@ resume_plan prepare_journal(const std::string& journal, const std::vector<std::s
     {
         std::ifstream in(journal, std::ios::binary);
         std::uint32_t magic = 0;
-        if (in && in.read(reinterpret_cast<char*>(&magic), sizeof magic)) {
-            if (magic != record_magic)
-                throw invalid_argument(argument, "'" + journal + "' is not a pfarm-run journal (bad header); use a new journal");
-            plan.journal_exists = true;
-        } else if (in && in.gcount() > 0) {
+        if (in) in.read(reinterpret_cast<char*>(&magic), sizeof magic);
+        if (in.gcount() > 0 && (in.gcount() != sizeof magic || magic != record_magic))
             throw invalid_argument(argument, "'" + journal + "' is not a pfarm-run journal (bad header); use a new journal");
-        }
+        plan.journal_exists = in.gcount() > 0;
     }
     const std::vector<fs::path> files = rank_files(journal);
     // Every record by its command's key; the ranks' files are newer than the journal.
