@@ -535,6 +535,8 @@ int main(int argc, char** argv) {
                  "discard the commands' stdout and stderr, no progress unless --progress is given, no report")
         ->excludes(output);
     bool eta = false, bar = false, will_cite = false;
+    bool group = false;
+    app.add_flag("--group", group, "grouped output, the default (GNU parallel's --group)")->excludes(app.get_option("--ungroup"));
     app.add_flag("--will-cite", will_cite, "accepted for GNU parallel's command lines; pfarm-run prints no citation notice");
     app.add_flag("--eta", eta, "progress with the estimated time left, a line every 5 s (--progress plain)");
     app.add_flag("--bar", bar, "a progress bar on a terminal (--progress auto)");
