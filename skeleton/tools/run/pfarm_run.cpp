@@ -279,6 +279,9 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
     checked_together(MPI_COMM_WORLD, [&] {
         if (rank != 0) return;
         if (journaled) plan = run::prepare_journal(journal, commands, s.retry_failed, !s.dry_run, "--journal");
+        if (plan.dropped_other > 0 && !s.dry_run)
+            std::cerr << "pfarm-run: --journal: dropped " << plan.dropped_other << " record(s) of commands that are not "
+                      << "among these (changed or removed from the sweep)\n";
         if (s.resume || s.resume_failed) {
             std::multiset<std::string> logged =
                 run::joblog_commands(s.joblog, s.resume_failed, s.resume ? "--resume" : "--resume-failed");
