@@ -323,7 +323,7 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
                                                   "output: add -u, --output DIR or --quiet (or use flat)");
     if (!s.output.empty()) checked_together(MPI_COMM_WORLD, [&] { check_output(s.output, rank); });
     run::job_log log, full_log;
-    run::output_printer printer({s.keep_order, s.tag, s.results}, jobs.args, commands.size());
+    run::output_printer printer({s.keep_order, s.tag, s.results}, jobs.args, rank == 0 ? commands.size() : 0);
     std::optional<run::rank_records> journal_out;
     checked_together(MPI_COMM_WORLD, [&] {
         if (rank != 0) return;
