@@ -48,6 +48,8 @@ CASES = [
     ("timeout", [["--timeout", "1", "sleep {}", ":::", "0", "5"]], None, {}, {}),
     ("halt_soon_fail", [["--halt", "soon,fail=1", "exit {}", ":::", "0", "0", "4"]], None, {}, {}),
     ("halt_now_success", [["--halt", "now,success=1", "exit 0", ":::", "1"]], None, {}, {}),
+    ("halt_done", [["--halt", "soon,done=100%", "exit {}", ":::", "0", "3"]], None, {}, {}),
+    ("halt_fail_percent", [["--halt", "soon,fail=100%", "exit {}", ":::", "1", "3"]], None, {}, {}),
     ("bash_function", [["myf", ":::", "a", "b"]], None, {}, {"BASH_FUNC_myf%%": FUNCTION}),
     ("bash_syntax", [["-k", "for i in {1..3}; do echo {}$i; done", ":::", "x"]], None, {}, {}),
     ("env", [["--env", "FOO", "echo $FOO {}", ":::", "1"]], None, {}, {"FOO": "bar"}),
@@ -66,7 +68,7 @@ REFUSED = [
     ("multiple_arguments", ["-X", "echo", ":::", "a", "b"], "-X"),
     ("line_buffer", ["--line-buffer", "echo", ":::", "a"], "--line-buffer"),
     ("jobs_per_rank", ["-j", "4", "echo", ":::", "a"], "--jobs"),
-    ("halt_done", ["--halt", "now,done=1", "echo", ":::", "a"], "--halt"),
+    ("tagstring", ["--tagstring", "{}:", "echo", ":::", "a"], "--tagstring"),
 ]
 
 

@@ -413,7 +413,9 @@ TEST(RunPolicy, HaltTimeoutAndExitStatusAsGnuParallel) {
     EXPECT_TRUE(pct.reached(3, 10));
     EXPECT_EQ(run::parse_halt("2").when, run::halt_policy::now);
     EXPECT_FALSE(run::parse_halt("never").reached(5, 5));
-    for (const char* bad : {"now", "later,fail=1", "soon,fail=0", "soon,fail=1.5", "now,done=1", "soon,fail=200%"})
+    const run::halt_policy done = run::parse_halt("soon,done=50%");
+    EXPECT_TRUE(done.on_done && done.reached(5, 10) && !done.reached(4, 10));
+    for (const char* bad : {"now", "later,fail=1", "soon,fail=0", "soon,fail=1.5", "now,gone=1", "soon,fail=200%"})
         EXPECT_EQ(refusal([&] { run::parse_halt(bad); }), "--halt") << bad;
     EXPECT_EQ(run::parse_timeout("2.5").seconds, 2.5);
     const run::timeout_spec t = run::parse_timeout("200%");
@@ -422,11 +424,17 @@ TEST(RunPolicy, HaltTimeoutAndExitStatusAsGnuParallel) {
     runtimes.push_back(2.0);
     EXPECT_DOUBLE_EQ(t.limit(runtimes), 4.0);
     for (const char* bad : {"0", "-1", "x", "%", "1s"}) EXPECT_EQ(refusal([&] { run::parse_timeout(bad); }), "--timeout") << bad;
-    EXPECT_EQ(run::gnu_exit_status(0, false, false, 0), 0);
-    EXPECT_EQ(run::gnu_exit_status(7, false, false, 0), 7);
-    EXPECT_EQ(run::gnu_exit_status(500, false, false, 0), 101);
-    EXPECT_EQ(run::gnu_exit_status(3, true, false, 4), 4);
-    EXPECT_EQ(run::gnu_exit_status(3, true, true, 4), 0);
+    // As GNU parallel 20221122 exits (its values measured with -j1 on 'exit {}' ::: 5 3 0 0 and ::: 0 3 2).
+    const run::halt_policy first = run::parse_halt("now,fail=1"), two = run::parse_halt("soon,fail=2");
+    EXPECT_EQ(run::gnu_exit_status(0, 4, false, soon, 0), 0);
+    EXPECT_EQ(run::gnu_exit_status(7, 9, false, soon, 0), 7);
+    EXPECT_EQ(run::gnu_exit_status(500, 900, false, soon, 0), 101);
+    EXPECT_EQ(run::gnu_exit_status(1, 4, true, first, 5), 5);  // the failed command's own status
+    EXPECT_EQ(run::gnu_exit_status(2, 4, true, two, 3), 2);
+    EXPECT_EQ(run::gnu_exit_status(2, 4, true, run::parse_halt("soon,fail=50%"), 3), 50);
+    EXPECT_EQ(run::gnu_exit_status(3, 4, true, pct, 4), 0);
+    EXPECT_EQ(run::gnu_exit_status(1, 3, true, run::parse_halt("soon,done=2"), 3), 1);
+    EXPECT_EQ(run::gnu_exit_status(1, 3, true, done, 3), 34);
 }
 
 TEST(RunJoblog, GnuRowsSurviveAnyCommandTextAndResumeReadsThem) {

@@ -402,7 +402,9 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
         else if (r.what() != outcome::killed) ++local_failed;
         if (records) records->append(i, r);  // before the result leaves this rank: a kill now loses nothing
         // This rank's own count decides at once; rank 0 decides on the counts of every rank as records arrive.
-        if (halt_policy.reached(halt_policy.on_success ? local_succeeded : local_failed, tasks)) halt.raise();
+        if (halt_policy.reached(halt_policy.on_done ? local_succeeded + local_failed
+                                : halt_policy.on_success ? local_succeeded : local_failed, tasks))
+            halt.raise();
         return run::pack(r, st.out, st.err);
     };
 
@@ -428,7 +430,9 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
             ++failed_here;
             halt_status = j.record.exit_code > 0 ? j.record.exit_code : 1;
         }
-        if (halt_policy.reached(halt_policy.on_success ? succeeded_here : failed_here, tasks)) halt.raise();
+        if (halt_policy.reached(halt_policy.on_done ? succeeded_here + failed_here
+                                : halt_policy.on_success ? succeeded_here : failed_here, tasks))
+            halt.raise();
     };
     if (rank == 0)
         for (const auto& [i, r] : plan.done) {
@@ -461,7 +465,7 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
 
     int status = 0;
     if (rank == 0) {
-        status = run::gnu_exit_status(counts.failures_count(), halted, halt_policy.on_success, halt_status);
+        status = run::gnu_exit_status(counts.failures_count(), tasks, halted, halt_policy, halt_status);
         if (s.json) {
             nlohmann::json j = todo.empty() ? nlohmann::json::object() : pfarm::tools::report_json(report);
             j["commands"] = tasks;
@@ -517,7 +521,7 @@ int main(int argc, char** argv) {
     app.add_option("--retries", s.retries, "run a command that fails or times out up to N times in all");
     auto* journal_retry = app.add_flag("--retry-failed", s.retry_failed,
                                        "with --journal: run again the commands the journal records as failed or timed out");
-    app.add_option("--halt", s.halt, "never (default), or now|soon,fail|success=N|N%: stop at failures or successes");
+    app.add_option("--halt", s.halt, "never (default), or now|soon,fail|success|done=N|N%: stop at failures, successes or ends");
     app.add_flag("--halt-on-error", s.halt_on_error, "--halt soon,fail=1");
     app.add_flag("--dry-run", s.dry_run, "print the commands that would run (after the journal's), run nothing");
     app.add_flag("--json", s.json, "print the farm report and the counts as JSON on stdout");

@@ -41,17 +41,15 @@ halt_policy parse_halt(const std::string& text) {
     const std::size_t comma = text.find(',');
     const std::string when = text.substr(0, comma);
     if (when != "now" && when != "soon")
-        throw invalid_argument("--halt", "is '" + text + "'; expected never, or now|soon,fail|success=N|N%");
+        throw invalid_argument("--halt", "is '" + text + "'; expected never, or now|soon,fail|success|done=N|N%");
     h.when = when == "now" ? halt_policy::now : halt_policy::soon;
     const std::string rest = comma == std::string::npos ? "" : text.substr(comma + 1);
     const std::size_t eq = rest.find('=');
     const std::string what = rest.substr(0, eq);
-    if (what == "done")
-        throw invalid_argument("--halt", "'done=' (halting after a number of commands whatever their outcome) is not "
-                                         "supported; expected fail=N, fail=N%, success=N or success=N%");
-    if ((what != "fail" && what != "success") || eq == std::string::npos)
-        throw invalid_argument("--halt", "is '" + text + "'; expected never, or now|soon,fail|success=N|N%");
+    if ((what != "fail" && what != "success" && what != "done") || eq == std::string::npos)
+        throw invalid_argument("--halt", "is '" + text + "'; expected never, or now|soon,fail|success|done=N|N%");
     h.on_success = what == "success";
+    h.on_done = what == "done";
     h.count = positive(rest.substr(eq + 1), h.percent);
     if (h.count <= 0 || (h.percent && h.count > 100) || (!h.percent && h.count != std::floor(h.count)))
         throw invalid_argument("--halt", "is '" + text + "'; expected a whole number > 0 or a percentage in (0, 100] after '='");
@@ -77,8 +75,11 @@ double timeout_spec::limit(std::vector<double>& runtimes) const {
     return std::max(runtimes[mid] * percent / 100.0, 0.001);
 }
 
-int gnu_exit_status(task_count failed, bool halted, bool halt_on_success, int halt_status) {
-    if (halted) return halt_on_success ? 0 : std::clamp(halt_status, 1, 255);
+int gnu_exit_status(task_count failed, task_count total, bool halted, const halt_policy& halt, int halt_status) {
+    if (halted && halt.on_success) return 0;
+    if (halted && halt.percent && total > 0)
+        return static_cast<int>(std::ceil(100.0 * static_cast<double>(failed) / static_cast<double>(total)));
+    if (halted && !halt.on_done && halt.count == 1) return std::clamp(halt_status, 1, 255);
     return static_cast<int>(std::min<task_count>(failed, 101));
 }
 

@@ -14,15 +14,16 @@ namespace pfarm::tools::run {
 struct halt_policy {
     enum when_t { never, soon, now } when = never;
     bool on_success = false;  ///< success=...: halt on succeeded commands instead of failed ones
+    bool on_done = false;     ///< done=...: halt on finished commands, whatever their outcome
     double count = 0;         ///< N commands, or N percent of the commands with `percent`
     bool percent = false;
 
-    /// Whether `hits` commands (failed, or succeeded with on_success) of `total` reach the threshold.
+    /// Whether `hits` commands (failed; succeeded with on_success; finished with on_done) of `total` reach it.
     bool reached(task_count hits, task_count total) const;
 };
 
-/// Parses GNU parallel's --halt: never, now|soon,fail|success=N|N%, and the old numbers 0 (never), 1 (soon,fail=1),
-/// 2 (now,fail=1). Throws invalid_argument naming --halt (done=... is refused by name).
+/// Parses GNU parallel's --halt: never, now|soon,fail|success|done=N|N%, and the old numbers 0 (never), 1
+/// (soon,fail=1), 2 (now,fail=1). Throws invalid_argument naming --halt.
 halt_policy parse_halt(const std::string& text);
 
 /// --timeout: seconds, or a percentage of the median run time of the commands that succeeded on the rank.
@@ -37,8 +38,9 @@ struct timeout_spec {
 /// Parses --timeout: S (> 0, fractions allowed) or N% (> 0). Throws invalid_argument naming --timeout.
 timeout_spec parse_timeout(const std::string& text);
 
-/// GNU parallel's exit status: `failed` commands, at most 101; with a halt caused by a failure, the exit status of
-/// the command that caused it (`halt_status`); a halt on success: 0.
-int gnu_exit_status(task_count failed, bool halted, bool halt_on_success, int halt_status);
+/// GNU parallel's exit status (20221122, measured): `failed` commands, at most 101; after a halt on success, 0; after
+/// a halt on a percentage (fail=N%, done=N%), the percentage of the `total` jobs that failed, rounded up; after a halt
+/// on fail=1, the exit status of the command that failed (`halt_status`); after the other halts, `failed`.
+int gnu_exit_status(task_count failed, task_count total, bool halted, const halt_policy& halt, int halt_status);
 
 }  // namespace pfarm::tools::run
