@@ -32,6 +32,10 @@ CASES = [
     ("linked_file", [["-k", "echo", "::::", "f1", "::::+", "f2"]], None, {"f1": "a\nb\nc\n", "f2": "1\n2\n3\n"}, {}),
     ("stdin", [["echo", "n"]], "1\n2\n3\n", {}, {}),
     ("stdin_commands", [[]], "echo one\necho two\nexit 3\n", {}, {}),
+    ("null_delimited", [["-k", "-0", "echo", "x{}"]], "a\0b c\0it's\n\0", {}, {}),
+    ("delimiter", [["-k", "-d", "\\t", "echo", "{}."]], "a\tb c\t", {}, {}),
+    ("no_run_if_empty", [["-k", "-r", "echo", "x{}"]], "a\n\n  \nb\n", {}, {}),
+    ("tagstring", [["-k", "--tagstring", "{}-{#}:", "echo", ":::", "a b", "c"]], None, {}, {}),
     ("linked", [["-k", "echo", ":::", "a", "b", "c", ":::+", "1", "2", "3"]], None, {}, {}),
     ("linked_shortest", [["-k", "echo", ":::", "a", "b", ":::+", "1", "2", "3"]], None, {}, {}),
     ("colsep_stdin", [["-k", "--colsep", ",", "echo", "{2}", "{1}"]], "a,b\nc,d\n", {}, {}),
@@ -68,7 +72,7 @@ REFUSED = [
     ("multiple_arguments", ["-X", "echo", ":::", "a", "b"], "-X"),
     ("line_buffer", ["--line-buffer", "echo", ":::", "a"], "--line-buffer"),
     ("jobs_per_rank", ["-j", "4", "echo", ":::", "a"], "--jobs"),
-    ("tagstring", ["--tagstring", "{}:", "echo", ":::", "a"], "--tagstring"),
+    ("shuffle", ["--shuf", "echo", ":::", "a"], "--shuf"),
 ]
 
 

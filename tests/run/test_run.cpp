@@ -357,7 +357,9 @@ TEST(RunRecords, AJournalOfOtherCommandsIsRefused) {
 
 std::vector<std::string> jobs_of(const std::vector<std::string>& words, std::optional<std::string> colsep = {}) {
     const run::job_words w = run::split_words(words, {});
-    return run::make_jobs(w.command, run::read_sources(w, colsep)).commands;
+    run::read_settings how;
+    how.colsep = colsep;
+    return run::make_jobs(w.command, run::read_sources(w, how)).commands;
 }
 
 TEST(RunInputs, SourcesAreCrossedFirstSlowestAndLinkedOnesPaired) {
@@ -379,6 +381,17 @@ TEST(RunInputs, SourcesAreCrossedFirstSlowestAndLinkedOnesPaired) {
     EXPECT_EQ(refusal([] { jobs_of({"echo", ":::+", "a"}); }), ":::+");
     EXPECT_EQ(refusal([] { jobs_of({"echo", ":::", "a", ":::"}); }), ":::");
     EXPECT_EQ(refusal([] { jobs_of({"echo", ":::", "a"}, "("); }), "--colsep");
+    // -0, -d and -r on a file source.
+    std::ofstream(dir / "z", std::ios::binary) << std::string("a\0b c\0\0  \0", 10);
+    run::read_settings how;
+    how.delimiter = run::parse_delimiter("\\0");
+    how.skip_empty = true;
+    const run::job_words zw = run::split_words({"echo", "::::", (dir / "z").string()}, {});
+    EXPECT_EQ(run::make_jobs(zw.command, run::read_sources(zw, how)).commands, (std::vector<std::string>{"echo a", "echo 'b c'"}));
+    EXPECT_EQ(run::parse_delimiter("\\t"), "\t");
+    EXPECT_EQ(run::parse_delimiter("\\x41,"), "A,");
+    EXPECT_EQ(run::parse_delimiter("::"), "::");
+    EXPECT_EQ(refusal([] { run::parse_delimiter(""); }), "--delimiter");
     fs::remove_all(dir);
 }
 

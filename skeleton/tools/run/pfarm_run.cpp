@@ -64,6 +64,10 @@ struct settings {
     std::string results;           ///< --results DIR
     std::vector<std::string> arg_files;  ///< -a FILE
     std::optional<std::string> colsep;
+    std::string delimiter;         ///< -d: the values' delimiter in files and standard input
+    bool null = false;             ///< -0: NUL-delimited
+    bool no_run_if_empty = false;  ///< -r: skip values of nothing but blanks
+    std::string tagstring;         ///< --tagstring STR: lines tagged with STR expanded (arguments unquoted)
     int jobs = 1;                  ///< --jobs N per rank
     std::vector<std::string> env;  ///< --env NAME
 };
@@ -85,18 +89,14 @@ const char* refused_option(const std::string& word) {
         {"--files", "prints output file names"}, {"--shuf", "shuffles the jobs"}, {"--delay", "delays starts"},
         {"--load", "holds back starts on a busy host"}, {"--memfree", "holds back starts on a host short of memory"},
         {"--noswap", "holds back starts on a swapping host"}, {"--plus", "adds replacement strings"},
-        {"--tagstring", "tags lines with a string of its own; --tag tags them with the arguments"},
         {"--line-buffer", "prints output line by line as it comes; pfarm-run prints each command's output whole "
                           "when it ends (grouped), or passes it through with -u"},
         {"--lb", "prints output line by line as it comes; pfarm-run prints it whole per command, or -u"},
-        {"-0", "reads NUL-separated arguments"}, {"--null", "reads NUL-separated arguments"},
-        {"-d", "sets the argument delimiter"}, {"--delimiter", "sets the argument delimiter"},
         {"--header", "takes a header line for the columns"}, {"--trim", "trims arguments"}, {"-I", "renames {}"},
         {"--sqlmaster", "uses a database"}, {"--sqlworker", "uses a database"}, {"--limit", "runs a limit command"},
         {"--nice", "renices the commands"}, {"--ctag", "tags lines in colour"}, {"--tty", "gives commands the terminal"},
         {"--interactive", "asks before each command"}, {"-p", "asks before each command"}, {"--compress", "compresses output"},
-        {"--joblog-append", "is not a GNU parallel option"}, {"-r", "skips empty input lines"},
-        {"--no-run-if-empty", "skips empty input lines"}, {"--group-by", "groups input lines"}, {"--keep-order-by", ""}};
+        {"--group-by", "groups input lines"}};
     const std::string name = word.substr(0, word.find('='));
     for (const auto& [option, why] : refused)
         if (name == option) return why;
@@ -224,6 +224,9 @@ void check_command_line(const settings& s, const std::vector<std::string>& words
             throw pfarm::invalid_argument(words.front(), std::string("GNU parallel's option is not supported: it ") + why);
         throw pfarm::invalid_argument(words.front(), "unknown option (pfarm-run --help lists them)");
     }
+    if (s.null && !s.delimiter.empty()) throw pfarm::invalid_argument("--null", "and --delimiter exclude each other; give one");
+    if (!s.delimiter.empty()) run::parse_delimiter(s.delimiter);
+    if (!s.tagstring.empty()) run::command_template(s.tagstring, static_cast<std::size_t>(-1));
     if (commands_file(words, s)) return;
     if (words.size() == 1 && s.arg_files.empty() && words[0].find('/') != std::string::npos && ::access(words[0].c_str(), X_OK) != 0)
         throw pfarm::invalid_argument("COMMANDS_FILE", "cannot open '" + words[0] + "': " + std::strerror(errno) +
@@ -241,7 +244,12 @@ run::job_list read_jobs(const settings& s, const std::vector<std::string>& words
         return jobs;
     }
     const run::job_words w = run::split_words(words, s.arg_files);
-    return run::make_jobs(w.command, run::read_sources(w, s.colsep));
+    run::read_settings how;
+    how.colsep = s.colsep;
+    how.skip_empty = s.no_run_if_empty;
+    if (s.null) how.delimiter = std::string(1, '\0');
+    else if (!s.delimiter.empty()) how.delimiter = run::parse_delimiter(s.delimiter);
+    return run::make_jobs(w.command, run::read_sources(w, how));
 }
 
 int run_commands(const settings& s, const pfarm::farm_options& options, const std::vector<std::string>& words) {
@@ -408,6 +416,7 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
         return run::pack(r, st.out, st.err);
     };
 
+    const std::string& tag_template = s.tagstring;
     run::tally counts;
     task_count failed_here = 0, succeeded_here = 0;
     int halt_status = 1;
@@ -421,6 +430,15 @@ int run_commands(const settings& s, const pfarm::farm_options& options, const st
     auto arrived = [&](task_count k, run::job_output j) {  // rank 0, once per command run
         const task_count i = todo[static_cast<std::size_t>(k)];
         const outcome o = j.record.what();
+        if (!tag_template.empty() && s.results.empty()) {  // --tagstring: the arguments unquoted, {%} the rank's slot
+            std::string tag = tag_template;
+            if (tag.find('{') != std::string::npos)
+                tag = run::fill_slot(run::command_template(tag_template, jobs.args[static_cast<std::size_t>(i)].size())
+                                         .expand(jobs.args[static_cast<std::size_t>(i)], static_cast<std::size_t>(i) + 1, false),
+                                     j.record.rank + slot_base);
+            j.out = run::tag_lines(j.out, tag + '\t');
+            j.err = run::tag_lines(j.err, tag + '\t');
+        }
         if (o == outcome::not_run || o == outcome::killed) printer.skip(static_cast<std::size_t>(i));
         else printer.add(static_cast<std::size_t>(i), j.out, j.err);
         logged(i, j.record, j.out.size(), false);
@@ -527,6 +545,10 @@ int main(int argc, char** argv) {
     app.add_flag("--json", s.json, "print the farm report and the counts as JSON on stdout");
     app.add_flag("-k,--keep-order", s.keep_order, "print the commands' output in their order");
     app.add_flag("--tag", s.tag, "start each output line with the command's arguments and a tab");
+    app.add_option("--tagstring", s.tagstring, "start each output line with STR (replacement strings expanded) and a tab");
+    app.add_option("-d,--delimiter", s.delimiter, "values in files and standard input end with DELIM (C escapes: \\n, \\0, \\t)");
+    app.add_flag("-0,--null", s.null, "values in files and standard input end with a NUL byte (find -print0)");
+    app.add_flag("-r,--no-run-if-empty", s.no_run_if_empty, "skip values of nothing but blanks");
     app.add_flag("-u,--ungroup", s.ungroup, "let the commands write to the rank's stdout and stderr directly");
     app.add_option("--results", s.results, "write each command's output to DIR/1/VALUE/.../{stdout,stderr,seq}");
     app.add_option("-a,--arg-file", s.arg_files, "an input source: each line of FILE is a value (repeatable)")

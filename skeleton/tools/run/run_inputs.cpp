@@ -4,6 +4,7 @@
 #include "pfarm/error.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -56,21 +57,58 @@ std::string read_file(const std::string& path, const std::string& argument) {
     return text;
 }
 
-/// A file's lines as GNU parallel reads arguments: split at '\n' (an empty line is an empty argument; a last line
-/// without '\n' counts).
-std::vector<std::string> lines_of(const std::string& text) {
+/// A file's values as GNU parallel reads arguments: split at `delimiter` (an empty line is an empty argument; a
+/// last one without the delimiter counts).
+std::vector<std::string> lines_of(const std::string& text, const std::string& delimiter) {
     std::vector<std::string> lines;
     for (std::size_t at = 0; at < text.size();) {
-        const std::size_t end = std::min(text.find('\n', at), text.size());
+        const std::size_t end = std::min(text.find(delimiter, at), text.size());
         lines.emplace_back(text, at, end - at);
-        at = end + 1;
+        at = end + delimiter.size();
     }
     return lines;
 }
 
+bool blank_value(const std::string& v) {
+    return std::all_of(v.begin(), v.end(), [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; });
+}
+
 }  // namespace
 
-std::vector<std::vector<std::vector<std::string>>> read_sources(const job_words& w, const std::optional<std::string>& colsep) {
+std::string parse_delimiter(const std::string& text) {
+    if (text.empty()) throw invalid_argument("--delimiter", "is empty; expected a character or a C escape such as \\n");
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] != '\\' || i + 1 == text.size()) {
+            out += text[i];
+            continue;
+        }
+        const char c = text[++i];
+        if (c == 'n') out += '\n';
+        else if (c == 't') out += '\t';
+        else if (c == 'r') out += '\r';
+        else if (c == 'a') out += '\a';
+        else if (c == 'v') out += '\v';
+        else if (c == 'f') out += '\f';
+        else if (c == 'x' && i + 1 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1]))) {
+            std::size_t n = 0;
+            int v = 0;
+            while (n < 2 && i + 1 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])))
+                v = v * 16 + std::stoi(std::string(1, text[++i]), nullptr, 16), ++n;
+            out += static_cast<char>(v);
+        } else if (c >= '0' && c <= '7') {
+            int v = c - '0';
+            for (int n = 0; n < 2 && i + 1 < text.size() && text[i + 1] >= '0' && text[i + 1] <= '7'; ++n) v = v * 8 + (text[++i] - '0');
+            out += static_cast<char>(v);
+        } else {
+            out += c;  // \\ and any other escaped character: itself
+        }
+    }
+    return out;
+}
+
+std::vector<std::vector<std::vector<std::string>>> read_sources(const job_words& w, const read_settings& how) {
+    const std::optional<std::string>& colsep = how.colsep;
     std::optional<std::regex> split;
     if (colsep) {
         if (colsep->empty()) throw invalid_argument("--colsep", "is empty; expected a regular expression");
@@ -88,11 +126,13 @@ std::vector<std::vector<std::vector<std::string>>> read_sources(const job_words&
         const std::vector<std::string>* values = &s.values;
         if (s.from_file) {
             auto it = files.find(s.path);
-            if (it == files.end()) it = files.emplace(s.path, lines_of(read_file(s.path, w.sources.empty() ? "stdin" : "::::"))).first;
+            if (it == files.end())
+                it = files.emplace(s.path, lines_of(read_file(s.path, w.sources.empty() ? "stdin" : "::::"), how.delimiter)).first;
             values = &it->second;
         }
         std::vector<std::vector<std::string>> rows;
         for (const std::string& v : *values) {
+            if (how.skip_empty && blank_value(v)) continue;
             if (!split) {
                 rows.push_back({v});
                 continue;
@@ -223,7 +263,8 @@ command_template::command_template(const std::string& text, std::size_t columns)
     }
 }
 
-std::string command_template::expand(const std::vector<std::string>& args, std::size_t seq) const {
+std::string command_template::expand(const std::vector<std::string>& args, std::size_t seq, bool quote) const {
+    const auto q = [quote](const std::string& v) { return quote ? gnu_quote(v) : v; };
     if (no_command_) {
         std::string c;
         for (std::size_t k = 0; k < args.size(); ++k) c += (k ? " " : "") + args[k];
@@ -236,12 +277,12 @@ std::string command_template::expand(const std::vector<std::string>& args, std::
         case piece::seq: c += std::to_string(seq); break;
         case piece::slot: c += slot_marker; break;
         case piece::all:
-            for (std::size_t k = 0; k < args.size(); ++k) c += (k ? " " : "") + gnu_quote(apply_modifier(args[k], p.modifier));
+            for (std::size_t k = 0; k < args.size(); ++k) c += (k ? " " : "") + q(apply_modifier(args[k], p.modifier));
             break;
         case piece::positional: {
             const long n = static_cast<long>(args.size());
             const long at = p.position > 0 ? p.position - 1 : n + p.position;
-            if (at >= 0 && at < n) c += gnu_quote(apply_modifier(args[static_cast<std::size_t>(at)], p.modifier));
+            if (at >= 0 && at < n) c += q(apply_modifier(args[static_cast<std::size_t>(at)], p.modifier));
             break;
         }
         }

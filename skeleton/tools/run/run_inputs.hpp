@@ -37,10 +37,21 @@ bool is_separator(std::string_view word);
 /// come first. Throws invalid_argument naming the separator when one has nothing after it.
 job_words split_words(const std::vector<std::string>& words, const std::vector<std::string>& arg_files);
 
-/// Each source's rows (one per value or line; a row is its columns: one without `colsep`), the files read
-/// (standard input once, whatever number of sources name it). Throws invalid_argument naming `::::` or `-a` when a
-/// file cannot be read, `--colsep` when it is not a valid regular expression.
-std::vector<std::vector<std::vector<std::string>>> read_sources(const job_words& w, const std::optional<std::string>& colsep);
+/// Each source's rows (one per value or line; a row is its columns: one without a column separator), the files read
+/// (standard input once, whatever number of sources name it). Throws invalid_argument naming `::::` or `stdin` when
+/// a file cannot be read, `--colsep` when it is not a valid regular expression.
+/// How values are read: `colsep` splits them into columns; `delimiter` ends a value read from a file or standard
+/// input (default: a newline; GNU parallel's -d, -0); `skip_empty` drops values of nothing but blanks (-r).
+struct read_settings {
+    std::optional<std::string> colsep;
+    std::string delimiter = "\n";
+    bool skip_empty = false;
+};
+std::vector<std::vector<std::vector<std::string>>> read_sources(const job_words& w, const read_settings& how);
+
+/// GNU parallel's -d argument: C escapes (\n, \t, \r, \0, \\, \xHH, \NNN octal) become their bytes. Throws
+/// invalid_argument naming --delimiter when it is empty.
+std::string parse_delimiter(const std::string& text);
 
 /// A parsed command template.
 class command_template {
@@ -48,9 +59,9 @@ public:
     /// Parses `text`; throws invalid_argument naming the replacement string for one pfarm-run lacks (`{= ... =}`,
     /// GNU parallel's perl expressions) or a positional one beyond `columns` (the columns each job has).
     command_template(const std::string& text, std::size_t columns);
-    /// The command of job `seq` (from 1) with arguments `args`. `{%}` becomes `slot_marker`, which the rank that runs
+    /// The command of job `seq` (from 1) with arguments `args`, each shell-quoted unless not `quote` (--tagstring). `{%}` becomes `slot_marker`, which the rank that runs
     /// the job replaces with its slot (fill_slot).
-    std::string expand(const std::vector<std::string>& args, std::size_t seq) const;
+    std::string expand(const std::vector<std::string>& args, std::size_t seq, bool quote = true) const;
     bool uses_slot() const noexcept { return uses_slot_; }
 
 private:

@@ -68,7 +68,10 @@ std::string output_printer::tagged(std::size_t task, const std::string& text) co
     if (!s_.tag || text.empty()) return text;
     std::string tag;
     for (std::size_t k = 0; k < args_[task].size(); ++k) tag += (k ? " " : "") + args_[task][k];
-    tag += '\t';
+    return tag_lines(text, tag + '\t');
+}
+
+std::string tag_lines(const std::string& text, const std::string& tag) {
     std::string out;
     out.reserve(text.size() + tag.size() * 8);
     bool line_start = true;

@@ -55,6 +55,9 @@ private:
     std::size_t next_ = 0;
 };
 
+/// `text` with `tag` at the start of each of its lines.
+std::string tag_lines(const std::string& text, const std::string& tag);
+
 /// Writes all of `text` to file descriptor `fd` (one write unless the system splits it); throws pfarm::error.
 void write_all(int fd, const std::string& text, const char* what);
 
