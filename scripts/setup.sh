@@ -7,9 +7,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 packages=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libgsl-dev libhwloc-dev googletest
           libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev gnuplot-nox
           python3 clang libclang-rt-14-dev
-          iproute2 util-linux slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge)
+          iproute2 util-linux slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
+          parallel)
 # python3: the quality and scaling studies, journal_kill.sh; clang and its libFuzzer runtime: the fuzz tests
-# (tests/fuzz); iproute2, util-linux, Slurm and munge: the emulated cluster of the cluster tests (tests/cluster)
+# (tests/fuzz); iproute2, util-linux, Slurm and munge: the emulated cluster of the cluster tests (tests/cluster);
+# parallel: GNU parallel, which pfarm-run's comparison test (tests/run) runs beside pfarm-run
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

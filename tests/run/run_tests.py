@@ -100,8 +100,9 @@ def scenario_farm():
         expected[i] = {"ok": ("ok", 1, 0, 0), "fail": ("failed", 2, code, 0), "flaky": ("ok", 2, 0, 0),
                        "timeout": ("timeout", 2, -1, 15), "signal": ("failed", 2, -1, 9)}[kind]
     write_commands(commands)
-    report = pfarm(["--output", path("out"), "--joblog", path("joblog"), "--timeout", "1.5", "--retries", "1",
-                    path("commands")], 1)
+    failing = sum(1 for kind in kinds if kind in ("fail", "signal", "timeout"))  # GNU parallel's exit status
+    report = pfarm(["--output", path("out"), "--joblog-full", path("joblog"), "--timeout", "1.5", "--retries", "2",
+                    path("commands")], failing)
     log = read_log("joblog")
     check(sorted(log) == list(range(n)), f"the job log has {len(log)} commands, expected {n}")
     attempts = defaultdict(list)
@@ -205,7 +206,8 @@ def scenario_kill():
 
     open(gate, "w").close()  # a command that survived would now finish and count twice
     time.sleep(0.2)
-    report = pfarm(["--journal", path("journal"), "--joblog", path("joblog2"), "--quiet", path("commands")], 1)
+    report = pfarm(["--journal", path("journal"), "--joblog-full", path("joblog2"), "--quiet", path("commands")],
+                   len(failing))
     check(report["from_journal"] == k and sum(report["tasks_per_rank"]) == n - k,
           f"rerun: {report['from_journal']} commands from the journal, {sum(report['tasks_per_rank'])} run; expected {k} and {n - k}")
     check(report["failed"] == len(failing) and report["succeeded"] == n - len(failing), f"rerun counts {report}")
@@ -217,7 +219,7 @@ def scenario_kill():
     check(not twice, f"commands that ran twice: {twice}")
 
     open(fixed, "w").close()
-    report = pfarm(["--journal", path("journal"), "--retry-failed", "--joblog", path("joblog3"), "--quiet",
+    report = pfarm(["--journal", path("journal"), "--retry-failed", "--joblog-full", path("joblog3"), "--quiet",
                     path("commands")], 0)
     check(report["from_journal"] == n - len(failing) and sum(report["tasks_per_rank"]) == len(failing),
           f"--retry-failed: {report['from_journal']} from the journal, {sum(report['tasks_per_rank'])} run")
@@ -240,7 +242,7 @@ def scenario_halt():
     write_commands(commands)
     open(marker, "w").close()
     common = ["--journal", path("journal"), "--quiet", "--technique", "ss", path("commands")]
-    report = pfarm(["--halt-on-error", "--joblog", path("joblog")] + common, 1, ranks=3)
+    report = pfarm(["--halt-on-error", "--joblog-full", path("joblog")] + common, 5, ranks=3)  # the failed one's status
     log = read_log("joblog")
     started = {int(line[0]) for line in marker_lines()}
     not_run = {i for i, r in log.items() if r["status"] == "not-run"}
@@ -260,7 +262,7 @@ def scenario_hierarchical():
     marker = path("marker")
     commands = [f'echo "{i} $PFARM_TASK $PFARM_ATTEMPT $PFARM_RANK" >> {marker}; sleep 0.02' for i in range(n)]
     write_commands(commands)
-    report = pfarm(["--farmer", "hierarchical", "--masters", "2", "--farmer-computes", "--joblog", path("joblog"),
+    report = pfarm(["--farmer", "hierarchical", "--masters", "2", "--farmer-computes", "--joblog-full", path("joblog"),
                     "--quiet", path("commands")], 0, ranks)
     log = read_log("joblog")
     check(sorted(log) == list(range(n)), f"the job log has {len(log)} commands, expected {n}")

@@ -1,7 +1,12 @@
-// pfarm-run's parts without MPI (skeleton/tools/run/run_*.hpp): the commands file and the ::: grid, running a command
-// (exit status, output files, timeout of a whole process group, the guard that kills a command when its rank
-// dies), and the records a rerun resumes from (the ranks' records files and their merge into the journal).
+// pfarm-run's parts without MPI (skeleton/tools/run/run_*.hpp): the commands file and the ::: grid, GNU parallel's input
+// sources and replacement strings, running a command (exit status, output files, timeout of a whole process group,
+// the guard that kills a command when its rank dies), --halt, --timeout and the exit status, the job logs, grouped
+// output and --results, and the records a rerun resumes from (the journal keyed by the commands).
 #include "run_commands.hpp"
+#include "run_inputs.hpp"
+#include "run_joblog.hpp"
+#include "run_output.hpp"
+#include "run_policy.hpp"
 #include "run_process.hpp"
 #include "run_records.hpp"
 
@@ -14,10 +19,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -252,6 +260,7 @@ run::task_result result_of(const std::string& command, run::outcome o) {
     r.command_hash = run::command_hash(command);
     r.status = static_cast<std::uint8_t>(o);
     r.attempts = 1;
+    if (o == run::outcome::ok) r.exit_code = 0;
     return r;
 }
 
@@ -273,43 +282,54 @@ TEST(RunRecords, RankRecordsReadBackUpToATornTail) {
     fs::remove_all(dir);
 }
 
-TEST(RunRecords, ARerunMergesTheRanksRecordsAndDropsWhatMustRunAgain) {
+TEST(RunRecords, AJournalIsKeyedByTheCommandsSoAGrownSweepRunsOnlyTheNewOnes) {
     const fs::path dir = scratch("merge");
     const std::string journal = (dir / "j").string();
-    const std::vector<std::string> commands{"c0", "c1", "c2", "c3", "c4"};
-    const std::uint64_t print = 12345;
+    const std::vector<std::string> first{"c0", "c1", "c2", "c0"};  // c0 twice: two commands, two records
+    const auto keys = run::record_keys(first);
+    EXPECT_NE(keys[0], keys[3]);
+    const auto record = [&](std::size_t i, run::outcome o) {
+        run::task_result r = result_of(first[i], o);
+        r.command_hash = keys[i];
+        return r;
+    };
     {
-        pfarm::journal_writer w(journal, print, 5, 0);
-        for (auto [i, o] : {std::pair{0, run::outcome::ok}, {1, run::outcome::failed}, {2, run::outcome::not_run}}) {
-            const run::task_result r = result_of(commands[static_cast<std::size_t>(i)], o);
-            w.append(i, &r, sizeof r);
-        }
-        w.close();
+        run::rank_records j(journal, "--journal");  // what rank 0 appended
+        j.append(0, record(0, run::outcome::ok));
+        j.append(1, record(1, run::outcome::failed));
     }
     {
-        run::rank_records side(run::rank_records_path(journal, 2), "--journal");
-        side.append(3, result_of("c3", run::outcome::ok));
-        side.append(0, result_of("c0", run::outcome::ok));  // already in the journal
-        side.append(4, result_of("stale command", run::outcome::ok));  // not this run's command: ignored
+        run::rank_records side(run::rank_records_path(journal, 2), "--journal");  // a rank's file, not merged yet
+        side.append(2, record(2, run::outcome::not_run));
+        side.append(3, record(3, run::outcome::ok));
     }
-    const run::resume_plan dry = run::prepare_journal(journal, commands, false, false, "--journal");
-    EXPECT_EQ(dry.merged, 1);
+    const run::resume_plan dry = run::prepare_journal(journal, first, false, false, "--journal");
+    EXPECT_EQ(dry.merged, 2);
     EXPECT_TRUE(fs::exists(run::rank_records_path(journal, 2)));  // nothing written without `write`
 
-    const run::resume_plan plan = run::prepare_journal(journal, commands, false, true, "--journal");
+    // The sweep grew and changed: "c1" is now "c1 changed" (a new command), "c4" is new, the rest are in order.
+    const std::vector<std::string> grown{"c0", "c1 changed", "c2", "c0", "c4"};
+    const run::resume_plan plan = run::prepare_journal(journal, grown, false, true, "--journal");
     EXPECT_TRUE(plan.journal_exists);
-    EXPECT_EQ(plan.merged, 1);
-    EXPECT_EQ(plan.dropped_not_run, 1);
-    EXPECT_EQ(plan.dropped_failed, 0);
+    EXPECT_EQ(plan.dropped_not_run, 1);  // c2 never ran
+    EXPECT_EQ(plan.dropped_other, 1);    // c1's record: not a command of this sweep
     std::vector<pfarm::task_count> kept;
     for (const auto& [i, r] : plan.done) kept.push_back(i);
-    EXPECT_EQ(kept, (std::vector<pfarm::task_count>{0, 1, 3}));
+    EXPECT_EQ(kept, (std::vector<pfarm::task_count>{0, 3}));
     EXPECT_FALSE(fs::exists(run::rank_records_path(journal, 2)));
-    EXPECT_EQ(pfarm::read_journal(journal, print, 5).outputs.size(), 3u);  // rewritten with the same fingerprint
+    EXPECT_EQ(run::read_records(journal).size(), 2u);  // rewritten with what is kept
 
-    const run::resume_plan retry = run::prepare_journal(journal, commands, true, true, "--journal");
+    // --retry-failed drops failures; a failure is kept otherwise.
+    {
+        run::rank_records j(journal, "--journal", true);
+        run::task_result r = result_of("c4", run::outcome::failed);
+        r.command_hash = run::record_keys(grown)[4];
+        j.append(4, r);
+    }
+    EXPECT_EQ(run::prepare_journal(journal, grown, false, false, "--journal").done.count(4), 1u);
+    const run::resume_plan retry = run::prepare_journal(journal, grown, true, true, "--journal");
     EXPECT_EQ(retry.dropped_failed, 1);
-    EXPECT_EQ(pfarm::read_journal(journal, print, 5).outputs.size(), 2u);
+    EXPECT_EQ(retry.done.count(4), 0u);
     fs::remove_all(dir);
 }
 
@@ -317,32 +337,175 @@ TEST(RunRecords, AJournalOfOtherCommandsIsRefused) {
     const fs::path dir = scratch("other");
     const std::string journal = (dir / "j").string();
     {
-        pfarm::journal_writer w(journal, 1, 2, 0);
-        const run::task_result r = result_of("another command", run::outcome::ok);
-        w.append(1, &r, sizeof r);
-        w.close();
+        run::rank_records j(journal, "--journal");
+        j.append(0, result_of("another command", run::outcome::ok));
     }
     std::string m;
     EXPECT_EQ(refusal([&] { run::prepare_journal(journal, {"a", "b"}, false, true, "--journal"); }, &m), "--journal");
     EXPECT_NE(m.find("belongs to other commands"), std::string::npos) << m;
-    EXPECT_EQ(refusal([&] { run::prepare_journal(journal, {"a", "b", "c"}, false, true, "--journal"); }, &m), "--journal");
-    EXPECT_NE(m.find("farm of 2 tasks"), std::string::npos) << m;
-    {
-        pfarm::journal_writer w(journal + "2", 1, 2, 0);
-        const double other = 1.0;  // a record of another program's size
-        w.append(0, &other, sizeof other);
-        w.close();
-    }
-    EXPECT_EQ(refusal([&] { run::prepare_journal(journal + "2", {"a", "b"}, false, true, "--journal"); }, &m), "--journal");
-    EXPECT_NE(m.find("not written by pfarm-run"), std::string::npos) << m;
     std::ofstream(journal + "3") << "not a journal at all, but long enough to hold a header";
-    EXPECT_EQ(refusal([&] { run::prepare_journal(journal + "3", {"a", "b"}, false, true, "--journal"); }), "--journal");
+    EXPECT_EQ(refusal([&] { run::prepare_journal(journal + "3", {"a", "b"}, false, true, "--journal"); }, &m), "--journal");
+    EXPECT_NE(m.find("not a pfarm-run journal"), std::string::npos) << m;
 
     // No journal yet: records files beside it are left over from another run and go.
     { run::rank_records side(run::rank_records_path(journal + "4", 0), "--journal"); }
     const run::resume_plan fresh = run::prepare_journal(journal + "4", {"a"}, false, true, "--journal");
     EXPECT_FALSE(fresh.journal_exists);
     EXPECT_FALSE(fs::exists(run::rank_records_path(journal + "4", 0)));
+    fs::remove_all(dir);
+}
+
+std::vector<std::string> jobs_of(const std::vector<std::string>& words, std::optional<std::string> colsep = {}) {
+    const run::job_words w = run::split_words(words, {});
+    run::read_settings how;
+    how.colsep = colsep;
+    return run::make_jobs(w.command, run::read_sources(w, how)).commands;
+}
+
+TEST(RunInputs, SourcesAreCrossedFirstSlowestAndLinkedOnesPaired) {
+    EXPECT_EQ(jobs_of({"sim --v {1} --seed {2}", ":::", "-60", "-55", ":::", "1", "2"}),
+              (std::vector<std::string>{"sim --v -60 --seed 1", "sim --v -60 --seed 2", "sim --v -55 --seed 1",
+                                        "sim --v -55 --seed 2"}));
+    EXPECT_EQ(jobs_of({"echo", ":::", "a", "b", "c", ":::+", "1", "2"}), (std::vector<std::string>{"echo a 1", "echo b 2"}));
+    const fs::path dir = scratch("inputs");
+    std::ofstream(dir / "f") << "x\n\ny z";
+    EXPECT_EQ(jobs_of({"echo", "::::", (dir / "f").string(), ":::", "1"}),
+              (std::vector<std::string>{"echo x 1", "echo '' 1", "echo 'y z' 1"}));
+    EXPECT_EQ(jobs_of({"echo {2} {1}", ":::", "a,b", "c,,d"}, ","),
+              (std::vector<std::string>{"echo b a", "echo '' c"}));
+    EXPECT_EQ(jobs_of({":::", "echo a", "echo b"}), (std::vector<std::string>{"echo a", "echo b"}));  // values are commands
+    EXPECT_TRUE(jobs_of({"echo", "::::", (dir / "f").string(), ":::+", "1"}).size() == 1);
+    std::string m;
+    EXPECT_EQ(refusal([&] { jobs_of({"echo", "::::", (dir / "none").string()}); }, &m), "::::");
+    EXPECT_NE(m.find("cannot open"), std::string::npos) << m;
+    EXPECT_EQ(refusal([] { jobs_of({"echo", ":::+", "a"}); }), ":::+");
+    EXPECT_EQ(refusal([] { jobs_of({"echo", ":::", "a", ":::"}); }), ":::");
+    EXPECT_EQ(refusal([] { jobs_of({"echo", ":::", "a"}, "("); }), "--colsep");
+    // -0, -d and -r on a file source.
+    std::ofstream(dir / "z", std::ios::binary) << std::string("a\0b c\0\0  \0", 10);
+    run::read_settings how;
+    how.delimiter = run::parse_delimiter("\\0");
+    how.skip_empty = true;
+    const run::job_words zw = run::split_words({"echo", "::::", (dir / "z").string()}, {});
+    EXPECT_EQ(run::make_jobs(zw.command, run::read_sources(zw, how)).commands, (std::vector<std::string>{"echo a", "echo 'b c'"}));
+    EXPECT_EQ(run::parse_delimiter("\\t"), "\t");
+    EXPECT_EQ(run::parse_delimiter("\\x41,"), "A,");
+    EXPECT_EQ(run::parse_delimiter("::"), "::");
+    EXPECT_EQ(refusal([] { run::parse_delimiter(""); }), "--delimiter");
+    fs::remove_all(dir);
+}
+
+TEST(RunInputs, ReplacementStringsAsGnuParallel) {
+    EXPECT_EQ(jobs_of({"echo {.} {/} {//} {/.} {#}", ":::", "dir/sub/f.tar.gz", "/a", ".bashrc", "a/b/", "f"}),
+              (std::vector<std::string>{"echo dir/sub/f.tar f.tar.gz dir/sub f.tar 1", "echo /a a / a 2",
+                                        "echo '' .bashrc . '' 3", "echo a/b/ '' a '' 4", "echo f f . f 5"}));
+    EXPECT_EQ(jobs_of({"echo {2.} {1/} {-1}", ":::", "a/x", ":::", "q.r"}), (std::vector<std::string>{"echo q x q.r"}));
+    EXPECT_EQ(jobs_of({"echo {1}", ":::", "a b", "it's", "'", "$HOME", "", "a+b/c"}),
+              (std::vector<std::string>{"echo 'a b'", "echo 'it'\"'\"'s'", "echo \"'\"", "echo '$HOME'", "echo ''",
+                                        "echo a+b/c"}));
+    // Braces that are no replacement string stay: awk programs, ${VAR}, {x}, {0}, bash's {1..3}.
+    EXPECT_EQ(jobs_of({"awk '{print $1}' ${HOME} {x} {0} {1..3} {1}", ":::", "f"}),
+              (std::vector<std::string>{"awk '{print $1}' ${HOME} {x} {0} {1..3} f"}));
+    const auto slot = jobs_of({"echo {%}", ":::", "a"});
+    EXPECT_EQ(run::fill_slot(slot[0], 3), "echo 3");
+    std::string m;
+    EXPECT_EQ(refusal([] { jobs_of({"echo {= s/a/b/ =}", ":::", "a"}); }, &m), "{= s/a/b/ =}");
+    EXPECT_NE(m.find("perl expression"), std::string::npos) << m;
+    EXPECT_EQ(refusal([] { jobs_of({"echo {3}", ":::", "a", ":::", "b"}); }, &m), "{3}");
+    EXPECT_NE(m.find("each job has 2 argument(s)"), std::string::npos) << m;
+}
+
+TEST(RunPolicy, HaltTimeoutAndExitStatusAsGnuParallel) {
+    const run::halt_policy soon = run::parse_halt("soon,fail=2");
+    EXPECT_EQ(soon.when, run::halt_policy::soon);
+    EXPECT_FALSE(soon.reached(1, 10));
+    EXPECT_TRUE(soon.reached(2, 10));
+    const run::halt_policy pct = run::parse_halt("now,success=30%");
+    EXPECT_TRUE(pct.on_success && pct.percent);
+    EXPECT_FALSE(pct.reached(2, 10));
+    EXPECT_TRUE(pct.reached(3, 10));
+    EXPECT_EQ(run::parse_halt("2").when, run::halt_policy::now);
+    EXPECT_FALSE(run::parse_halt("never").reached(5, 5));
+    const run::halt_policy done = run::parse_halt("soon,done=50%");
+    EXPECT_TRUE(done.on_done && done.reached(5, 10) && !done.reached(4, 10));
+    for (const char* bad : {"now", "later,fail=1", "soon,fail=0", "soon,fail=1.5", "now,gone=1", "soon,fail=200%"})
+        EXPECT_EQ(refusal([&] { run::parse_halt(bad); }), "--halt") << bad;
+    EXPECT_EQ(run::parse_timeout("2.5").seconds, 2.5);
+    const run::timeout_spec t = run::parse_timeout("200%");
+    std::vector<double> runtimes{1.0, 3.0};
+    EXPECT_EQ(t.limit(runtimes), 0.0);  // fewer than 3 successes: no timeout yet
+    runtimes.push_back(2.0);
+    EXPECT_DOUBLE_EQ(t.limit(runtimes), 4.0);
+    for (const char* bad : {"0", "-1", "x", "%", "1s"}) EXPECT_EQ(refusal([&] { run::parse_timeout(bad); }), "--timeout") << bad;
+    // As GNU parallel 20221122 exits (its values measured with -j1 on 'exit {}' ::: 5 3 0 0 and ::: 0 3 2).
+    const run::halt_policy first = run::parse_halt("now,fail=1"), two = run::parse_halt("soon,fail=2");
+    EXPECT_EQ(run::gnu_exit_status(0, 4, false, soon, 0), 0);
+    EXPECT_EQ(run::gnu_exit_status(7, 9, false, soon, 0), 7);
+    EXPECT_EQ(run::gnu_exit_status(500, 900, false, soon, 0), 101);
+    EXPECT_EQ(run::gnu_exit_status(1, 4, true, first, 5), 5);  // the failed command's own status
+    EXPECT_EQ(run::gnu_exit_status(2, 4, true, two, 3), 2);
+    EXPECT_EQ(run::gnu_exit_status(2, 4, true, run::parse_halt("soon,fail=50%"), 3), 50);
+    EXPECT_EQ(run::gnu_exit_status(3, 4, true, pct, 4), 0);
+    EXPECT_EQ(run::gnu_exit_status(1, 3, true, run::parse_halt("soon,done=2"), 3), 1);
+    EXPECT_EQ(run::gnu_exit_status(1, 3, true, done, 3), 34);
+}
+
+TEST(RunJoblog, GnuRowsSurviveAnyCommandTextAndResumeReadsThem) {
+    const fs::path dir = scratch("joblog");
+    const std::string path = (dir / "log").string();
+    {
+        run::job_log log;
+        log.open(path, false, false, "--joblog");
+        log.add(0, result_of("a", run::outcome::ok), 4, false, "echo 'a\nb'\tc");
+        run::task_result failed = result_of("b", run::outcome::failed);
+        failed.exit_code = 3;
+        log.add(1, failed, 0, false, "exit 3");
+        run::task_result killed = result_of("c", run::outcome::failed);
+        killed.exit_code = -1, killed.signal = 9;
+        log.add(2, killed, 0, false, "kill -9 $$");
+    }
+    const std::string text = slurp(path);
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 4) << text;  // header and 3 rows: the newline became a NUL
+    std::string row = "\t0\t4\t0\t0\techo 'a";
+    row += '\0';
+    row += "b'\tc\n";
+    EXPECT_NE(text.find(row), std::string::npos) << text;
+    EXPECT_NE(text.find("\t0\t0\t0\t9\tkill -9 $$\n"), std::string::npos) << text;
+    EXPECT_EQ(run::joblog_commands(path, false, "--resume"),
+              (std::multiset<std::string>{"echo 'a\nb'\tc", "exit 3", "kill -9 $$"}));
+    EXPECT_EQ(run::joblog_commands(path, true, "--resume-failed"), (std::multiset<std::string>{"echo 'a\nb'\tc"}));
+    {
+        run::job_log log;  // --resume appends without a second header
+        log.open(path, false, true, "--joblog");
+        log.add(3, result_of("d", run::outcome::ok), 0, false, "echo d");
+    }
+    EXPECT_EQ(run::joblog_commands(path, false, "--resume").size(), 4u);
+    std::ofstream(dir / "other") << "task\trank\n";
+    EXPECT_EQ(refusal([&] { run::joblog_commands((dir / "other").string(), false, "--resume"); }), "--resume");
+    EXPECT_TRUE(run::joblog_commands((dir / "none").string(), false, "--resume").empty());
+    fs::remove_all(dir);
+}
+
+TEST(RunOutput, PackedJobsAndOrderedTaggedOutput) {
+    run::task_result r = result_of("x", run::outcome::ok);
+    const run::job_output j = run::unpack(run::pack(r, "out\n", "err\n"));
+    EXPECT_EQ(j.out, "out\n");
+    EXPECT_EQ(j.err, "err\n");
+    EXPECT_EQ(j.record.command_hash, r.command_hash);
+    EXPECT_THROW(run::unpack(std::vector<char>(10)), pfarm::error);
+    EXPECT_EQ(run::apply_modifier("a/b.c", "/."), "b");
+
+    const fs::path dir = scratch("results");
+    const std::vector<std::vector<std::string>> args{{"a", "1"}, {"b/c", "2"}};
+    run::output_printer printer({true, false, (dir / "res").string()}, args, 2);
+    printer.open();
+    printer.add(1, "second\n", "");
+    EXPECT_FALSE(fs::exists(dir / "res" / "1" / "b\\_c" / "2" / "2" / "stdout"));  // -k: held for command 0
+    printer.add(0, "first\n", "e\n");
+    EXPECT_EQ(slurp(dir / "res" / "1" / "a" / "2" / "1" / "stdout"), "first\n");
+    EXPECT_EQ(slurp(dir / "res" / "1" / "a" / "2" / "1" / "stderr"), "e\n");
+    EXPECT_EQ(slurp(dir / "res" / "1" / "b\\_c" / "2" / "2" / "stdout"), "second\n");
+    EXPECT_EQ(slurp(dir / "res" / "1" / "b\\_c" / "2" / "2" / "seq"), "2");
     fs::remove_all(dir);
 }
 

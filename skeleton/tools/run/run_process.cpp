@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <thread>
@@ -91,10 +92,10 @@ struct spawn_setup {
 #endif
     }
 
-    /// Runs /bin/sh -c `script` with `environment`; returns the error number (0: started, `pid` set).
-    int spawn(pid_t& pid, const std::string& script, char* const* environment) {
-        const char* argv[] = {"sh", "-c", script.c_str(), nullptr};
-        return posix_spawn(&pid, "/bin/sh", &actions, &attr, const_cast<char* const*>(argv), environment);
+    /// Runs `shell` -c `script` with `environment`; returns the error number (0: started, `pid` set).
+    int spawn(pid_t& pid, const std::string& script, char* const* environment, const std::string& shell = "/bin/sh") {
+        const char* argv[] = {shell.c_str(), "-c", script.c_str(), nullptr};
+        return posix_spawnp(&pid, shell.c_str(), &actions, &attr, const_cast<char* const*>(argv), environment);
     }
 };
 
@@ -133,6 +134,20 @@ bool wait_until(pid_t pid, double deadline) {
     }
 }
 
+/// The whole content of file `fd`, from its start.
+std::string read_all(int fd) {
+    std::string text;
+    char buffer[65536];
+    for (off_t at = 0;;) {
+        const ssize_t n = ::pread(fd, buffer, sizeof buffer, at);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        text.append(buffer, static_cast<std::size_t>(n));
+        at += n;
+    }
+    return text;
+}
+
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 }  // namespace
@@ -144,6 +159,7 @@ const char* to_string(outcome o) {
     case outcome::timed_out: return "timeout";
     case outcome::not_run: return "not-run";
     case outcome::not_started: return "not-started";
+    case outcome::killed: return "killed";
     }
     return "unknown";
 }
@@ -229,11 +245,21 @@ command_status process_runner::run(const command_spec& spec) {
     const auto open_output = [](const std::string& path) {
         return fd_holder(path.empty() ? -1 : ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     };
-    fd_holder out = open_output(spec.stdout_path);
-    if (!spec.stdout_path.empty() && out.fd < 0)
+    // Captured output goes to unlinked files in $TMPDIR (a pipe would need reading while the command runs).
+    const auto temporary = []() {
+        const char* dir = std::getenv("TMPDIR");
+        std::string path = std::string(dir && *dir ? dir : "/tmp") + "/pfarm-run-XXXXXX";
+        const int fd = ::mkostemp(path.data(), O_CLOEXEC);
+        if (fd >= 0) ::unlink(path.c_str());
+        return fd_holder(fd);
+    };
+    fd_holder out = spec.capture ? temporary() : open_output(spec.stdout_path);
+    fd_holder err = spec.capture ? temporary() : open_output(spec.stderr_path);
+    if (spec.capture && (out.fd < 0 || err.fd < 0))
+        return not_started(std::string("cannot create a file in $TMPDIR for its output: ") + std::strerror(errno));
+    if (!spec.capture && !spec.stdout_path.empty() && out.fd < 0)
         return not_started("cannot open '" + spec.stdout_path + "' for writing: " + std::strerror(errno));
-    fd_holder err = open_output(spec.stderr_path);
-    if (!spec.stderr_path.empty() && err.fd < 0)
+    if (!spec.capture && !spec.stderr_path.empty() && err.fd < 0)
         return not_started("cannot open '" + spec.stderr_path + "' for writing: " + std::strerror(errno));
 
     spawn_setup s;
@@ -245,8 +271,8 @@ command_status process_runner::run(const command_spec& spec) {
     for (const auto& e : spec.environment) env.push_back(const_cast<char*>(e.c_str()));
     env.push_back(nullptr);
     pid_t pid = -1;
-    if (const int rc = s.spawn(pid, spec.command, env.data()); rc != 0)
-        return not_started(std::string("cannot start /bin/sh: ") + std::strerror(rc));
+    if (const int rc = s.spawn(pid, spec.command, env.data(), spec.shell); rc != 0)
+        return not_started("cannot start the shell '" + spec.shell + "': " + std::strerror(rc));
     std::string started = std::to_string(pid);  // "+PGID\n" (appended: GCC 12 warns about "+" + string, bug 105329)
     started.insert(started.begin(), '+');
     started.push_back('\n');
@@ -254,9 +280,19 @@ command_status process_runner::run(const command_spec& spec) {
 
     const double begun = monotonic();
     const double deadline = spec.timeout > 0 ? begun + spec.timeout : INFINITY;
-    bool timed_out = false;
-    if (!wait_until(pid, deadline)) {
-        timed_out = true;
+    bool timed_out = false, killed = false;
+    bool ended = false;
+    while (!ended) {
+        const double until = spec.stop ? std::min(deadline, monotonic() + 0.05) : deadline;
+        ended = wait_until(pid, until);
+        if (ended || monotonic() >= deadline) break;
+        if (spec.stop && spec.stop()) {
+            killed = true;
+            break;
+        }
+    }
+    if (!ended) {
+        timed_out = !killed;
         ::kill(-pid, SIGTERM);  // the whole group: the shell and what it started
         wait_until(pid, monotonic() + spec.grace);
         ::kill(-pid, SIGKILL);  // what ignored SIGTERM, or outlived the shell; the group is still ours (not reaped)
@@ -278,7 +314,11 @@ command_status process_runner::run(const command_spec& spec) {
     } else {
         st.signal = info.si_status;
     }
-    st.what = timed_out ? outcome::timed_out : st.exit_code == 0 ? outcome::ok : outcome::failed;
+    st.what = killed ? outcome::killed : timed_out ? outcome::timed_out : st.exit_code == 0 ? outcome::ok : outcome::failed;
+    if (spec.capture) {
+        st.out = read_all(out.fd);
+        st.err = read_all(err.fd);
+    }
     return st;
 }
 

@@ -1,12 +1,13 @@
 // pfarm-run: running one shell command as a child process. posix_spawn (safe in an MPI process: no fork of
-// the rank's registered memory), /bin/sh -c COMMAND in its own process group, stdin from /dev/null, stdout and
-// stderr to files, inherited or discarded; a timeout that kills the whole group; and a guard per rank that kills
+// the rank's registered memory), SHELL -c COMMAND in its own process group, stdin from /dev/null, stdout and
+// stderr to files, captured (for grouped output), inherited or discarded; a timeout that kills the whole group; and a guard per rank that kills
 // the running command's group when the rank dies (a job killed with SIGKILL leaves no command behind). No MPI.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,17 +19,21 @@ enum class outcome : std::uint8_t {
     failed = 1,       ///< exited with another status, or was killed by a signal it was not sent by pfarm-run
     timed_out = 2,    ///< ran past its timeout: its group got SIGTERM, then SIGKILL
     not_run = 3,      ///< never started: the run halted at a failure first (--halt-on-error)
-    not_started = 4,  ///< could not be started (an output file could not be opened, /bin/sh could not be run)
+    not_started = 4,  ///< could not be started (an output file could not be opened, the shell could not be run)
+    killed = 5,       ///< killed by pfarm-run because the run halted (--halt now)
 };
 
-/// "ok", "failed", "timeout", "not-run", "not-started" (the job log's status column).
+/// "ok", "failed", "timeout", "not-run", "not-started", "killed" (the job log's status column).
 const char* to_string(outcome o);
 
 /// One command to run.
 struct command_spec {
-    std::string command;                   ///< run as /bin/sh -c COMMAND
+    std::string command;                   ///< run as SHELL -c COMMAND
+    std::string shell = "/bin/sh";         ///< a path, or a name looked up in PATH
     std::vector<std::string> environment;  ///< NAME=VALUE: its whole environment
     std::string stdout_path, stderr_path;  ///< files (created or truncated); empty: the rank's own stdout / stderr
+    bool capture = false;                  ///< stdout and stderr into command_status::out and err (paths ignored)
+    std::function<bool()> stop;            ///< polled while it runs (every 50 ms); true: kill it (outcome killed)
     double timeout = 0.0;                  ///< seconds; 0: none
     double grace = 1.0;                    ///< after the timeout's SIGTERM, seconds before SIGKILL
 };
@@ -39,10 +44,11 @@ struct command_status {
     int exit_code = -1;  ///< 0-255 when it exited; -1 otherwise
     int signal = 0;      ///< the signal that ended it; 0 when it exited
     std::string error;   ///< not_started: why; otherwise empty, or why the exit status is unknown
+    std::string out, err;  ///< captured stdout and stderr (command_spec::capture)
     double start = 0.0, end = 0.0;  ///< Unix time, seconds
 };
 
-/// Runs commands one at a time (a rank runs one command at a time). Owns the guard: a /bin/sh process in its own
+/// Runs commands one at a time. Owns the guard: a /bin/sh process in its own
 /// process group that reads the group of the running command from a socket; when the socket closes without the
 /// command having been reaped (the rank died, SIGKILL included), it kills that group with SIGKILL.
 class process_runner {

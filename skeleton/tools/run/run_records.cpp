@@ -1,9 +1,12 @@
-// pfarm-run: the record of a finished command, the ranks' records files, and their merge into the journal before
-// a rerun (run_records.hpp).
+// pfarm-run: the record of a finished command, the ranks' records files, the journal, and what a rerun keeps
+// (run_records.hpp).
 #include "run_records.hpp"
 
 #include "pfarm/error.hpp"
 #include "pfarm/journal.hpp"
+
+#include <map>
+#include <string_view>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -37,28 +40,6 @@ double monotonic() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-/// The journal's header (pfarm/journal.hpp): "PFARMJ1\n", u64 fingerprint, u64 tasks, u64 checksum.
-struct journal_header {
-    bool present = false;  ///< a file with a header (an empty or missing file is a journal not begun)
-    std::uint64_t fingerprint = 0;
-};
-
-journal_header read_header(const std::string& path, task_count tasks, const std::string& argument) {
-    journal_header h;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return h;  // missing (or unreadable: read_journal below names the problem when the engine opens it)
-    char bytes[32] = {};
-    in.read(bytes, sizeof bytes);
-    if (in.gcount() == 0) return h;
-    if (in.gcount() < 32 || std::memcmp(bytes, "PFARMJ1\n", 8) != 0) {
-        read_journal(path, 0, tasks, argument);  // throws its own "not a pfarm journal" for a bad header
-        throw invalid_argument(argument, "'" + path + "' is not a pfarm journal (bad header)");
-    }
-    h.present = true;
-    std::memcpy(&h.fingerprint, bytes + 8, sizeof h.fingerprint);
-    return h;
-}
-
 /// The ranks' records files beside `journal` (JOURNAL.rank-R).
 std::vector<std::filesystem::path> rank_files(const std::string& journal) {
     namespace fs = std::filesystem;
@@ -80,20 +61,10 @@ std::vector<std::filesystem::path> rank_files(const std::string& journal) {
 
 std::uint64_t command_hash(const std::string& command) { return fnv1a(command.data(), command.size()); }
 
-std::string journal_key(const std::vector<std::string>& commands) {
-    std::uint64_t h = fnv1a(nullptr, 0);
-    for (const std::string& c : commands) {
-        h = fnv1a(c.data(), c.size(), h);
-        h = fnv1a("\n", 1, h);
-    }
-    return "pfarm-run 1: " + std::to_string(commands.size()) + " commands, FNV-1a " + std::to_string(h) +
-           ", record " + std::to_string(sizeof(task_result)) + " bytes";
-}
-
 std::string rank_records_path(const std::string& journal, int rank) { return journal + ".rank-" + std::to_string(rank); }
 
-rank_records::rank_records(std::string path, const std::string& argument) : path_(std::move(path)) {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+rank_records::rank_records(std::string path, const std::string& argument, bool append) : path_(std::move(path)) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | (append ? 0 : O_TRUNC) | O_APPEND | O_CLOEXEC, 0644);
     if (fd_ < 0)
         throw invalid_argument(argument, "cannot write this rank's records file '" + path_ + "' beside the journal: " +
                                              std::strerror(errno));
@@ -132,6 +103,17 @@ void rank_records::remove() {
     ::unlink(path_.c_str());
 }
 
+std::vector<task_result> read_records(const std::string& path) {
+    std::vector<task_result> records;
+    std::ifstream in(path, std::ios::binary);
+    side_record r;
+    while (in.read(reinterpret_cast<char*>(&r), sizeof r)) {
+        if (r.magic != record_magic || r.checksum != checksum_of(r)) break;
+        records.push_back(r.result);
+    }
+    return records;
+}
+
 std::map<task_count, task_result> read_rank_records(const std::string& path, task_count tasks) {
     std::map<task_count, task_result> records;
     std::ifstream in(path, std::ios::binary);
@@ -143,65 +125,80 @@ std::map<task_count, task_result> read_rank_records(const std::string& path, tas
     return records;
 }
 
+std::uint64_t record_key(const std::string& command, std::size_t occurrence) {
+    std::uint64_t h = command_hash(command);
+    if (occurrence == 0) return h;
+    const std::string tail = "\n#" + std::to_string(occurrence);
+    return fnv1a(tail.data(), tail.size(), h);
+}
+
+std::vector<std::uint64_t> record_keys(const std::vector<std::string>& commands) {
+    std::map<std::string_view, std::size_t> seen;
+    std::vector<std::uint64_t> keys;
+    keys.reserve(commands.size());
+    for (const std::string& c : commands) keys.push_back(record_key(c, seen[c]++));
+    return keys;
+}
+
 resume_plan prepare_journal(const std::string& journal, const std::vector<std::string>& commands, bool retry_failed,
                             bool write, const std::string& argument) {
+    namespace fs = std::filesystem;
     resume_plan plan;
-    const auto tasks = static_cast<task_count>(commands.size());
-    const journal_header header = read_header(journal, tasks, argument);
-    const std::vector<std::filesystem::path> files = rank_files(journal);
-    const auto remove_rank_files = [&] {
-        if (!write) return;
-        for (const auto& f : files) {
-            std::error_code ec;
-            std::filesystem::remove(f, ec);
-        }
-    };
-    if (!header.present) {  // a new journal: records files beside it are left over from another one
-        remove_rank_files();
-        return plan;
+    std::error_code ec;
+    if (fs::is_directory(journal, ec)) throw invalid_argument(argument, "'" + journal + "' is a directory; expected a file");
+    {
+        std::ifstream in(journal, std::ios::binary);
+        std::uint32_t magic = 0;
+        if (in) in.read(reinterpret_cast<char*>(&magic), sizeof magic);
+        if (in.gcount() > 0 && (in.gcount() != sizeof magic || magic != record_magic))
+            throw invalid_argument(argument, "'" + journal + "' is not a pfarm-run journal (bad header); use a new journal");
+        plan.journal_exists = in.gcount() > 0;
     }
-    plan.journal_exists = true;
-    const journal_contents contents = read_journal(journal, header.fingerprint, tasks, argument);
-    const auto belongs = [&](task_count i, const task_result& r) { return r.command_hash == command_hash(commands[static_cast<std::size_t>(i)]); };
-    for (const auto& [i, bytes] : contents.outputs) {
-        if (bytes.size() != sizeof(task_result))
-            throw invalid_argument(argument, "'" + journal + "' was not written by pfarm-run (task " + std::to_string(i) +
-                                                 " has a record of " + std::to_string(bytes.size()) + " bytes); use a new journal");
-        task_result r;
-        std::memcpy(&r, bytes.data(), sizeof r);
-        if (!belongs(i, r))
-            throw invalid_argument(argument, "'" + journal + "' belongs to other commands (task " + std::to_string(i) +
-                                                 " was another command); use a new journal, or the commands that wrote it");
-        plan.done[i] = r;
-    }
+    const std::vector<fs::path> files = rank_files(journal);
+    // Every record by its command's key; the ranks' files are newer than the journal.
+    std::map<std::uint64_t, task_result> records;
+    task_count in_journal = 0;
+    for (const auto& r : read_records(journal)) records[r.command_hash] = r, ++in_journal;
+    std::size_t from_files = 0;
     for (const auto& f : files)
-        for (const auto& [i, r] : read_rank_records(f.string(), tasks))
-            if (belongs(i, r) && plan.done.emplace(i, r).second) ++plan.merged;
-    for (auto it = plan.done.begin(); it != plan.done.end();) {
-        const outcome o = it->second.what();
+        for (const auto& r : read_records(f.string())) records[r.command_hash] = r, ++from_files;
+    const std::vector<std::uint64_t> keys = record_keys(commands);
+    std::map<std::uint64_t, task_count> index_of;
+    for (std::size_t i = 0; i < keys.size(); ++i) index_of[keys[i]] = static_cast<task_count>(i);
+    task_count matched = 0;
+    std::vector<task_result> kept;
+    for (const auto& [key, r] : records) {
+        const auto it = index_of.find(key);
+        if (it == index_of.end()) {
+            ++plan.dropped_other;
+            continue;
+        }
+        ++matched;
+        const outcome o = r.what();
         if (o == outcome::not_run) {
             ++plan.dropped_not_run;
-            it = plan.done.erase(it);
         } else if (retry_failed && o != outcome::ok) {
             ++plan.dropped_failed;
-            it = plan.done.erase(it);
         } else {
-            ++it;
+            plan.done[it->second] = r;
+            kept.push_back(r);
         }
     }
+    if (!records.empty() && matched == 0)
+        throw invalid_argument(argument, "'" + journal + "' belongs to other commands (none of its " +
+                                             std::to_string(records.size()) +
+                                             " commands is among these); use a new journal, or the commands that wrote it");
+    plan.merged = static_cast<task_count>(from_files);
     if (!write) return plan;
-    if (plan.merged > 0 || plan.dropped_failed > 0 || plan.dropped_not_run > 0) {
-        const std::string tmp = journal + ".tmp";
-        ::unlink(tmp.c_str());
-        {
-            journal_writer out(tmp, header.fingerprint, tasks, 0, argument);
-            for (const auto& [i, r] : plan.done) out.append(i, &r, sizeof r);
-            out.close();
-        }
-        if (::rename(tmp.c_str(), journal.c_str()) != 0)
-            throw invalid_argument(argument, "cannot replace '" + journal + "' with '" + tmp + "': " + std::strerror(errno));
+    const std::string tmp = journal + ".tmp";
+    ::unlink(tmp.c_str());
+    {
+        rank_records out(tmp, argument);
+        for (const task_result& r : kept) out.append(0, r);
     }
-    remove_rank_files();
+    if (::rename(tmp.c_str(), journal.c_str()) != 0)
+        throw invalid_argument(argument, "cannot replace '" + journal + "' with '" + tmp + "': " + std::strerror(errno));
+    for (const auto& f : files) fs::remove(f, ec);
     return plan;
 }
 

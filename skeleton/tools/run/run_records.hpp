@@ -1,7 +1,6 @@
-// pfarm-run: what a finished command leaves behind, and how a rerun finds it. The record of one command (the
-// farm's output per task, which the reliability journal keeps), each rank's own file of the records of the
-// commands it ran (written the moment each one ends, so a killed job loses no finished command), and the merge
-// of those files into the journal before a rerun. No MPI.
+// pfarm-run: what a finished command leaves behind, and how a rerun finds it. The record of one command, each
+// rank's own file of the records of the commands it ran (written the moment each one ends, so a killed job loses
+// no finished command), the journal (the same records, keyed by the command itself) and what a rerun keeps. No MPI.
 #pragma once
 
 #include "run_process.hpp"
@@ -19,7 +18,7 @@ namespace pfarm::tools::run {
 /// One command's outcome: the farm's output of its task, streamed to rank 0 for the job log and kept by the
 /// journal (its bytes are the journal's record).
 struct task_result {
-    std::uint64_t command_hash = 0;  ///< command_hash() of the command that ran: ties a record to its command
+    std::uint64_t command_hash = 0;  ///< record_key() of the command that ran: ties a record to its command
     std::uint64_t run = 0;           ///< the pfarm-run invocation that ran it (a record restored from the journal has another)
     double start = 0.0, end = 0.0;   ///< Unix time: its first attempt's start, its last attempt's end
     std::int32_t rank = -1;          ///< the rank that ran it
@@ -36,10 +35,12 @@ static_assert(std::is_trivially_copyable_v<task_result> && sizeof(task_result) =
 /// FNV-1a 64 of the command's text.
 std::uint64_t command_hash(const std::string& command);
 
-/// The journal key of a run of `commands` (farm_options::resume.journal_key): a journal written for other commands is
-/// refused. Options that change how commands run (--timeout, --retries, the technique) are not in it: a rerun may
-/// change them.
-std::string journal_key(const std::vector<std::string>& commands);
+/// The key of a command's record: command_hash of its text, mixed with its occurrence (0 for its first in the list
+/// of commands, 1 for the next identical one...): a journal is keyed by the commands themselves, not their places.
+std::uint64_t record_key(const std::string& command, std::size_t occurrence);
+
+/// record_key of each command of `commands`.
+std::vector<std::uint64_t> record_keys(const std::vector<std::string>& commands);
 
 /// The file of rank `rank`'s records beside journal `journal`: JOURNAL.rank-R.
 std::string rank_records_path(const std::string& journal, int rank);
@@ -49,8 +50,8 @@ std::string rank_records_path(const std::string& journal, int rank);
 /// record (the data is in the kernel); the file is fdatasync'ed at most every 10 seconds and when closed.
 class rank_records {
 public:
-    /// Creates (truncates) `path`. Throws invalid_argument naming `argument` when it cannot.
-    rank_records(std::string path, const std::string& argument);
+    /// Creates (truncates, unless `append`) `path`. Throws invalid_argument naming `argument` when it cannot.
+    rank_records(std::string path, const std::string& argument, bool append = false);
     ~rank_records();
     rank_records(const rank_records&) = delete;
     rank_records& operator=(const rank_records&) = delete;
@@ -71,6 +72,9 @@ private:
     double last_sync_ = 0.0;
 };
 
+/// Every whole record of records file `path` with a right checksum, in order, up to the first that is not.
+std::vector<task_result> read_records(const std::string& path);
+
 /// Reads records file `path`: every whole record with a right checksum, up to the first that is not (a torn
 /// tail); records of tasks >= `tasks` are skipped.
 std::map<task_count, task_result> read_rank_records(const std::string& path, task_count tasks);
@@ -78,20 +82,21 @@ std::map<task_count, task_result> read_rank_records(const std::string& path, tas
 /// What a rerun starts from: the commands the journal (with the ranks' records) says are done.
 struct resume_plan {
     bool journal_exists = false;
-    std::map<task_count, task_result> done;  ///< kept: the rerun restores these and runs the others
-    task_count dropped_failed = 0;           ///< failed, timed-out or not-started records dropped (--retry-failed)
+    std::map<task_count, task_result> done;  ///< by the index of the command now: restored, not run again
+    task_count dropped_failed = 0;           ///< failed, timed-out, killed or not-started records dropped (--retry-failed)
     task_count dropped_not_run = 0;          ///< records of commands a halted run never started, dropped
-    task_count merged = 0;                   ///< records found only in the ranks' files
+    task_count dropped_other = 0;            ///< records of commands that are not among these (a changed command)
+    task_count merged = 0;                   ///< records found in the ranks' files
 };
 
-/// Rank 0, before a farm with journal `journal` over `commands`: reads the journal (its own fingerprint, from its
-/// header: the engine checks the fingerprint itself when it opens it) and the ranks' records files beside it, and
-/// decides what the rerun keeps: every command that ran, except failed ones when `retry_failed` and the records
-/// of commands that never ran. With `write`, when that differs from what the journal holds, writes the journal
-/// anew (JOURNAL.tmp, renamed over it) with what is kept, then deletes the ranks' records files (also when there is
-/// no journal: they are left over from a run whose journal was removed). Throws invalid_argument naming `argument`
-/// when the journal is not one of pfarm-run for these commands (another task count, a record of another size or
-/// of another command).
+/// Rank 0, before a run with journal `journal` over `commands`. The journal is a records file (the same records as
+/// the ranks' files, rank 0 appends each record that reaches it); a record belongs to a command by its record_key,
+/// so a sweep that has grown runs only its new commands, and a changed command is a new one. Reads the journal and
+/// the ranks' records files beside it and decides what the rerun keeps: every command that ran, except failed
+/// ones when `retry_failed` and commands that never ran. With `write`, writes the journal anew (JOURNAL.tmp,
+/// renamed over it) with what is kept (records of commands not among these are dropped), then deletes the ranks'
+/// records files. Throws invalid_argument naming `argument` when the file is not a pfarm-run journal, or when it
+/// holds records and none of them is of these commands (another sweep's journal).
 resume_plan prepare_journal(const std::string& journal, const std::vector<std::string>& commands, bool retry_failed,
                             bool write, const std::string& argument);
 

@@ -1,0 +1,92 @@
+// pfarm-run: the --halt message between ranks: the rank that decides the run halts tells every other rank, which
+// checks for it before each command and, with --halt now, while one runs.
+#pragma once
+
+#include "pfarm/mpi.hpp"
+
+#include <vector>
+
+namespace pfarm::tools::run {
+
+/// A halt (--halt) stops every rank from starting commands: the rank that decides it sends a one-int message to
+/// every other rank on a communicator of its own; a rank probes for it before each command (MPI_Iprobe: about a
+/// microsecond beside the millisecond a process takes to start). The commands already running end as they would;
+/// the tasks not started yet are recorded as not run, and the farm runs to its end at once. finish() is collective:
+/// every rank receives what was sent to it (rank 0, which may never probe, included) and completes its sends.
+class halt_channel {
+public:
+    explicit halt_channel(MPI_Comm world) : comm_(world) {
+        rank_ = comm_.rank();
+        ranks_ = comm_.size();
+        sent_.assign(static_cast<std::size_t>(ranks_), 0);
+        received_.assign(static_cast<std::size_t>(ranks_), 0);
+        requests_.assign(static_cast<std::size_t>(ranks_), MPI_REQUEST_NULL);
+    }
+
+    /// Whether some rank (this one included) has halted the run.
+    bool halted() {
+        while (!halted_ && ranks_ > 1) {
+            int flag = 0;
+            MPI_Status status;
+            pfarm::mpi::check(MPI_Iprobe(MPI_ANY_SOURCE, tag, comm_.get(), &flag, &status), "MPI_Iprobe");
+            if (!flag) break;
+            receive_from(status.MPI_SOURCE);
+        }
+        return halted_;
+    }
+
+    /// This rank saw a failure: halt every rank.
+    void raise() {
+        if (raised_) return;
+        raised_ = halted_ = true;
+        for (int r = 0; r < ranks_; ++r) {
+            if (r == rank_) continue;
+            sent_[static_cast<std::size_t>(r)] = 1;
+            pfarm::mpi::check(MPI_Isend(&token_, 1, MPI_INT, r, tag, comm_.get(), &requests_[static_cast<std::size_t>(r)]),
+                              "MPI_Isend");
+        }
+    }
+
+    /// Collective, after the farm: returns whether any rank halted the run.
+    bool finish() {
+        std::vector<int> expected(static_cast<std::size_t>(ranks_), 0);
+        pfarm::mpi::check(MPI_Alltoall(sent_.data(), 1, MPI_INT, expected.data(), 1, MPI_INT, comm_.get()), "MPI_Alltoall");
+        for (int r = 0; r < ranks_; ++r)
+            if (expected[static_cast<std::size_t>(r)] && !received_[static_cast<std::size_t>(r)]) receive_from(r);
+        pfarm::mpi::check(MPI_Waitall(ranks_, requests_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+        int mine = raised_ ? 1 : 0, any = 0;
+        pfarm::mpi::check(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_LOR, comm_.get()), "MPI_Allreduce");
+        return any != 0;
+    }
+
+    /// After a failed farm (not collective): drops the sends still pending.
+    void abandon() noexcept {
+        for (MPI_Request& r : requests_) {
+            if (r == MPI_REQUEST_NULL) continue;
+            int done = 0;
+            MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+            if (!done) {
+                MPI_Cancel(&r);
+                MPI_Request_free(&r);
+            }
+        }
+    }
+
+private:
+    void receive_from(int source) {
+        int token = 0;
+        pfarm::mpi::check(MPI_Recv(&token, 1, MPI_INT, source, tag, comm_.get(), MPI_STATUS_IGNORE), "MPI_Recv");
+        received_[static_cast<std::size_t>(source)] = 1;
+        halted_ = true;
+    }
+
+    static constexpr int tag = 16;
+    pfarm::mpi::communicator comm_;
+    int rank_ = 0, ranks_ = 1;
+    int token_ = 1;
+    bool halted_ = false, raised_ = false;
+    std::vector<int> sent_, received_;
+    std::vector<MPI_Request> requests_;
+};
+
+}  // namespace pfarm::tools::run

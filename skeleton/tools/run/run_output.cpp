@@ -1,0 +1,150 @@
+// pfarm-run: grouped, ordered and tagged output, and the --results folder (run_output.hpp).
+#include "run_output.hpp"
+
+#include "pfarm/error.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace pfarm::tools::run {
+
+std::vector<char> pack(const task_result& record, const std::string& out, const std::string& err) {
+    std::vector<char> bytes(sizeof record + 2 * sizeof(std::uint64_t) + out.size() + err.size());
+    char* p = bytes.data();
+    std::memcpy(p, &record, sizeof record), p += sizeof record;
+    const std::uint64_t sizes[2] = {out.size(), err.size()};
+    std::memcpy(p, sizes, sizeof sizes), p += sizeof sizes;
+    std::memcpy(p, out.data(), out.size()), p += out.size();
+    std::memcpy(p, err.data(), err.size());
+    return bytes;
+}
+
+job_output unpack(std::span<const char> bytes) {
+    job_output j;
+    std::uint64_t sizes[2] = {};
+    if (bytes.size() < sizeof j.record + sizeof sizes) throw error("pfarm-run: a command's result is too short");
+    std::memcpy(&j.record, bytes.data(), sizeof j.record);
+    std::memcpy(sizes, bytes.data() + sizeof j.record, sizeof sizes);
+    const std::size_t head = sizeof j.record + sizeof sizes;
+    if (bytes.size() - head != sizes[0] + sizes[1]) throw error("pfarm-run: a command's result has the wrong size");
+    j.out.assign(bytes.data() + head, sizes[0]);
+    j.err.assign(bytes.data() + head + sizes[0], sizes[1]);
+    return j;
+}
+
+void write_all(int fd, const std::string& text, const char* what) {
+    const char* p = text.data();
+    std::size_t left = text.size();
+    while (left > 0) {
+        const ssize_t n = ::write(fd, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw error(std::string("pfarm-run: writing ") + what + " failed: " + std::strerror(errno));
+        p += n, left -= static_cast<std::size_t>(n);
+    }
+}
+
+output_printer::output_printer(output_settings s, const std::vector<std::vector<std::string>>& args, std::size_t tasks)
+    : s_(std::move(s)), args_(args) {
+    if (s_.keep_order) {
+        done_.assign(tasks, 0);
+        held_.resize(tasks);
+    }
+}
+
+void output_printer::open() {
+    if (s_.results.empty()) return;
+    std::error_code ec;
+    std::filesystem::create_directories(s_.results, ec);
+    if (ec) throw invalid_argument("--results", "cannot create directory '" + s_.results + "': " + ec.message());
+    if (!std::filesystem::is_directory(s_.results, ec))
+        throw invalid_argument("--results", "'" + s_.results + "' is not a directory");
+}
+
+std::string output_printer::tagged(std::size_t task, const std::string& text) const {
+    if (!s_.tag || text.empty()) return text;
+    std::string tag;
+    for (std::size_t k = 0; k < args_[task].size(); ++k) tag += (k ? " " : "") + args_[task][k];
+    return tag_lines(text, tag + '\t');
+}
+
+std::string tag_lines(const std::string& text, const std::string& tag) {
+    std::string out;
+    out.reserve(text.size() + tag.size() * 8);
+    bool line_start = true;
+    for (char c : text) {
+        if (line_start) out += tag;
+        out += c;
+        line_start = c == '\n';
+    }
+    return out;
+}
+
+void output_printer::emit(std::size_t task, const std::string& out, const std::string& err) {
+    if (!s_.results.empty()) {  // GNU parallel's layout: DIR/1/VALUE1/2/VALUE2/{seq,stdout,stderr}
+        namespace fs = std::filesystem;
+        fs::path dir(s_.results);
+        for (std::size_t k = 0; k < args_[task].size(); ++k) {
+            std::string value;
+            for (char c : args_[task][k]) {
+                if (c == '\\') value += "\\\\";
+                else if (c == '/') value += "\\_";
+                else value += c;
+            }
+            dir /= std::to_string(k + 1);
+            dir /= value.empty() ? std::string("\\0") : value;
+        }
+        std::error_code ec;
+        fs::create_directories(dir, ec);
+        if (ec) throw error("pfarm-run: --results: cannot create '" + dir.string() + "': " + ec.message());
+        const auto put = [&](const char* name, const std::string& text) {
+            const std::string path = (dir / name).string();
+            const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd < 0) throw error("pfarm-run: --results: cannot write '" + path + "': " + std::strerror(errno));
+            try {
+                write_all(fd, text, "--results");
+            } catch (...) {
+                ::close(fd);
+                throw;
+            }
+            ::close(fd);
+        };
+        put("seq", std::to_string(task + 1));
+        put("stdout", out);
+        put("stderr", err);
+        return;
+    }
+    write_all(1, tagged(task, out), "standard output");
+    write_all(2, tagged(task, err), "standard error");
+}
+
+void output_printer::add(std::size_t task, std::string out, std::string err) {
+    if (!s_.keep_order) {
+        emit(task, out, err);
+        return;
+    }
+    done_[task] = 2;
+    held_[task] = {std::move(out), std::move(err)};
+    flush();
+}
+
+void output_printer::skip(std::size_t task) {
+    if (!s_.keep_order) return;
+    done_[task] = 1;
+    flush();
+}
+
+void output_printer::flush() {
+    while (next_ < done_.size() && done_[next_]) {
+        auto& [out, err] = held_[next_];
+        if (done_[next_] == 2) emit(next_, out, err);
+        std::string().swap(out);
+        std::string().swap(err);
+        ++next_;
+    }
+}
+
+}  // namespace pfarm::tools::run
