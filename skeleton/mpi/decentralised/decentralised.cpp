@@ -10,7 +10,6 @@
 #include "wire.hpp"
 
 #include "pfarm/claim_schedule.hpp"
-#include "pfarm/metrics.hpp"
 #include "pfarm/mpi.hpp"
 #include "pfarm/registry.hpp"
 
@@ -261,25 +260,6 @@ void wait_for(MPI_Request& request, bool gentle, Idle idle) {
     }
 }
 
-/// Gathers every rank's `items` on rank 0, in rank order; `counts` gets how many came from each rank.
-template <class T>
-std::vector<T> gather(MPI_Comm comm, int rank, int ranks, const std::vector<T>& items, std::vector<int>& counts) {
-    const int bytes = static_cast<int>(items.size() * sizeof(T));
-    std::vector<int> sizes(static_cast<std::size_t>(rank == 0 ? ranks : 0)), at(sizes.size());
-    mpi::check(MPI_Gather(&bytes, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comm), "MPI_Gather");
-    std::vector<T> all;
-    int total = 0;
-    counts.clear();
-    for (std::size_t q = 0; q < sizes.size(); ++q) {
-        at[q] = total, total += sizes[q];
-        counts.push_back(sizes[q] / static_cast<int>(sizeof(T)));
-    }
-    all.resize(static_cast<std::size_t>(total) / sizeof(T));
-    mpi::check(MPI_Gatherv(items.data(), bytes, MPI_BYTE, all.data(), sizes.data(), at.data(), MPI_BYTE, 0, comm),
-               "MPI_Gatherv");
-    return all;
-}
-
 class decentralised_farm {
 public:
     decentralised_farm(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
@@ -503,50 +483,34 @@ private:
         return o;
     }
 
-    /// Rank 0 gets every rank's chunks (and their records with a trace); a worker its own counts.
+    /// Rank 0 gets every rank's chunks (and their records with a trace), on its clock; a worker its own counts.
     farm_report report(double makespan, std::optional<double> k, double cpu) {
         farm_report r = empty_report(options_, ranks_, tasks_);
         r.workers = ranks_ - first_worker_;
-        r.k = k;
-        struct totals {
-            double busy, finish;
-        } mine{busy_, finish_};
-        std::vector<totals> each(static_cast<std::size_t>(rank_ == 0 ? ranks_ : 0));
-        mpi::check(MPI_Gather(&mine, sizeof mine, MPI_BYTE, each.data(), sizeof mine, MPI_BYTE, 0, comm_), "MPI_Gather");
-        std::vector<int> counts;
-        const std::vector<chunk_sizes::run> all_runs = gather(comm_, rank_, ranks_, sizes_.runs(), counts);  // runs: O(changes of size)
-        std::vector<chunk_record> all_records;
-        std::vector<int> record_counts;
-        if (keep_records_) all_records = gather(comm_, rank_, ranks_, records_, record_counts);
-        const auto q = static_cast<std::size_t>(rank_);
+        report_part mine;  // on this rank's clock
+        mine.workers.push_back({rank_, sizes_.total(), sizes_, busy_, finish_});
+        if (keep_records_)
+            for (const chunk_record& c : records_)
+                mine.records.push_back({rank_, c.first, c.count, c.claimed, c.started, c.finished, c.flushed, false, {}});
+        std::vector<report_part> parts = gather_parts(comm_, 0, mine);
         if (rank_ != 0) {
-            r.chunks_per_rank[q] = sizes_;
-            r.tasks_per_rank[q] = sizes_.total();
-            r.busy_per_rank[q] = busy_;
+            mine.workers.front().finish = 0.0;  // known on rank 0's clock only
+            add_part(r, mine);
+            r.trace.clear();
+            r.k = k;
             return r;
         }
-        std::size_t at = 0;
-        for (std::size_t p = 0; p < static_cast<std::size_t>(ranks_); ++p) {
-            for (int i = 0; i < counts[p]; ++i, ++at) {
-                r.chunks_per_rank[p].append(all_runs[at].size, all_runs[at].repeat);
-                r.tasks_per_rank[p] += all_runs[at].size * all_runs[at].repeat;
-            }
-            r.busy_per_rank[p] = each[p].busy;
-            // a worker's finish on rank 0's clock (clock_offsets); a worker that got nothing finishes at 0
-            r.finish_per_rank[p] = counts[p] > 0 ? each[p].finish - offsets_[p] : 0.0;
+        for (std::size_t p = 0; p < parts.size(); ++p) {  // to rank 0's clock (clock_offsets)
+            const double off = offsets_[p];
+            worker_part& w = parts[p].workers.front();
+            w.finish = !w.chunks.empty() ? w.finish - off : 0.0;  // a worker that got nothing finishes at 0
+            for (chunk_trace& c : parts[p].records) c.sent -= off, c.started -= off, c.finished -= off, c.received -= off;
+            add_part(r, parts[p]);
         }
-        at = 0;
-        for (std::size_t p = 0; p < record_counts.size(); ++p)
-            for (int i = 0; i < record_counts[p]; ++i, ++at) {
-                const chunk_record& c = all_records[at];
-                const double off = offsets_[p];
-                r.trace.push_back({static_cast<int>(p), c.first, c.count, c.claimed - off, c.started - off, c.finished - off,
-                                   c.flushed - off, false, {}});
-            }
-        std::sort(r.trace.begin(), r.trace.end(), [](const chunk_trace& a, const chunk_trace& b) { return a.first < b.first; });
-        const std::vector<double> finish(r.finish_per_rank.begin() + first_worker_, r.finish_per_rank.end());
-        r.percent_imbalance = percent_imbalance(finish);
-        r.cov = coefficient_of_variation(finish);
+        r.k = k;
+        std::vector<int> computing;
+        for (int q = first_worker_; q < ranks_; ++q) computing.push_back(q);
+        finish_report(r, computing, trace_order::first);
         r.makespan = makespan;
         r.farmer_cpu_seconds = cpu;  // the trace file is written by run_farm (farm.cpp), every rank told
         return r;

@@ -23,24 +23,6 @@ namespace pfarm::detail {
 
 namespace {
 
-/// Calibration tasks shorter than this (seconds) measure the machine's timing noise about as much as the workers'
-/// speeds: on the 2-core development VM a 5 us task reads 4 to 16 us from run to run (docs/calibration.md).
-constexpr double short_calibration_task = 1e-4;
-
-/// Says so in the calibration's note when its longest task was that short (the times are real seconds here; the
-/// simulator's are in the platform's units, so the note is the MPI farm's).
-void note_short_calibration(calibration_result& c) {
-    if (c.times.empty()) return;
-    const double longest = *std::max_element(c.times.begin(), c.times.end());
-    if (!(longest < short_calibration_task)) return;
-    char text[256];
-    std::snprintf(text, sizeof text,
-                  "calibration tasks of at most %.3g us are too short to tell the workers' speeds from timing noise: "
-                  "F may be noise (give --weights, or a loop whose first tasks are longer)",
-                  longest * 1e6);
-    c.note = c.note.empty() ? std::string(text) : c.note + "; " + text;
-}
-
 class farmer_side {
 public:
     farmer_side(MPI_Comm comm, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
@@ -316,35 +298,20 @@ private:
     }
 
     farm_report report(double farmer_cpu) {
-        for (int w = 0; w < session_.workers(); ++w) {
-            const auto q = static_cast<std::size_t>(w + first_worker_rank_);
-            report_.tasks_per_rank[q] = session_.tasks_of(w);
-            report_.chunks_per_rank[q] = session_.chunks_of(w);
-            report_.busy_per_rank[q] = session_.busy_of(w);
-            report_.finish_per_rank[q] = session_.finish_of(w);
-        }
+        std::vector<int> computing;  // worker w is rank w + first_worker_rank_
+        for (int w = 0; w < session_.workers(); ++w) computing.push_back(w + first_worker_rank_);
+        add_part(report_, part_of(session_, computing));
         report_.workers = session_.workers();
-        report_.percent_imbalance = session_.percent_imbalance();
-        report_.cov = session_.cov();
         report_.makespan = session_.last_result();
         report_.farmer_cpu_seconds = farmer_cpu;
         const farmer& f = session_.decisions();
-        report_.k = f.policy().installment_factor();
-        report_.reclaims = f.reclaims();
-        report_.reclaimed_tasks = f.reclaimed_tasks();
-        report_.reruns = f.reruns();
-        report_.rerun_tasks = f.rerun_tasks();
-        if (f.calibration()) {
-            report_.calibration = *f.calibration();
-            note_short_calibration(*report_.calibration);
-        }
+        if (f.calibration()) report_.calibration = *f.calibration();
+        finish_report(report_, computing, trace_order::sent);  // the trace file is written by run_farm (farm.cpp)
         report_.learned = learned_.has_value();
         if (options_.schedule.learned)  // per worker: the report's per-rank entries from worker 0's rank on
             options_.schedule.learned->learn(f.policy().needs_calibration(), !learned_,
                                      {report_.tasks_per_rank.begin() + first_worker_rank_, report_.tasks_per_rank.end()},
                                      {report_.busy_per_rank.begin() + first_worker_rank_, report_.busy_per_rank.end()});
-        report_.trace = session_.records();
-        for (auto& c : report_.trace) c.rank += first_worker_rank_;  // the file is written by run_farm (farm.cpp), every rank told
         return std::move(report_);
     }
 

@@ -77,8 +77,8 @@ public:
 
     const farmer_session& session_group() const noexcept { return session_.group(); }
 
-    /// Its group's part of the report, packed for rank 0 (report.cpp).
-    std::vector<double> packed() const { return pack_group(session_, workers_, served_); }
+    /// Its group's part of the report (report.cpp).
+    report_part part() const { return group_part(session_, workers_, served_); }
 
 private:
     /// Rank 0's clock, read here.
@@ -476,7 +476,7 @@ farm_report run_master(MPI_Comm up, MPI_Comm down, int rank, int ranks, const st
                   plan.session_options(g), t0, offsets, monitors);
     const outcome o = m.run();
     if (o.what != farm_outcome::kind::ok) throw_outcome(o);
-    send_group_part(up, m.packed());
+    send_group_part(up, m.part());
     return group_report(options, ranks, setup.config.tasks, h, g, m.session_group());
 }
 

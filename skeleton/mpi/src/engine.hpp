@@ -8,6 +8,7 @@
 #pragma once
 
 #include "clock.hpp"
+#include "report.hpp"
 
 #include "pfarm/emulation.hpp"
 #include "pfarm/farm.hpp"
@@ -159,7 +160,6 @@ farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte
 /// ranks make techniques (the decentralised farm, the hierarchical masters) read rank 0's, never their own.
 void share_technique(MPI_Comm comm, int rank, std::string& name, technique_options& o);
 
-farm_report empty_report(const farm_options& options, int ranks, task_count tasks);
 void write_trace(const std::string& path, const farm_report& r);
 /// Collective, once a farm is over: rank 0 writes the trace of `r` to `path` when `wanted` (rank 0's choice, the same
 /// on every rank) and every rank throws invalid_argument "trace" when the write failed (a full disk).

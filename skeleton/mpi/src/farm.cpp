@@ -30,19 +30,6 @@ double cpu_seconds() {
 }
 
 
-farm_report empty_report(const farm_options& options, int ranks, task_count tasks) {
-    farm_report r;
-    r.technique = options.schedule.technique;
-    r.ranks = ranks;
-    r.first_worker_rank = ranks == 1 || options.topology.farmer_computes ? 0 : 1;
-    r.tasks = tasks;
-    r.tasks_per_rank.assign(static_cast<std::size_t>(ranks), 0);
-    r.chunks_per_rank.assign(static_cast<std::size_t>(ranks), {});
-    r.busy_per_rank.assign(static_cast<std::size_t>(ranks), 0.0);
-    r.finish_per_rank.assign(static_cast<std::size_t>(ranks), 0.0);
-    return r;
-}
-
 /// One rank: every task in order, on this rank.
 static farm_report run_sequential(const std::byte* in, std::byte* out, task_count tasks, const task_kernel& kernel,
                            const farm_options& options) {

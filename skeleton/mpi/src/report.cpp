@@ -1,0 +1,179 @@
+// pfarm MPI engine: the farm's report in every mode (report.hpp): a session's part, its one serialiser over MPI
+// (doubles, gathered on rank 0), the merge and what derives from it.
+#include "report.hpp"
+
+#include "pfarm/metrics.hpp"
+#include "pfarm/mpi.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <span>
+#include <string>
+
+namespace pfarm::detail {
+
+namespace {
+
+/// Calibration tasks shorter than this (seconds) measure the machine's timing noise about as much as the workers'
+/// speeds: on the 2-core development VM a 5 us task reads 4 to 16 us from run to run (docs/calibration.md).
+constexpr double short_calibration_task = 1e-4;
+
+/// Says so in the calibration's note when its longest task was that short (the times are real seconds here; the
+/// simulator's are in the platform's units, so the note is the MPI farm's).
+void note_short_calibration(calibration_result& c) {
+    if (c.times.empty()) return;
+    const double longest = *std::max_element(c.times.begin(), c.times.end());
+    if (!(longest < short_calibration_task)) return;
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "calibration tasks of at most %.3g us are too short to tell the workers' speeds from timing noise: "
+                  "F may be noise (give --weights, or a loop whose first tasks are longer)",
+                  longest * 1e6);
+    c.note = c.note.empty() ? std::string(text) : c.note + "; " + text;
+}
+
+/// The readings a trace record keeps (trace.hpp: cores and node_key are not stored), in the order they are packed.
+std::array<const std::optional<double>*, 5> readings_of(const resource_sample& s) {
+    return {&s.availability, &s.run_queue, &s.load1, &s.latency, &s.benchmark};
+}
+std::array<std::optional<double>*, 5> readings_of(resource_sample& s) {
+    return {&s.availability, &s.run_queue, &s.load1, &s.latency, &s.benchmark};
+}
+
+/// A part as doubles: the workers (rank, tasks, busy, finish, chunk sizes as runs: their count, then size and repeat
+/// of each), the counters, k, the records with their readings. Task counts stay below 2^53 (max_tasks): exact.
+void pack(const report_part& p, std::vector<double>& v) {
+    v.push_back(static_cast<double>(p.workers.size()));
+    for (const worker_part& w : p.workers) {
+        v.insert(v.end(), {static_cast<double>(w.rank), static_cast<double>(w.tasks), w.busy, w.finish,
+                           static_cast<double>(w.chunks.runs().size())});
+        for (const chunk_sizes::run& c : w.chunks.runs()) v.insert(v.end(), {static_cast<double>(c.size), static_cast<double>(c.repeat)});
+    }
+    v.insert(v.end(), {static_cast<double>(p.reclaims), static_cast<double>(p.reclaimed_tasks), static_cast<double>(p.reruns),
+                       static_cast<double>(p.rerun_tasks), static_cast<double>(p.served), static_cast<double>(p.up_requests),
+                       static_cast<double>(p.merged), p.k ? 1.0 : 0.0, p.k.value_or(0.0),
+                       static_cast<double>(p.records.size())});
+    for (const chunk_trace& c : p.records) {
+        v.insert(v.end(), {static_cast<double>(c.rank), static_cast<double>(c.first), static_cast<double>(c.count), c.sent,
+                           c.started, c.finished, c.received, c.calibration ? 1.0 : 0.0});
+        for (const std::optional<double>* x : readings_of(c.sample)) v.insert(v.end(), {x->has_value() ? 1.0 : 0.0, x->value_or(0.0)});
+    }
+}
+
+report_part unpack(std::span<const double> v) {
+    std::size_t at = 0;
+    const auto next = [&] {
+        if (at >= v.size()) throw internal_error("a report part does not add up");
+        return v[at++];
+    };
+    const auto count = [&] { return static_cast<task_count>(next()); };
+    report_part p;
+    p.workers.resize(static_cast<std::size_t>(next()));
+    for (worker_part& w : p.workers) {
+        w.rank = static_cast<int>(next());
+        w.tasks = count();
+        w.busy = next();
+        w.finish = next();
+        const auto runs = static_cast<std::size_t>(next());
+        for (std::size_t c = 0; c < runs; ++c) {
+            const task_count size = count();
+            w.chunks.append(size, count());
+        }
+    }
+    p.reclaims = count(), p.reclaimed_tasks = count(), p.reruns = count(), p.rerun_tasks = count();
+    p.served = count(), p.up_requests = count(), p.merged = count();
+    const bool has_k = next() != 0.0;
+    const double k = next();
+    if (has_k) p.k = k;
+    p.records.resize(static_cast<std::size_t>(next()));
+    for (chunk_trace& t : p.records) {
+        t.rank = static_cast<int>(next());
+        t.first = count();
+        t.count = count();
+        t.sent = next(), t.started = next(), t.finished = next(), t.received = next();
+        t.calibration = next() != 0.0;
+        for (std::optional<double>* x : readings_of(t.sample)) {
+            const bool has = next() != 0.0;
+            const double value = next();
+            if (has) *x = value;
+        }
+    }
+    if (at != v.size()) throw internal_error("a report part does not add up");
+    return p;
+}
+
+}  // namespace
+
+report_part part_of(const farmer_session& s, const std::vector<int>& ranks) {
+    report_part p;
+    for (int w = 0; w < s.workers(); ++w)
+        p.workers.push_back({ranks.at(static_cast<std::size_t>(w)), s.tasks_of(w), s.chunks_of(w), s.busy_of(w), s.finish_of(w)});
+    const farmer& f = s.decisions();
+    p.reclaims = f.reclaims(), p.reclaimed_tasks = f.reclaimed_tasks(), p.reruns = f.reruns(), p.rerun_tasks = f.rerun_tasks();
+    p.k = f.policy().installment_factor();
+    p.records = s.records();
+    for (chunk_trace& c : p.records) c.rank = ranks.at(static_cast<std::size_t>(c.rank));
+    return p;
+}
+
+std::vector<report_part> gather_parts(MPI_Comm comm, int root, const report_part& mine) {
+    int rank = 0, ranks = 1;
+    mpi::check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    mpi::check(MPI_Comm_size(comm, &ranks), "MPI_Comm_size");
+    std::vector<double> packed;
+    pack(mine, packed);
+    const int count = static_cast<int>(packed.size());
+    std::vector<int> counts(static_cast<std::size_t>(rank == root ? ranks : 0)), at(counts.size());
+    mpi::check(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, root, comm), "MPI_Gather");
+    int total = 0;
+    for (std::size_t q = 0; q < counts.size(); ++q) at[q] = total, total += counts[q];
+    std::vector<double> all(static_cast<std::size_t>(total));
+    mpi::check(MPI_Gatherv(packed.data(), count, MPI_DOUBLE, all.data(), counts.data(), at.data(), MPI_DOUBLE, root, comm),
+               "MPI_Gatherv");
+    std::vector<report_part> parts;
+    for (std::size_t q = 0; q < counts.size(); ++q)
+        parts.push_back(unpack(std::span<const double>(all).subspan(static_cast<std::size_t>(at[q]), static_cast<std::size_t>(counts[q]))));
+    return parts;
+}
+
+farm_report empty_report(const farm_options& options, int ranks, task_count tasks) {
+    farm_report r;
+    r.technique = options.schedule.technique;
+    r.ranks = ranks;
+    r.first_worker_rank = ranks == 1 || options.topology.farmer_computes ? 0 : 1;
+    r.tasks = tasks;
+    r.tasks_per_rank.assign(static_cast<std::size_t>(ranks), 0);
+    r.chunks_per_rank.assign(static_cast<std::size_t>(ranks), {});
+    r.busy_per_rank.assign(static_cast<std::size_t>(ranks), 0.0);
+    r.finish_per_rank.assign(static_cast<std::size_t>(ranks), 0.0);
+    return r;
+}
+
+void add_part(farm_report& r, const report_part& p) {
+    for (const worker_part& w : p.workers) {
+        const auto q = static_cast<std::size_t>(w.rank);
+        r.tasks_per_rank.at(q) = w.tasks;
+        r.chunks_per_rank.at(q) = w.chunks;
+        r.busy_per_rank.at(q) = w.busy;
+        r.finish_per_rank.at(q) = w.finish;
+    }
+    r.reclaims += p.reclaims, r.reclaimed_tasks += p.reclaimed_tasks;
+    r.reruns += p.reruns, r.rerun_tasks += p.rerun_tasks;
+    if (!r.k && p.k) r.k = p.k;
+    r.trace.insert(r.trace.end(), p.records.begin(), p.records.end());
+}
+
+void finish_report(farm_report& r, const std::vector<int>& computing, trace_order order) {
+    std::vector<double> finish;
+    for (int q : computing) finish.push_back(r.finish_per_rank.at(static_cast<std::size_t>(q)));
+    r.percent_imbalance = percent_imbalance(finish);
+    r.cov = coefficient_of_variation(finish);
+    if (order == trace_order::sent)
+        std::stable_sort(r.trace.begin(), r.trace.end(), [](const chunk_trace& a, const chunk_trace& b) { return a.sent < b.sent; });
+    else
+        std::sort(r.trace.begin(), r.trace.end(), [](const chunk_trace& a, const chunk_trace& b) { return a.first < b.first; });
+    if (r.calibration) note_short_calibration(*r.calibration);
+}
+
+}  // namespace pfarm::detail
