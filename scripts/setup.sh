@@ -6,9 +6,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libgsl-dev libhwloc-dev googletest
           libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev gnuplot-nox
-          python3 clang libclang-rt-14-dev
+          python3 python3-dev pybind11-dev python3-mpi4py python3-numpy python3-pytest clang libclang-rt-14-dev
           iproute2 util-linux slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge)
-# python3: the quality and scaling studies, journal_kill.sh; clang and its libFuzzer runtime: the fuzz tests
+# python3: the quality and scaling studies, journal_kill.sh; python3-dev, pybind11-dev, python3-mpi4py, python3-numpy,
+# python3-pytest: the Python package (skeleton/python), its tests (tests/python) and benchmark (benchmarks/python); clang and its libFuzzer runtime: the fuzz tests
 # (tests/fuzz); iproute2, util-linux, Slurm and munge: the emulated cluster of the cluster tests (tests/cluster)
 missing=()
 for p in "${packages[@]}"; do
