@@ -90,8 +90,9 @@ class _MapState:
 class _Job:
     """Calls of one function: each (owner, slot, args); a farm runs a list of jobs as one list of tasks."""
 
-    def __init__(self, fn, kwargs, calls, chunksize):
+    def __init__(self, fn, kwargs, calls, chunksize, started=False):
         self.fn, self.kwargs, self.calls, self.chunksize = fn, kwargs, calls, chunksize
+        self.started = started  # its futures are running already (calls queued again after a failed farm)
 
 
 class _Tasks:
@@ -145,7 +146,8 @@ class Executor:
         _pfarm.check_options(options)
         self._options, self._schedule = _farm.split_options(options)
         self._options.pop("replicated_input", None)  # tasks travel in the command: only indices travel anyway
-        self.last_report = None
+        self._last_report = None
+        self._busy = False  # a batch taken and not finished yet
         self._pending = collections.deque()
         self._cond = threading.Condition()
         self._shutdown = False
@@ -226,6 +228,14 @@ class Executor:
             self._thread = None
             self._channel.Free()
 
+    @property
+    def last_report(self):
+        """The pfarm.Report of the last farm, once the calls made so far are done (it waits for them)."""
+        with self._cond:
+            while self._pending or self._busy:
+                self._cond.wait()
+            return self._last_report
+
     def _queue(self, job):
         with self._cond:
             if self._shutdown:
@@ -238,10 +248,13 @@ class Executor:
     def _take(self):
         """The next batch: the queued jobs with the first one's chunksize, their calls not cancelled."""
         with self._cond:
+            self._busy = False
+            self._cond.notify_all()
             while not self._pending and not self._shutdown:
                 self._cond.wait()
             if not self._pending:
                 return None
+            self._busy = True
             chunksize = self._pending[0].chunksize
             batch = []
             rest = collections.deque()
@@ -251,9 +264,9 @@ class Executor:
             self._pending = rest
         jobs = []
         for job in batch:
-            calls = [c for c in job.calls if c[0].start()]
+            calls = job.calls if job.started else [c for c in job.calls if c[0].start()]
             if calls:
-                jobs.append(_Job(job.fn, job.kwargs, calls, job.chunksize))
+                jobs.append(_Job(job.fn, job.kwargs, calls, job.chunksize, True))
         return jobs
 
     def _dispatch(self):
@@ -264,6 +277,17 @@ class Executor:
                     break
                 if jobs:
                     self._farm(jobs)
+        except BaseException as e:  # a bug here: every call waiting fails with it, no caller waits forever
+            with self._cond:
+                self._shutdown = True
+                self._busy = False
+                pending, self._pending = self._pending, collections.deque()
+                self._cond.notify_all()
+            for job in pending:
+                for owner, slot, _ in job.calls:
+                    if job.started or owner.start():
+                        owner.fail(slot, e)
+            raise
         finally:
             self._channel.bcast(pickle.dumps(("stop",)), root=0)
 
@@ -297,7 +321,7 @@ class Executor:
                 owner.set(slot, obj)
 
         try:
-            self.last_report = _farm.run(self._channel, len(routes), options, tasks, None, None, None, None,
+            self._last_report = _farm.run(self._channel, len(routes), options, tasks, None, None, None, None,
                                          sink=sink, index_only=True, raw_task_errors=True)
         except _farm.TaskFailed as failure:
             owner, slot = routes[failure.task]
@@ -311,7 +335,7 @@ class Executor:
             with self._cond:
                 for job_index in sorted(again, reverse=True):
                     job = runnable[job_index]
-                    self._pending.appendleft(_Job(job.fn, job.kwargs, again[job_index], job.chunksize))
+                    self._pending.appendleft(_Job(job.fn, job.kwargs, again[job_index], job.chunksize, True))
         except BaseException as e:
             for i, (owner, slot) in enumerate(routes):
                 if not delivered[i]:

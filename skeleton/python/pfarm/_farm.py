@@ -103,8 +103,8 @@ class TaskFailed(Exception):
 
 
 def run(comm, count, options, fn, kind, payload, local, spec, *, out=None, results=None, sink=None, star=False,
-        index_only=False, raw_task_errors=False):
-    """Runs one farm collectively. Raises the task's exception (task_exception; TaskFailed with its index under
+        index_only=False, raw_task_errors=False, offset=0):
+    """Runs one farm collectively over the caller's tasks offset .. offset + count - 1. Raises the task's exception (task_exception; TaskFailed with its index under
     raw_task_errors), ValueError for a bad option (on every rank), FarmError otherwise."""
     kwargs = {}
     if kind == "rows":
@@ -114,7 +114,7 @@ def run(comm, count, options, fn, kind, payload, local, spec, *, out=None, resul
     if spec is not None:
         kwargs.update(out=out, out_dtype=spec[0], out_shape=spec[1])
     try:
-        return _pfarm.farm(MPI._handleof(comm), count, options, fn, star=star, results=results, sink=sink,
+        return _pfarm.farm(MPI._handleof(comm), count, offset, options, fn, star=star, results=results, sink=sink,
                            encode_error=_errors.encode_exception, **kwargs)
     except _pfarm.WorkerError as e:
         task, rank, message = e.args

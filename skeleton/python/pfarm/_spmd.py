@@ -12,9 +12,8 @@ from . import _errors
 from . import _farm
 from . import _pfarm
 
-# imap_unordered: results pass from the farm's thread to the caller in batches of at most this many, at most
-# _QUEUED batches at a time (the farm waits while the caller has not taken them: rank 0 keeps only what it reads).
-_BATCH = 1024
+# imap_unordered: results pass from the farm's thread to the caller in batches (at once when the caller waits, else
+# once 1,024 have come), at most _QUEUED batches at a time (the farm waits while the caller has not taken them).
 _QUEUED = 8
 
 
@@ -86,11 +85,15 @@ def map(fn, tasks, *, comm=None, report=False, out=None, out_dtype=None, out_sha
 
 class Results:
     """imap_unordered's iterator: (index, result) pairs on rank 0 as they arrive; empty on the other ranks.
-    `report` is the farm's pfarm.Report once the farm is over (None before)."""
+    `reports` holds a pfarm.Report per window farmed so far (see imap_unordered), `report` the last one."""
 
-    def __init__(self, pairs=None, report=None):
+    def __init__(self, pairs=None):
         self._pairs = pairs if pairs is not None else iter(())
-        self.report = report
+        self.reports = []
+
+    @property
+    def report(self):
+        return self.reports[-1] if self.reports else None
 
     def __iter__(self):
         return self
@@ -105,52 +108,80 @@ class Results:
             close()
 
 
-def imap_unordered(fn, tasks, *, comm=None, **options):
+def imap_unordered(fn, tasks, *, comm=None, window=65536, **options):
     """Farms fn over tasks, collectively; rank 0 gets an iterator of (index, result) in the order results arrive,
-    the other ranks an empty one once the farm is over. Rank 0 holds only the results the caller has not read yet
-    (at most a few thousand): the farm waits for the caller. A task that raises: rank 0 raises its exception when
-    the iterator reaches it (after the results that arrived before), the other ranks at once. Closing the iterator
-    early (close(), break and garbage, or leaving a with) stops the farm on every rank."""
+    the other ranks an empty one once the farm is over.
+
+    Rank 0 holds only what the caller has not read yet: the tasks are farmed in windows of `window` tasks, one farm
+    each (a chunk's results travel whole, and a technique's first chunks grow with the tasks it is given), with one
+    pfarm.Schedule across the windows, so that a technique that calibrates does so once; results pass to the caller
+    in batches (about 1,024 results, fewer when the caller is waiting), at most 8 batches waiting, and the farm
+    waits while they wait. A task that raises:
+    rank 0 raises its exception when the iterator reaches it (after the results that arrived before), the other
+    ranks at once. Closing the iterator early (close(), or dropping it) stops the farm on every rank."""
     comm = _farm.communicator(comm)
     rank = comm.Get_rank()
+    if not isinstance(window, int) or isinstance(window, bool) or window < 1:
+        raise ValueError(f"window: is {window!r}; expected an integer >= 1")
+    if options.get("journal"):
+        raise ValueError("journal: imap_unordered farms its tasks in windows, one farm each, which one journal "
+                         "cannot resume; use pfarm.map")
     kind, count, payload, local, spec, options = _agree(comm, tasks, options, threaded=True)
+    if "schedule" not in options and options.get("farmer", "flat") != "hierarchical":
+        options["schedule"] = _pfarm.Schedule()  # rank 0's is the one read
+    windows = [(first, min(window, count - first)) for first in range(0, count, window)]
+    results = Results()
     if count == 0:
-        return Results(report=_pfarm.Report())
+        results.reports.append(_pfarm.Report())
+        return results
     if rank != 0:
         try:
-            rep = _farm.run(comm, count, options, fn, kind, payload, local, None)
+            for first, size in windows:
+                results.reports.append(_farm.run(comm, size, options, fn, kind, payload, local, None, offset=first))
         except _errors.FarmError as e:
             if _errors.ITERATOR_CLOSED not in str(e):
                 raise
-            rep = None
-        return Results(report=rep)
+        return results
 
     batches = queue.Queue(_QUEUED)
     closed = threading.Event()
     end = object()
-    results = Results()
+
+    pending = []  # pieces (first, [result, ...]) not handed over yet: one batch when the caller waits or at 1,024
+    held = [0]
+
+    def flush():
+        batch = list(pending)
+        pending.clear()
+        held[0] = 0
+        while True:
+            if closed.is_set():
+                raise _errors.IteratorClosed()
+            try:
+                batches.put(batch, timeout=0.1)
+                return
+            except queue.Full:
+                pass
 
     def sink(first, objs):
-        for at in range(0, len(objs), _BATCH):
-            batch = (first + at, objs[at:at + _BATCH])
-            while True:
-                if closed.is_set():
-                    raise _errors.IteratorClosed()
-                try:
-                    batches.put(batch, timeout=0.1)
-                    break
-                except queue.Full:
-                    pass
+        pending.append((first, objs))
+        held[0] += len(objs)
+        if held[0] >= 1024 or batches.empty():
+            flush()
 
     def farm():
+        outcome = None
         try:
-            results.report = _farm.run(comm, count, options, fn, kind, payload, local, None, sink=sink)
-            outcome = None
+            for first, size in windows:
+                results.reports.append(_farm.run(comm, size, options, fn, kind, payload, local, None, sink=sink,
+                                                 offset=first))
+                if pending:
+                    flush()
         except BaseException as e:  # handed to the caller's thread
             outcome = e
         while not closed.is_set():
             try:
-                batches.put((end, outcome), timeout=0.1)
+                batches.put([(end, outcome)], timeout=0.1)
                 return
             except queue.Full:
                 pass
@@ -161,13 +192,13 @@ def imap_unordered(fn, tasks, *, comm=None, **options):
     def pairs():
         try:
             while True:
-                first, objs = batches.get()
-                if first is end:
-                    if objs is not None:
-                        raise objs
-                    return
-                for i, obj in enumerate(objs):
-                    yield first + i, obj
+                for first, objs in batches.get():
+                    if first is end:
+                        if objs is not None:
+                            raise objs
+                        return
+                    for i, obj in enumerate(objs):
+                        yield first + i, obj
         finally:
             if thread.is_alive():
                 closed.set()

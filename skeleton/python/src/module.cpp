@@ -45,7 +45,8 @@ private:
 /// std::function objects capture a pointer to it (copying them never touches a Python reference count).
 struct farm_context {
     py::object fn;              ///< the user's function
-    py::object items;           ///< task i's argument is items[i]; None: the index i itself
+    task_count offset = 0;      ///< farm task i is the caller's task offset + i (a window of a longer list)
+    py::object items;           ///< task i's argument is items[offset + i]; None: the index offset + i itself
     bool star = false;          ///< call fn(*items[i]) instead of fn(items[i])
     bool rows = false;          ///< task i's argument is a row of a NumPy array: its bytes are the task's input
     py::dtype row_dtype;
@@ -55,7 +56,7 @@ struct farm_context {
     std::vector<py::ssize_t> out_shape;
     std::size_t out_bytes = 0;
     py::object results;         ///< rank 0, pickled results: a list, results[i] = task i's result
-    py::object sink;            ///< rank 0, pickled results, instead of `results`: sink(first, [result, ...]) per chunk
+    py::object sink;            ///< rank 0, pickled results, instead of `results`: sink(first, [result, ...]), 1024 at most
     py::object encode_error;    ///< exception -> text (pfarm._errors.encode_exception)
     py::object dumps, loads, protocol, asarray, ascontiguousarray;
 
@@ -67,9 +68,9 @@ struct farm_context {
             py::array row(row_dtype, row_shape, static_cast<const void*>(in));  // a copy: the task may keep it
             item = row_shape.empty() ? py::object(row[py::tuple()]) : py::object(std::move(row));
         } else if (items.is_none()) {
-            item = py::int_(i);
+            item = py::int_(offset + i);
         } else {
-            item = py::reinterpret_steal<py::object>(PySequence_GetItem(items.ptr(), static_cast<Py_ssize_t>(i)));
+            item = py::reinterpret_steal<py::object>(PySequence_GetItem(items.ptr(), static_cast<Py_ssize_t>(offset + i)));
             if (!item) throw py::error_already_set();
         }
         PyObject* r = star ? PyObject_Call(fn.ptr(), item.ptr(), nullptr) : PyObject_CallOneArg(fn.ptr(), item.ptr());
@@ -80,6 +81,7 @@ struct farm_context {
     /// The text a failed task's exception travels as (GIL held, error indicator cleared).
     std::string describe(py::error_already_set& e) const {
         try {
+            if (e.trace()) PyException_SetTraceback(e.value().ptr(), e.trace().ptr());  // the frames, for the text
             return encode_error(e.value()).cast<std::string>();
         } catch (py::error_already_set& again) {
             return std::string(e.what()) + " (and encoding it failed: " + again.what() + ")";
@@ -137,7 +139,7 @@ std::size_t bytes_of(const py::dtype& dtype, const std::vector<py::ssize_t>& sha
     return n;
 }
 
-py::object farm(std::uintptr_t comm_handle, long long tasks, const py::dict& options, py::object fn, py::object items,
+py::object farm(std::uintptr_t comm_handle, long long tasks, long long offset, const py::dict& options, py::object fn, py::object items,
                 bool star, py::object rows, py::object row_dtype, py::tuple row_shape, py::object out,
                 py::object out_dtype, py::tuple out_shape, py::object results, py::object sink, py::object encode_error) {
     const farm_options farm_opts = farm_options_from(options);
@@ -149,6 +151,7 @@ py::object farm(std::uintptr_t comm_handle, long long tasks, const py::dict& opt
     context.fn = std::move(fn);
     context.items = std::move(items);
     context.star = star;
+    context.offset = static_cast<task_count>(offset);
     context.encode_error = std::move(encode_error);
     const py::module_ pickle = py::module_::import("pickle");
     context.dumps = pickle.attr("dumps");
@@ -165,7 +168,7 @@ py::object farm(std::uintptr_t comm_handle, long long tasks, const py::dict& opt
         context.row_dtype = py::dtype::from_args(row_dtype);
         context.row_shape = shape_of(row_shape);
         kernel.in_bytes = bytes_of(context.row_dtype, context.row_shape);
-        if (!rows.is_none()) in = static_cast<const std::byte*>(py::array(rows).data());
+        if (!rows.is_none()) in = static_cast<const std::byte*>(py::array(rows).data()) + static_cast<std::size_t>(offset) * kernel.in_bytes;
     }
     if (!out_dtype.is_none()) {
         context.fixed = true;
@@ -174,7 +177,7 @@ py::object farm(std::uintptr_t comm_handle, long long tasks, const py::dict& opt
         context.out_bytes = bytes_of(context.out_dtype, context.out_shape);
         context.asarray = py::module_::import("numpy").attr("asarray");
         context.ascontiguousarray = py::module_::import("numpy").attr("ascontiguousarray");
-        if (!out.is_none()) out_data = static_cast<std::byte*>(py::array(out).mutable_data());
+        if (!out.is_none()) out_data = static_cast<std::byte*>(py::array(out).mutable_data()) + static_cast<std::size_t>(offset) * context.out_bytes;
         kernel.out_bytes = context.out_bytes;
         const farm_context* c = &context;
         kernel.run = [c](task_count i, const std::byte* x, std::byte* y) {
@@ -210,7 +213,10 @@ py::object farm(std::uintptr_t comm_handle, long long tasks, const py::dict& opt
             kernel.deliver = [c](const detail::results_view& v) {
                 with_python(*c, [&] {
                     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+                    // To the sink in pieces of at most sink_batch results: rank 0 never holds a whole chunk as objects.
+                    constexpr std::size_t sink_batch = 1024;
                     py::list chunk;
+                    task_count chunk_first = c->offset + v.first;
                     const bool to_list = !c->results.is_none();
                     v.for_each([&](task_count i, const std::byte* bytes, std::size_t size) {
                         PyObject* view = PyMemoryView_FromMemory(const_cast<char*>(reinterpret_cast<const char*>(bytes)),
@@ -220,12 +226,17 @@ py::object farm(std::uintptr_t comm_handle, long long tasks, const py::dict& opt
                         PyObject* r = PyObject_CallOneArg(c->loads.ptr(), view);
                         if (!r) throw py::error_already_set();
                         if (to_list) {
-                            if (PyList_SetItem(c->results.ptr(), static_cast<Py_ssize_t>(i), r) != 0) throw py::error_already_set();
+                            if (PyList_SetItem(c->results.ptr(), static_cast<Py_ssize_t>(c->offset + i), r) != 0) throw py::error_already_set();
                         } else {
                             chunk.append(py::reinterpret_steal<py::object>(r));
+                            if (chunk.size() == sink_batch) {
+                                c->sink(chunk_first, chunk);
+                                chunk = py::list();
+                                chunk_first = c->offset + i + 1;
+                            }
                         }
                     });
-                    if (!to_list) c->sink(v.first, chunk);
+                    if (!to_list && !chunk.empty()) c->sink(chunk_first, chunk);
                 });
             };
         }
@@ -278,7 +289,7 @@ PYBIND11_MODULE(_pfarm, m) {
     farm_error_types::worker_error() = py::reinterpret_borrow<py::object>(
         py::exception<pfarm::worker_error>(m, "WorkerError", PyExc_RuntimeError));
 
-    m.def("farm", &pfarm::python::farm, py::arg("comm_handle"), py::arg("tasks"), py::arg("options"), py::arg("fn"),
+    m.def("farm", &pfarm::python::farm, py::arg("comm_handle"), py::arg("tasks"), py::arg("offset"), py::arg("options"), py::arg("fn"),
           py::kw_only(), py::arg("items") = py::none(), py::arg("star") = false, py::arg("rows") = py::none(),
           py::arg("row_dtype") = py::none(), py::arg("row_shape") = py::tuple(), py::arg("out") = py::none(),
           py::arg("out_dtype") = py::none(), py::arg("out_shape") = py::tuple(), py::arg("results") = py::none(),
