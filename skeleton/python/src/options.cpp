@@ -164,14 +164,23 @@ farm_options farm_options_from(const py::dict& kwargs) {
         for (const auto& [name, set] : setters()) m.emplace(name, &set);
         return m;
     }();
+    // Python's defaults where they differ from the C++ ones (docs/python.md "Options"): every rank computes (rank 0
+    // serves requests between two of its tasks), and an idle worker takes unstarted tasks back from the one expected
+    // to finish last (reclaim; not in the decentralised farm, which has none). Python tasks cost a microsecond or
+    // more each, which hides the probe per task that reclaim costs.
     farm_options options;
+    options.farmer_computes = true;
+    options.reclaim = true;
+    bool reclaim_given = false;
     for (const auto& [key, value] : kwargs) {
         const std::string name = py::str(key).cast<std::string>();
         const auto found = by_name.find(name);
         if (found == by_name.end())
             throw py::type_error("unexpected keyword argument '" + name + "' (pfarm.OPTIONS lists the farm's options)");
         (*found->second)(options, name, value);
+        reclaim_given = reclaim_given || name == "reclaim";
     }
+    if (!reclaim_given && options.farmer == farmer_mode::decentralised) options.reclaim = false;
     return options;
 }
 

@@ -8,7 +8,8 @@
 
 namespace pfarm::python {
 
-/// The options named by `kwargs` (keyword -> value) over farm_options' defaults. An unknown keyword is a TypeError
+/// The options named by `kwargs` (keyword -> value) over farm_options' defaults, but for farmer_computes and reclaim,
+/// true unless given (reclaim false by default in the decentralised farm). An unknown keyword is a TypeError
 /// naming it, a value of the wrong type a TypeError naming the keyword, a value out of range a ValueError naming
 /// the keyword (the engine checks the rest, on every rank together: the technique's name, its parameters against
 /// the farm). `schedule` keeps a pointer to the pfarm.Schedule given: it must outlive the farm.
