@@ -5,7 +5,8 @@ name; --json writes them.
 
     mpiexec -n 2 /usr/bin/python3 benchmarks/python/bench_vs_mpi4py.py     (PYTHONPATH=build/release/python)
 
-Tasks spin on time.perf_counter() (CPU-bound, as a computation is). mpi4py.futures runs as MPICommExecutor on the
+Each figure is the median of --repeat runs, the runs of every configuration interleaved (on a shared machine the
+load changes between runs). Tasks spin on time.perf_counter() (CPU-bound, as a computation is). mpi4py.futures runs as MPICommExecutor on the
 same ranks: rank 0 its manager, the others its workers. pfarm runs with its Python defaults (every rank computes,
 reclaim on, technique multi) unless --technique is given.
 """
@@ -14,6 +15,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import sys
 import time
 
@@ -68,6 +70,15 @@ def pfarm_executor_map(fn, count, options):
                 pass
 
 
+def medians(repeat, runs):
+    """{name: median of repeat calls of runs[name]()}, the calls of every name interleaved."""
+    seen = {name: [] for name in runs}
+    for _ in range(repeat):
+        for name, run in runs.items():
+            seen[name].append(run())
+    return {name: statistics.median(values) for name, values in seen.items()}
+
+
 def peak_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
@@ -104,6 +115,7 @@ def main():
                         help="where the costly tenth of the sweep's tasks lies")
     parser.add_argument("--imap-counts", default="100000,1000000", help="task counts for the memory figure")
     parser.add_argument("--technique", help="pfarm's technique (default: pfarm's default)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each timing, interleaved; the median is kept")
     parser.add_argument("--json", help="write the figures here (rank 0)")
     args = parser.parse_args()
     options = {"technique": args.technique} if args.technique else {}
@@ -126,14 +138,14 @@ def main():
 
     # Per-task cost of an empty function.
     n = args.tasks
-    cost = {
-        "pfarm.map": timed(lambda: pfarm.map(empty, range(n), **options)) / n,
-        "pfarm.Executor.map": timed(lambda: pfarm_executor_map(empty, n, options)) / n,
-        "mpi4py chunksize=1": timed(lambda: mpi4py_map(empty, args.cs1_tasks, 1)) / args.cs1_tasks,
-        "mpi4py chunksize=16": timed(lambda: mpi4py_map(empty, n, 16)) / n,
-    }
+    cost = medians(args.repeat, {
+        "pfarm.map": lambda: timed(lambda: pfarm.map(empty, range(n), **options)) / n,
+        "pfarm.Executor.map": lambda: timed(lambda: pfarm_executor_map(empty, n, options)) / n,
+        "mpi4py chunksize=1": lambda: timed(lambda: mpi4py_map(empty, args.cs1_tasks, 1)) / args.cs1_tasks,
+        "mpi4py chunksize=16": lambda: timed(lambda: mpi4py_map(empty, n, 16)) / n,
+    })
     figures["per_task_us"] = {k: v * 1e6 for k, v in cost.items()}
-    say(f"empty function ({n} tasks; mpi4py chunksize=1: {args.cs1_tasks}), per task:")
+    say(f"empty function ({n} tasks; mpi4py chunksize=1: {args.cs1_tasks}), per task, median of {args.repeat}:")
     for name, seconds in cost.items():
         say(f"  {name:<22} {seconds * 1e6:9.2f} us")
     for ours in ("pfarm.map", "pfarm.Executor.map"):
@@ -148,16 +160,17 @@ def main():
     COSTS = sweep_costs(args.sweep_tasks, args.block, args.cheap, 100)
     work = sum(COSTS)
     workers = COMM.Get_size() - 1  # mpi4py's: every rank but the manager
-    span = {
-        "pfarm.map": timed(lambda: pfarm.map(spin, range(args.sweep_tasks), **options)),
-        "pfarm.Executor.map": timed(lambda: pfarm_executor_map(spin, args.sweep_tasks, options)),
+    runs = {
+        "pfarm.map": lambda: timed(lambda: pfarm.map(spin, range(args.sweep_tasks), **options)),
+        "pfarm.Executor.map": lambda: timed(lambda: pfarm_executor_map(spin, args.sweep_tasks, options)),
     }
     for chunksize in (1, 4, 16, 64):
-        span[f"mpi4py chunksize={chunksize}"] = timed(lambda: mpi4py_map(spin, args.sweep_tasks, chunksize))
+        runs[f"mpi4py chunksize={chunksize}"] = lambda c=chunksize: timed(lambda: mpi4py_map(spin, args.sweep_tasks, c))
+    span = medians(args.repeat, runs)
     figures["sweep_seconds"] = span
     figures["sweep_work_seconds"] = work
     say(f"sweep: {args.sweep_tasks} tasks of {args.cheap * 1e6:.0f} us and {args.cheap * 100e6:.0f} us (the costly "
-        f"tenth at the {args.block}), {work:.2f} s of work; makespan:")
+        f"tenth at the {args.block}), {work:.2f} s of work; makespan, median of {args.repeat}:")
     for name, seconds in span.items():
         say(f"  {name:<22} {seconds:8.3f} s")
     best = min((v, k) for k, v in span.items() if k.startswith("mpi4py"))

@@ -54,10 +54,15 @@ class _MapState:
         return not self.cancelled
 
     def set(self, slot, value):
+        self.set_many([slot], [value])
+
+    def set_many(self, slots, values):
+        """Results of several calls at once (one lock, one wake-up of the reader per chunk's batch)."""
         with self.cond:
-            self.results[slot] = value
-            self.done[slot] = 1
-            self.arrived.append(slot)
+            for slot, value in zip(slots, values):
+                self.results[slot] = value
+                self.done[slot] = 1
+            self.arrived.extend(slots)
             self.cond.notify_all()
 
     def fail(self, slot, exc):
@@ -68,21 +73,35 @@ class _MapState:
             self.cond.notify_all()
 
     def iterate(self, timeout, ordered):
+        """The results, taking under the lock every one that is ready, then yielding them outside it."""
         end = None if timeout is None else time.monotonic() + timeout
+        count = len(self.results)
+        k = 0
         try:
-            for k in range(len(self.results)):
+            while k < count:
                 with self.cond:
                     while not (self.done[k] if ordered else self.arrived):
                         left = None if end is None else end - time.monotonic()
                         if left is not None and left <= 0:
                             raise concurrent.futures.TimeoutError()
                         self.cond.wait(left)
-                    slot = k if ordered else self.arrived.popleft()
-                    value, self.results[slot] = self.results[slot], None
-                    exc = self.errors.pop(slot, None)
-                if exc is not None:
-                    raise exc
-                yield value
+                    ready = []
+                    if ordered:
+                        j = k
+                        while j < count and self.done[j]:
+                            ready.append((self.results[j], self.errors.pop(j, None)))
+                            self.results[j] = None
+                            j += 1
+                    else:
+                        while self.arrived:
+                            slot = self.arrived.popleft()
+                            ready.append((self.results[slot], self.errors.pop(slot, None)))
+                            self.results[slot] = None
+                for value, exc in ready:
+                    k += 1
+                    if exc is not None:
+                        raise exc
+                    yield value
         finally:
             self.cancelled = True  # calls not dispatched yet are dropped
 
@@ -315,10 +334,19 @@ class Executor:
         tasks = _tasks_of(blobs)
 
         def sink(first, objs):
-            for k, obj in enumerate(objs):
-                owner, slot = routes[first + k]
-                delivered[first + k] = 1
-                owner.set(slot, obj)
+            count = len(objs)
+            delivered[first:first + count] = b"\x01" * count
+            i = 0
+            while i < count:  # a run of one map's calls goes in at once
+                owner = routes[first + i][0]
+                j = i + 1
+                while j < count and routes[first + j][0] is owner:
+                    j += 1
+                if j - i > 1:
+                    owner.set_many([routes[first + k][1] for k in range(i, j)], objs[i:j])
+                else:
+                    owner.set(routes[first + i][1], objs[i])
+                i = j
 
         try:
             self._last_report = _farm.run(self._channel, len(routes), options, tasks, None, None, None, None,
