@@ -225,6 +225,20 @@ def test_imap_unordered_close_stops_every_rank(comm, rank):
     assert pfarm.map(lambda i: i, range(10)) == (list(range(10)) if rank == 0 else None)
 
 
+def test_imap_unordered_close_hierarchical(comm, rank):
+    """The hierarchical farm: the window running when the iterator closes finishes, its results dropped, and no
+    other window starts."""
+    if comm.Get_size() < 4:
+        pytest.skip("the hierarchical farm needs a supermaster, a master and workers: 4 ranks")
+    it = pfarm.imap_unordered(lambda i: i, range(300000), farmer="hierarchical", masters=1, window=50000)
+    for n, _ in enumerate(it):
+        if n == 100:
+            break
+    it.close()
+    assert len(it.reports) == 1
+    assert pfarm.map(lambda i: i, range(10)) == (list(range(10)) if rank == 0 else None)
+
+
 def test_imap_unordered_memory_does_not_grow_with_tasks(comm, rank):
     """Rank 0 keeps only what the caller keeps: its peak memory is the same for 10^5 and 10^6 tasks."""
     def drain(count):

@@ -138,6 +138,8 @@ def imap_unordered(fn, tasks, *, comm=None, window=65536, **options):
         try:
             for first, size in windows:
                 results.reports.append(_farm.run(comm, size, options, fn, kind, payload, local, None, offset=first))
+                if not comm.bcast(None, root=0):  # rank 0: go on with the next window?
+                    break
         except _errors.FarmError as e:
             if _errors.ITERATOR_CLOSED not in str(e):
                 raise
@@ -147,6 +149,10 @@ def imap_unordered(fn, tasks, *, comm=None, window=65536, **options):
     closed = threading.Event()
     end = object()
 
+    # Closing early stops the farm by failing it from rank 0's sink (every rank stops at once), but in the hierarchical
+    # farm, whose engine does not stop cleanly on that failure yet: there the window's results are dropped as they
+    # come and no further window starts.
+    drain = options.get("farmer") == "hierarchical"
     pending = []  # pieces (first, [result, ...]) not handed over yet: one batch when the caller waits or at 1,024
     held = [0]
 
@@ -156,6 +162,8 @@ def imap_unordered(fn, tasks, *, comm=None, window=65536, **options):
         held[0] = 0
         while True:
             if closed.is_set():
+                if drain:
+                    return
                 raise _errors.IteratorClosed()
             try:
                 batches.put(batch, timeout=0.1)
@@ -164,6 +172,8 @@ def imap_unordered(fn, tasks, *, comm=None, window=65536, **options):
                 pass
 
     def sink(first, objs):
+        if closed.is_set() and drain:
+            return
         pending.append((first, objs))
         held[0] += len(objs)
         if held[0] >= 1024 or batches.empty():
@@ -176,7 +186,12 @@ def imap_unordered(fn, tasks, *, comm=None, window=65536, **options):
                 results.reports.append(_farm.run(comm, size, options, fn, kind, payload, local, None, sink=sink,
                                                  offset=first))
                 if pending:
-                    flush()
+                    try:
+                        flush()
+                    except _errors.IteratorClosed:  # closed meanwhile: the others learn it below
+                        pass
+                if not comm.bcast(not closed.is_set(), root=0):
+                    break
         except BaseException as e:  # handed to the caller's thread
             outcome = e
         while not closed.is_set():
