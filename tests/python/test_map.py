@@ -1,5 +1,6 @@
 """pfarm.map and pfarm.imap_unordered (SPMD): results in task order, the kinds of tasks (range, list, NumPy rows),
-the NumPy fast path, the report, edge sizes, options by keyword and their errors, and a task's exception raised on
+the NumPy fast path, the report, edge sizes, options by keyword and their errors (a journal that resumes, a
+trace), and a task's exception raised on
 every rank with its type, message and remote traceback."""
 
 import resource
@@ -253,3 +254,33 @@ def test_imap_unordered_memory_does_not_grow_with_tasks(comm, rank):
     if rank == 0:
         assert total == sum(range(10 ** 6))
         assert grown_kib < 16 * 1024, f"rank 0's peak memory grew by {grown_kib} KiB from 10^5 to 10^6 tasks"
+
+
+def shared_path(comm, name):
+    """A file name in the working directory, rank 0's (this run's own: the process id in it), on every rank."""
+    import os
+    return comm.bcast(os.path.abspath(f"{name}-{comm.Get_size()}-{os.getpid()}"), root=0)
+
+
+def test_journal_resumes(comm, rank):
+    import os
+    journal = shared_path(comm, "map.journal")
+    first, report1 = pfarm.map(lambda i: {"v": i}, range(200), journal=journal, journal_key="k", report=True)
+    again, report2 = pfarm.map(lambda i: {"v": i}, range(200), journal=journal, journal_key="k", report=True)
+    with pytest.raises(ValueError, match="journal"):
+        pfarm.map(lambda i: i, range(200), journal=journal, journal_key="another")
+    if rank == 0:
+        assert first == again == [{"v": i} for i in range(200)]
+        assert report1.journaled == 0 and report2.journaled == 200
+        os.remove(journal)
+
+
+def test_trace(comm, rank):
+    import os
+    path = shared_path(comm, "map-trace") + ".csv"
+    results, report = pfarm.map(lambda i: i, range(300), trace=path, report=True)
+    if rank == 0:
+        assert results == list(range(300))
+        assert report.trace and sum(c.count for c in report.trace) >= 300
+        assert os.path.getsize(path) > 0
+        os.remove(path)
