@@ -1,7 +1,6 @@
 """pfarm.map and pfarm.imap_unordered (SPMD): results in task order, the kinds of tasks (range, list, NumPy rows),
-the NumPy fast path, the report, edge sizes, options by keyword and their errors (a journal that resumes, a
-trace), and a task's exception raised on
-every rank with its type, message and remote traceback."""
+the NumPy fast path, the report, edge sizes, options by keyword and their errors, a journal that resumes, a trace,
+and a task's exception raised on every rank with its type, message and remote traceback."""
 
 import resource
 
