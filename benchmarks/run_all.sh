@@ -47,4 +47,9 @@ echo "== 4. real runs beside the simulator ($ranks ranks, emulated slowdowns)"
 slowdown=$(python3 -c "print(','.join(['1'] * (($ranks - 1) // 2) + ['3'] * ($ranks - 1 - ($ranks - 1) // 2)))")
 python3 benchmarks/real/real_runs.py --bin $bin --ranks "$ranks" --slowdown "$slowdown" --launcher "$launcher" \
   --size $([ $full = 1 ] && echo large || echo small) --markdown "$out/real.md" --json "$out/real.json" | tail -18
+if [ -d $bin/python/pfarm ]; then
+  echo "== 5. the Python package beside mpi4py.futures (2 ranks; docs/python.md)"
+  PYTHONPATH=$bin/python $launcher -n 2 /usr/bin/python3 benchmarks/python/bench_vs_mpi4py.py \
+    $([ $full = 1 ] || echo "--repeat 1 --sweep-tasks 5000 --cs1-tasks 2000") --json "$out/python.json" | tee "$out/python.txt"
+fi
 echo "== results in $out/ (docs/performance.md records a run and the targets)"

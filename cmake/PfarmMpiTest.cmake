@@ -27,3 +27,19 @@ function(pfarm_mpi_test name target)
   set_tests_properties(${name} PROPERTIES TIMEOUT ${arg_TIMEOUT} PROCESSORS ${arg_RANKS} LABELS mpi
     ENVIRONMENT "${PFARM_MPI_TEST_ENVIRONMENT}")
 endfunction()
+
+# pfarm_python_test(<name> <test file> RANKS <n> [TIMEOUT <s>])
+# A pytest file of tests/python under the same launcher, run by the interpreter the Python package is built for
+# (PFARM_PYTHON), importing the package from the build tree. Labels python and mpi.
+function(pfarm_python_test name file)
+  cmake_parse_arguments(arg "" "RANKS;TIMEOUT" "" ${ARGN})
+  if(NOT arg_TIMEOUT)
+    set(arg_TIMEOUT 120)
+  endif()
+  get_property(python_path GLOBAL PROPERTY PFARM_PYTHON_PATH)
+  pfarm_mpiexec(launcher ${arg_RANKS})
+  add_test(NAME ${name} COMMAND ${launcher} ${PFARM_PYTHON} ${MPIEXEC_POSTFLAGS} -m pytest -q --color=no
+                                -p no:cacheprovider ${file})
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${arg_TIMEOUT} PROCESSORS ${arg_RANKS} LABELS "python;mpi"
+    ENVIRONMENT "${PFARM_MPI_TEST_ENVIRONMENT};PYTHONPATH=${python_path};PYTHONDONTWRITEBYTECODE=1")
+endfunction()

@@ -6,12 +6,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libgsl-dev libhwloc-dev googletest
           libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev gnuplot-nox
-          python3 clang libclang-rt-14-dev
+          python3 python3-dev pybind11-dev python3-mpi4py python3-numpy python3-pytest clang libclang-rt-14-dev
           iproute2 util-linux slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
           parallel)
-# python3: the quality and scaling studies, journal_kill.sh; clang and its libFuzzer runtime: the fuzz tests
-# (tests/fuzz); iproute2, util-linux, Slurm and munge: the emulated cluster of the cluster tests (tests/cluster);
-# parallel: GNU parallel, which pfarm-run's comparison test (tests/run) runs beside pfarm-run
+# python3: the quality and scaling studies, journal_kill.sh; python3-dev, pybind11-dev, python3-mpi4py,
+# python3-numpy, python3-pytest: the Python package (skeleton/python), its tests (tests/python) and benchmark
+# (benchmarks/python); clang and its libFuzzer runtime: the fuzz tests (tests/fuzz); iproute2, util-linux, Slurm and
+# munge: the emulated cluster of the cluster tests (tests/cluster); parallel: GNU parallel, which pfarm-run's
+# comparison test (tests/run) runs beside pfarm-run
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

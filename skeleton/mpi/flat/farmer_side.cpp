@@ -73,9 +73,14 @@ public:
         } catch (const std::exception& e) {
             // The farmer itself failed (a calibration that cannot proceed, an MPI error): every worker is
             // stopped, the one whose request was being handled included; the others as they ask.
+            // Rank 0's own worker, when computing, finishes its chunk like a remote worker and is stopped by the
+            // answer to its next request (a sink that throws while rank 0 computes: the farm would wait for it).
             own_.drop_requests();
             perform(session_.abort(e.what()));
-            while (!session_.over()) handle(*inbox_.next(true));
+            while (!session_.over()) {
+                if (own_.computing()) compute_own_task();
+                else handle(*inbox_.next(true));
+            }
             finish_transport();
         }
         outcome o;
