@@ -20,7 +20,7 @@
 //   failure     a task that throws on a worker ends the farm with worker_error naming the task and the rank that ran
 //               it, on every rank (plain, prefetch, reclaim), as in the flat farm; tasks failing at once in two
 //               groups, and during multi's calibration; a streamed result's callback that
-//               throws on rank 0 ends it too; the next farm on the same communicator runs; with farmer_computes, a
+//               throws on rank 0 ends it too (with farmer_computes too); the next farm on the same communicator runs; with farmer_computes, a
 //               task that throws on rank 0's own worker or on a master's names that rank
 //   errors      what the mode refuses, the same invalid_argument on every rank: too many masters, a learned
 //               schedule, an unknown supermaster technique, fewer than 3 ranks, weights not one per computing rank
@@ -431,6 +431,22 @@ void failure() {
         stopped = std::string(e.what()).find("disk full") != std::string::npos;
     }
     CHECK(stopped, "a throwing callback did not stop the farm with its message");
+    // The same while rank 0 computes too: its own worker finishes its chunk and is stopped like a master's (it hung).
+    stopped = false;
+    try {
+        auto computing = hierarchical("gss");
+        computing.topology.farmer_computes = true;
+        pfarm::farm_stream(MPI_COMM_WORLD, pfarm::index_range{0, 400},
+                           [](pfarm::task_count i) {
+                               std::this_thread::sleep_for(std::chrono::microseconds(200));
+                               return i;
+                           },
+                           [](pfarm::task_count, const pfarm::task_count&) { throw std::runtime_error("disk full"); },
+                           computing);
+    } catch (const pfarm::error& e) {
+        stopped = std::string(e.what()).find("disk full") != std::string::npos;
+    }
+    CHECK(stopped, "farmer computes: a throwing callback did not stop the farm with its message");
     // farmer_computes: a task that throws on rank 0's own worker, or on master 1's, is that rank's failure.
     for (int failing : {0, 1}) {
         auto o = hierarchical("gss");

@@ -39,11 +39,7 @@ public:
             if (own_) own_->start(), serve_own();
             while (!session_.over()) {
                 if (own_ && own_->computing()) {  // a task, then the masters' messages that came meanwhile
-                    const task_count i = own_->next();
-                    own_->compute_one(in_ + static_cast<std::size_t>(i) * kernel_.in_bytes,
-                                      kernel_.streamed() ? nullptr : out_ + static_cast<std::size_t>(i) * kernel_.out_bytes,
-                                      [this] { drain(); });
-                    serve_own();
+                    compute_own_task();
                     drain();
                     continue;
                 }
@@ -53,8 +49,13 @@ public:
             payloads_.complete(true, [this](const auto& p) { deliver_following(p); });
         } catch (const std::exception& e) {  // it failed itself (an MPI error): every master is aborted
             if (own_) own_->drop_requests();
+            // Its own worker, when computing, finishes its chunk like a master's and is stopped by the answer to
+            // its next request (a sink that throws while rank 0 computes: the farm would wait for it).
             perform(session_.abort(e.what()));
-            while (!session_.over()) handle(*inbox_.next(true));
+            while (!session_.over()) {
+                if (own_ && own_->computing()) compute_own_task();
+                else handle(*inbox_.next(true));
+            }
         }
         payloads_.complete(true, [](const auto&) {});  // the farm failed: received, and nobody's results are kept
         sends_.complete(true);
@@ -84,6 +85,15 @@ private:
 
     void drain() {
         while (const received_message* m = inbox_.next(false)) handle(*m);
+    }
+
+    /// Its own worker's next task (messages that come meanwhile handled between two tasks), then its requests.
+    void compute_own_task() {
+        const task_count i = own_->next();
+        own_->compute_one(in_ + static_cast<std::size_t>(i) * kernel_.in_bytes,
+                          kernel_.streamed() ? nullptr : out_ + static_cast<std::size_t>(i) * kernel_.out_bytes,
+                          [this] { drain(); });
+        serve_own();
     }
 
     /// Its own worker's requests, to the session (worker 0); the results of its chunk are in out_ already, or in its
