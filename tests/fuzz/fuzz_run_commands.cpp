@@ -1,17 +1,18 @@
-// Fuzzes pfarm-run's input (skeleton/tools/run/run_commands.hpp): the commands file (parse_commands) and the ::: grid
-// (has_grid, split_grid, expand_grid, shell_quote). The first byte picks which; the rest is the file's text, or the
-// words of a command line separated by newlines.
+// Fuzzes pfarm-run's input (skeleton/tools/run/run_commands.hpp, run_inputs.hpp): the commands file
+// (parse_commands) and the `:::` sources with their template (split_words, read_sources, make_jobs, gnu_quote). The
+// first byte picks which; the rest is the file's text, or the words of a command line separated by newlines.
 // Invariants beyond "no crash, no foreign exception":
 // - a commands file: refusals name COMMANDS_FILE; every command is a line of the input, without '\n', '\r' at its
 //   end or NUL, not blank, not a # comment; as many commands as such lines;
-// - a grid: refusals name ':::' or 'COMMAND'; an accepted grid of groups g1..gn expands (when the product is at
-//   most 20,000) to exactly |g1| x ... x |gn| commands;
-//   expanding twice gives the same; a template without braces gives TEMPLATE followed by the quoted values;
-// - shell_quote of any value reads back as that value under the shell's single-quote rules, and is the value
-//   itself only when that has no character the shell would interpret.
+// - the sources: refusals are pfarm::invalid_argument; sources of values only (no `::::` file, which the fuzzer
+//   does not read) of sizes n1..nk, none linked, expand (when the product is at most 20,000) to exactly
+//   n1 x ... x nk jobs, each with one command; expanding twice gives the same;
+// - gnu_quote of any value reads back as that value under the shell's quoting rules, and is the value itself only
+//   when that has no character the shell would interpret.
 #include "fuzz_support.hpp"
 
 #include "run_commands.hpp"
+#include "run_inputs.hpp"
 
 #include <string>
 #include <vector>
@@ -22,18 +23,15 @@ namespace run = pfarm::tools::run;
 using pfarm::fuzz::check;
 using pfarm::fuzz::fail;
 
-/// `quoted` read as one shell word made of plain characters and '...' runs and \' (what shell_quote writes).
+/// `quoted` read as one shell word made of plain characters, '...' runs and "..." runs (what gnu_quote writes).
 std::string unquote(const std::string& quoted) {
     std::string out;
     for (std::size_t i = 0; i < quoted.size();) {
-        if (quoted[i] == '\'') {
-            const std::size_t end = quoted.find('\'', i + 1);
-            check(end != std::string::npos, "shell_quote left a quote open: " + quoted);
+        if (quoted[i] == '\'' || quoted[i] == '"') {
+            const std::size_t end = quoted.find(quoted[i], i + 1);
+            check(end != std::string::npos, "gnu_quote left a quote open: " + quoted);
             out += quoted.substr(i + 1, end - i - 1);
             i = end + 1;
-        } else if (quoted[i] == '\\' && i + 1 < quoted.size()) {
-            out += quoted[i + 1];
-            i += 2;
         } else {
             out += quoted[i++];
         }
@@ -72,47 +70,31 @@ void grid(const std::string& text) {
         at = end + 1;
     }
     for (const std::string& w : words) {
-        const std::string q = run::shell_quote(w);
-        check(unquote(q) == w, "shell_quote('" + w + "') = " + q + " does not read back");
+        const std::string q = run::gnu_quote(w);
+        check(unquote(q) == w, "gnu_quote('" + w + "') = " + q + " does not read back");
         check(q != w || (!w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                            "0123456789_@%+=:,./-") == std::string::npos),
-              "shell_quote left '" + w + "' bare");
+                                                            "0123456789-_.+/") == std::string::npos),
+              "gnu_quote left '" + w + "' bare");
     }
-    if (!run::has_grid(words)) return;
-    run::grid g;
     try {
-        g = run::split_grid(words);
+        const run::job_words w = run::split_words(words, {});
+        if (w.sources.empty()) return;
+        std::size_t product = 1;
+        for (const run::input_source& source : w.sources) {
+            if (source.from_file || source.linked) return;  // files are not read here; linked sources pair, not multiply
+            if (source.values.empty()) return;
+            product = product > 20000 / source.values.size() ? 20001 : product * source.values.size();
+        }
+        if (product > 20000) return;  // make_jobs's own limit is 10^8; the fuzzer's memory is smaller
+        const auto rows = run::read_sources(w, {});
+        const run::job_list jobs = run::make_jobs(w.command, rows);
+        check(jobs.commands.size() == product && jobs.args.size() == product,
+              "the sources expanded to " + std::to_string(jobs.commands.size()) + " jobs, not " + std::to_string(product));
+        check(run::make_jobs(w.command, rows).commands == jobs.commands, "expanding the same sources twice differs");
     } catch (const pfarm::invalid_argument& e) {
-        check(e.argument() == ":::" || e.argument() == "COMMAND", std::string("split_grid refusal names ") + e.what());
-        return;
+        check(!e.message().empty(), std::string("a refusal that says nothing: ") + e.what());
     } catch (const std::exception& e) {
-        fail(std::string("a foreign exception escaped split_grid: ") + e.what());
-    }
-    check(!g.command.empty() && !g.groups.empty(), "split_grid accepted a grid without template or groups");
-    std::size_t product = 1;
-    for (const auto& values : g.groups) {
-        check(!values.empty(), "split_grid accepted an empty group");
-        product = product > 20000 / values.size() ? 20001 : product * values.size();
-    }
-    if (product > 20000) return;  // expand_grid's own limit is 10^8; the fuzzer's memory is smaller
-    std::vector<std::string> commands;
-    try {
-        commands = run::expand_grid(g);
-    } catch (const pfarm::invalid_argument& e) {
-        check(e.argument() == ":::", std::string("expand_grid refusal names ") + e.what());
-        return;
-    } catch (const std::exception& e) {
-        fail(std::string("a foreign exception escaped expand_grid: ") + e.what());
-    }
-    check(commands.size() == product, "the grid expanded to " + std::to_string(commands.size()) + " commands, not " +
-                                          std::to_string(product));
-    check(commands == run::expand_grid(g), "expanding the same grid twice differs");
-    const bool replaces = g.command.find('{') != std::string::npos;
-    if (!replaces) {
-        std::vector<std::size_t> at(g.groups.size(), 0);
-        std::string first = g.command;
-        for (const auto& values : g.groups) first += ' ' + run::shell_quote(values[0]);
-        check(commands[0] == first, "without replacement strings, the first command is '" + commands[0] + "', not '" + first + "'");
+        fail(std::string("a foreign exception escaped the sources: ") + e.what());
     }
 }
 

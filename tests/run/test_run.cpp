@@ -46,11 +46,6 @@ std::string refusal(F&& f, std::string* message = nullptr) {
     return "";
 }
 
-std::vector<std::string> grid_of(std::initializer_list<std::string> words) {
-    const std::vector<std::string> w(words);
-    return run::expand_grid(run::split_grid(w));
-}
-
 /// A fresh folder under the test's working directory.
 fs::path scratch(const std::string& name) {
     const fs::path p = fs::current_path() / ("run-unit-" + name + "-" + std::to_string(::getpid()));
@@ -105,60 +100,6 @@ TEST(RunCommands, EmptyOrBinaryFilesAreRefused) {
     EXPECT_NE(message.find("cannot open '/nonexistent/commands'"), std::string::npos) << message;
     EXPECT_EQ(refusal([] { run::read_commands("/", "COMMANDS_FILE"); }, &message), "COMMANDS_FILE");
     EXPECT_NE(message.find("is a directory"), std::string::npos) << message;
-}
-
-TEST(RunCommands, GridIsTheCrossProductFirstGroupSlowest) {
-    EXPECT_EQ(grid_of({"sim", "--v", "{1}", "--seed", "{2}", ":::", "-60", "-55", ":::", "1", "2"}),
-              (std::vector<std::string>{"sim --v -60 --seed 1", "sim --v -60 --seed 2", "sim --v -55 --seed 1",
-                                        "sim --v -55 --seed 2"}));
-    EXPECT_EQ(grid_of({"sim {2}/{1}", ":::", "a", ":::", "x", "y", "z"}),
-              (std::vector<std::string>{"sim x/a", "sim y/a", "sim z/a"}));
-}
-
-TEST(RunCommands, GridAppendsWithoutReplacementStringsAndQuotes) {
-    EXPECT_EQ(grid_of({"echo", ":::", "a", "b"}), (std::vector<std::string>{"echo a", "echo b"}));
-    EXPECT_EQ(grid_of({"echo {}", ":::", "a", ":::", "1"}), (std::vector<std::string>{"echo a 1"}));
-    EXPECT_EQ(grid_of({"echo {1}", ":::", "a b", "it's", "$HOME", ""}),
-              (std::vector<std::string>{"echo 'a b'", "echo 'it'\\''s'", "echo '$HOME'", "echo ''"}));
-    // Braces that are no replacement string stay as they are: awk programs, ${VAR}, {01}.
-    EXPECT_EQ(grid_of({"awk '{print $1}' ${HOME} {x} {01} {1}", ":::", "f"}),
-              (std::vector<std::string>{"awk '{print $1}' ${HOME} {x} {01} f"}));
-    EXPECT_EQ(run::shell_quote("-60.5"), "-60.5");
-    EXPECT_EQ(run::shell_quote("a;b"), "'a;b'");
-}
-
-TEST(RunCommands, MalformedGridsAreRefused) {
-    std::string m;
-    EXPECT_EQ(refusal([] { grid_of({"echo {3}", ":::", "a", ":::", "b"}); }, &m), ":::");
-    EXPECT_NE(m.find("'{3}', but the grid has 2 group(s)"), std::string::npos) << m;
-    EXPECT_EQ(refusal([] { grid_of({"echo {0}", ":::", "a"}); }), ":::");
-    EXPECT_EQ(refusal([] { grid_of({"echo", ":::"}); }, &m), ":::");
-    EXPECT_NE(m.find("group 1 has no values"), std::string::npos) << m;
-    EXPECT_EQ(refusal([] { grid_of({"echo", ":::", ":::", "a"}); }, &m), ":::");
-    EXPECT_NE(m.find("group 1 has no values"), std::string::npos) << m;
-    EXPECT_EQ(refusal([] { grid_of({"echo", ":::", "a", ":::"}); }, &m), ":::");
-    EXPECT_NE(m.find("group 2 has no values"), std::string::npos) << m;
-    EXPECT_EQ(refusal([] { grid_of({":::", "a"}); }), "COMMAND");
-    EXPECT_EQ(refusal([] { grid_of({"echo", "::::", "file"}); }, &m), ":::");
-    EXPECT_NE(m.find("from a file"), std::string::npos) << m;
-    EXPECT_EQ(refusal([] { grid_of({"echo", ":::", "a", ":::+", "b"}); }), ":::");
-    EXPECT_EQ(refusal([] { grid_of({"mv {} {.}.txt", ":::", "a"}); }, &m), ":::");
-    EXPECT_NE(m.find("'{.}'"), std::string::npos) << m;
-    EXPECT_EQ(refusal([] { grid_of({"echo {#}", ":::", "a"}); }), ":::");
-    EXPECT_EQ(refusal([] { grid_of({"echo {2/}", ":::", "a", ":::", "b"}); }), ":::");
-    EXPECT_TRUE(run::has_grid(std::vector<std::string>{"x", "::::", "f"}));
-    EXPECT_FALSE(run::has_grid(std::vector<std::string>{"commands.txt"}));
-}
-
-TEST(RunCommands, HugeGridsAreRefused) {
-    std::vector<std::string> words{"echo"};
-    for (int g = 0; g < 3; ++g) {
-        words.push_back(":::");
-        for (int v = 0; v < 1000; ++v) words.push_back(std::to_string(v));
-    }
-    std::string m;
-    EXPECT_EQ(refusal([&] { run::expand_grid(run::split_grid(words)); }, &m), ":::");
-    EXPECT_NE(m.find("more than 100000000 commands"), std::string::npos) << m;
 }
 
 TEST(RunProcess, ExitStatusOutputFilesAndEnvironment) {
@@ -393,6 +334,20 @@ TEST(RunInputs, SourcesAreCrossedFirstSlowestAndLinkedOnesPaired) {
     EXPECT_EQ(run::parse_delimiter("::"), "::");
     EXPECT_EQ(refusal([] { run::parse_delimiter(""); }), "--delimiter");
     fs::remove_all(dir);
+}
+
+TEST(RunInputs, HugeProductsAreRefused) {
+    std::vector<std::string> words{"echo"};
+    for (int g = 0; g < 3; ++g) {
+        words.push_back(":::");
+        for (int v = 0; v < 1000; ++v) words.push_back(std::to_string(v));
+    }
+    std::string m;
+    EXPECT_EQ(refusal([&] {
+        const run::job_words w = run::split_words(words, {});
+        run::make_jobs(w.command, run::read_sources(w, {}));
+    }, &m), ":::");
+    EXPECT_NE(m.find("100000000"), std::string::npos) << m;
 }
 
 TEST(RunInputs, ReplacementStringsAsGnuParallel) {
