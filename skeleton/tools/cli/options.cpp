@@ -60,14 +60,14 @@ std::vector<resource_sample> samples_from(int workers, const std::string& availa
             if (!std::isfinite(values[i]) || !in_range(values[i])) {
                 std::ostringstream value;
                 value << values[i];
-                throw invalid_argument(argument, "value " + std::to_string(i + 1) + " is " + value.str() + "; expected " + range);
+                throw invalid_argument(argument, "of worker " + std::to_string(i) + " is " + value.str() + "; expected " + range);
             }
         samples.resize(values.size());
         for (std::size_t i = 0; i < values.size(); ++i) samples[i].*field = values[i];
     };
     fill(availability, "--availability", &resource_sample::availability, [](double a) { return a > 0.0 && a <= 1.0; },
-         "a CPU share in (0, 1]");
-    fill(latency, latency_option, &resource_sample::latency, [](double l) { return l >= 0.0; }, "seconds >= 0");
+         "a value in (0, 1]");
+    fill(latency, latency_option, &resource_sample::latency, [](double l) { return l >= 0.0; }, "a value >= 0 (seconds)");
     fill(benchmark, "--benchmark", &resource_sample::benchmark, [](double b) { return b > 0.0; }, "a value > 0");
     return samples;
 }
