@@ -1,6 +1,6 @@
 // pfarm: sizes that must fit in memory: the bytes a size argument asks for, computed with overflow checks and
-// compared with the machine's physical memory before anything is allocated, and an allocation that still fails
-// turned into the same bad-input error (pfarm::invalid_argument naming the argument), never std::bad_alloc.
+// compared with the machine's physical memory before anything is allocated: bad input (pfarm::invalid_argument
+// naming the argument), never std::bad_alloc.
 #pragma once
 
 #include "pfarm/error.hpp"
@@ -9,10 +9,7 @@
 
 #include <cstdint>
 #include <limits>
-#include <new>
-#include <stdexcept>
 #include <string>
-#include <utility>
 
 namespace pfarm {
 
@@ -52,19 +49,6 @@ inline std::uint64_t check_fits_in_memory(std::uint64_t count, std::uint64_t eac
                                                         : format_bytes(count * each + extra) + " in all") +
                                              ", more than this machine's memory (" + format_bytes(limit) + ")");
     return count * each + extra;
-}
-
-/// Runs `allocate` (an allocation whose size check_fits_in_memory passed) and turns std::bad_alloc or
-/// std::length_error into invalid_argument(argument, "<what>: the allocation failed (...)").
-template <class F>
-decltype(auto) allocate_or_refuse(const std::string& argument, const std::string& what, F&& allocate) {
-    try {
-        return std::forward<F>(allocate)();
-    } catch (const std::bad_alloc&) {
-        throw invalid_argument(argument, what + ": the allocation failed (out of memory)");
-    } catch (const std::length_error&) {
-        throw invalid_argument(argument, what + ": the allocation failed (beyond the largest size a container holds)");
-    }
 }
 
 }  // namespace pfarm
