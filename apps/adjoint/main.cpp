@@ -6,6 +6,7 @@
 
 #include "farm_cli.hpp"
 #include "pfarm/farm.hpp"
+#include "pfarm/memory.hpp"
 #include "pfarm/mpi.hpp"
 
 #include <mpi.h>
@@ -39,9 +40,17 @@ int run(const app_args& a, pfarm::farm_options farm) {
     if (!(a.tolerance >= 0.0))
         throw pfarm::invalid_argument("--tolerance", "is " + std::to_string(a.tolerance) + "; expected >= 0");
     // Every rank generates the same arrays from the seed: only task indices travel.
-    const cv::problem p = cv::make_problem(a.n, a.seed);
-
-    std::vector<double> out(static_cast<std::size_t>(p.iterations()));
+    // Every rank keeps four arrays of N*N doubles (A0, B, C and the results) and rank 0 a fifth to verify them:
+    // refused when no machine here holds them; an allocation that still fails is an error on every rank.
+    const auto nn = static_cast<std::uint64_t>(a.n > 0 ? a.n : 0) * static_cast<std::uint64_t>(a.n > 0 ? a.n : 0);
+    const std::string arrays = "is " + std::to_string(a.n) + ": " + std::to_string(nn) + " iterations, 5 doubles each";
+    pfarm::check_fits_in_memory(nn, 5 * sizeof(double), "--size", arrays);
+    cv::problem p;
+    std::vector<double> out;
+    pfarm::apps::allocate_everywhere(rank, "--size", arrays, [&] {
+        p = cv::make_problem(a.n, a.seed);
+        out.resize(static_cast<std::size_t>(p.iterations()));
+    });
     farm.resume.journal_key = "pfarm-adjoint " + std::to_string(a.n) + " " + std::to_string(a.seed);  // what determines the outputs (--journal)
     const pfarm::farm_report report =  // I = 1 .. N*N
         pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{1, p.iterations() + 1}, std::span<double>(out),

@@ -9,6 +9,7 @@
 
 #include "farm_cli.hpp"
 #include "pfarm/farm.hpp"
+#include "pfarm/memory.hpp"
 #include "pfarm/mpi.hpp"
 
 #include <mpi.h>
@@ -44,7 +45,13 @@ int run(const app_args& a, pfarm::farm_options farm) {
     const int repeat = static_cast<int>(a.repeat);
     const std::uint32_t width = st::task_width(tasks, total);
 
-    std::vector<std::uint8_t> flags(std::size_t{tasks} * width);
+    // A flag per input combination on every rank: refused when no machine here holds them; an allocation that
+    // still fails is an error on every rank.
+    const std::string combinations = "has " + std::to_string(total) + " input combinations, a byte each";
+    pfarm::check_fits_in_memory(std::uint64_t{tasks} * width, 1, "--circuit", combinations + " on every rank");
+    std::vector<std::uint8_t> flags;
+    pfarm::apps::allocate_everywhere(rank, "--circuit", combinations,
+                                     [&] { flags.resize(std::size_t{tasks} * width); });
     farm.resume.journal_key = "pfarm-circuit " + std::to_string(a.tasks) + " " + std::to_string(a.repeat) + " " + a.circuit_file;  // what determines the outputs (--journal)
     const pfarm::farm_report report = pfarm::farm(
         MPI_COMM_WORLD, pfarm::index_range{0, tasks}, std::span<std::uint8_t>(flags),

@@ -5,6 +5,7 @@
 #include "options.hpp"
 
 #include "pfarm/error.hpp"
+#include "pfarm/memory.hpp"
 #include "pfarm/mpi.hpp"
 #include "pfarm/output_file.hpp"
 
@@ -15,6 +16,8 @@
 #include <exception>
 #include <functional>
 #include <iostream>
+#include <new>
+#include <stdexcept>
 #include <streambuf>
 #include <string>
 
@@ -103,6 +106,28 @@ inline void check_output_everywhere(int rank, const std::string& path, const std
         if (!path.empty()) pfarm::check_output_path(path, flag);
         return 0;
     });
+}
+
+/// Collective: every rank runs `allocate` (what it allocates, nothing on a rank that keeps none) and every rank
+/// learns whether one failed: std::bad_alloc or std::length_error on any rank is invalid_argument(argument, "<what>:
+/// the allocation failed on rank R") on every rank, so no rank is left waiting for one that ran out of memory.
+inline void allocate_everywhere(int rank, const std::string& argument, const std::string& what,
+                                const std::function<void()>& allocate) {
+    int failed = -1;  // the lowest rank whose allocation failed
+    try {
+        allocate();
+    } catch (const std::bad_alloc&) {
+        failed = rank;
+    } catch (const std::length_error&) {
+        failed = rank;
+    }
+    int size = 1;
+    pfarm::mpi::check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+    int lowest = failed < 0 ? size : failed;
+    pfarm::mpi::check(MPI_Allreduce(MPI_IN_PLACE, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+    if (lowest < size)
+        throw pfarm::invalid_argument(argument, what + ": the allocation failed on rank " + std::to_string(lowest) +
+                                                    " (out of memory)");
 }
 
 /// Parses the command line and runs `body` as pfarm::tools::run_tool does (exit 2 with a message on bad input).

@@ -7,6 +7,7 @@
 #include "farm_cli.hpp"
 #include "pfarm/calcium/plot.hpp"
 #include "pfarm/farm.hpp"
+#include "pfarm/memory.hpp"
 #include "pfarm/mpi.hpp"
 
 #include <mpi.h>
@@ -69,7 +70,16 @@ int run(const app_args& a, pfarm::farm_options farm) {
     const bool columns = by == mb::decomposition::columns;
     const int tasks = columns ? p.nx : p.ny;
     const std::size_t per_task = static_cast<std::size_t>(columns ? p.ny : p.nx);
-    std::vector<std::uint32_t> out(static_cast<std::size_t>(tasks) * per_task);
+    // Rank 0's peak after the farm: the levels (4 bytes a point), their column-major copy and the sequential image
+    // it is verified against (4 each), and the file's pixels (at most 8 bytes a point, PNG); refused before any
+    // allocation when no machine here holds them, and an allocation that still fails is an error on every rank.
+    const std::uint64_t points = static_cast<std::uint64_t>(p.nx) * static_cast<std::uint64_t>(p.ny);  // < 2^62
+    const std::string image_size = "is " + std::to_string(p.nx) + " (--height " + std::to_string(p.ny) + "): " +
+                                   std::to_string(points) + " points";
+    pfarm::check_fits_in_memory(points, 20, "--width", image_size + ", 20 bytes each on rank 0");
+    std::vector<std::uint32_t> out;
+    pfarm::apps::allocate_everywhere(rank, "--width", image_size,
+                                     [&] { out.resize(static_cast<std::size_t>(tasks) * per_task); });
     farm.resume.journal_key = "pfarm-mandelbrot " + std::to_string(p.nx) + "x" + std::to_string(p.ny) + " [" + std::to_string(p.xmin) + "," +
                          std::to_string(p.xmax) + "]x[" + std::to_string(p.ymin) + "," + std::to_string(p.ymax) + "] " +
                          std::to_string(p.maxiter) + " " + std::to_string(p.bailout) + " " + a.by;  // what determines the outputs (--journal)

@@ -7,6 +7,7 @@
 
 #include "farm_cli.hpp"
 #include "pfarm/farm.hpp"
+#include "pfarm/memory.hpp"
 #include "pfarm/mpi.hpp"
 
 #include <mpi.h>
@@ -45,10 +46,18 @@ int run(const app_args& a, pfarm::farm_options farm) {
         throw pfarm::invalid_argument("--tolerance", "is " + std::to_string(a.tolerance) + "; expected >= 0");
     // Every rank generates X and Y from the seed (as in Yang et al. (HPLS), section 4.2: every node holds the
     // input matrices).
-    const mm::problem p = mm::make_problem(a.n, loop, a.seed);
-    const auto n = static_cast<std::size_t>(p.n);
-
-    std::vector<double> z(n * n);
+    // X, Y and Z: n x n doubles each on every rank, refused when no machine here holds them; an allocation that
+    // still fails is an error on every rank.
+    const auto nn = static_cast<std::uint64_t>(a.n > 0 ? a.n : 0) * static_cast<std::uint64_t>(a.n > 0 ? a.n : 0);
+    const std::string matrices = "is " + std::to_string(a.n) + ": X, Y and Z, " + std::to_string(a.n) + " x " +
+                                 std::to_string(a.n) + " doubles each";
+    pfarm::check_fits_in_memory(nn, 3 * sizeof(double), "--size", matrices + " on every rank");
+    mm::problem p;
+    std::vector<double> z;
+    pfarm::apps::allocate_everywhere(rank, "--size", matrices, [&] {
+        p = mm::make_problem(a.n, loop, a.seed);
+        z.resize(static_cast<std::size_t>(p.n) * static_cast<std::size_t>(p.n));
+    });
     farm.resume.journal_key = "pfarm-matmul " + std::to_string(a.n) + " " + a.shape + " " + std::to_string(a.seed);  // what determines the outputs (--journal)
     const pfarm::farm_report report =
         pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, p.n}, std::span<double>(z),

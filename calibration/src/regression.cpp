@@ -85,7 +85,7 @@ std::string to_string(calibration_mode mode) {
 
 std::vector<double> scaled_availability(std::span<const double> availability, std::span<const double> benchmark) {
     for (std::size_t i = 0; i < availability.size(); ++i)
-        if (!std::isfinite(availability[i]) || availability[i] <= 0.0)
+        if (!std::isfinite(availability[i]) || availability[i] <= 0.0 || availability[i] > 1.0)
             throw invalid_argument("availability", "of worker " + std::to_string(i) + " is " +
                                                        std::to_string(availability[i]) + "; expected a value in (0, 1]");
     std::vector<double> scaled(availability.begin(), availability.end());

@@ -13,6 +13,7 @@
 
 #include "pfarm/error.hpp"
 #include "pfarm/farm.hpp"
+#include "pfarm/memory.hpp"
 #include "pfarm/mpi.hpp"
 
 #include <CLI/CLI.hpp>
@@ -52,12 +53,32 @@ void prepare_output(const ca::sweep_config& c, int rank) {
     if (!ok) throw pfarm::invalid_argument("--output", rank == 0 ? message : "rank 0 cannot create the directory");
 }
 
+/// The memory a sweep needs, from the arguments alone (the same on every rank, so every rank refuses together):
+/// rank 0 keeps a summary, its summary.csv row and at most an I-V point per experiment; a worker keeps one
+/// experiment's trace (an open count, a current and a calcium level per step) and its data file's text twice.
+void check_memory(const ca::sweep_config& c) {
+    const std::uint64_t experiments = ca::experiment_count(c);
+    constexpr std::uint64_t csv_row = 128;  // the longest summary.csv row, with margin
+    constexpr std::uint64_t per_experiment = sizeof(ca::summary) + csv_row + sizeof(ca::iv_point) + sizeof(double);
+    pfarm::check_fits_in_memory(experiments, per_experiment, "--experiments",
+                                "is " + std::to_string(experiments) + " experiments: rank 0 keeps " +
+                                    std::to_string(per_experiment) + " bytes per experiment");
+    constexpr std::uint64_t text_row = 64;  // the longest data-file line, with margin
+    const std::uint64_t rows = c.summary_only ? 0 : c.proto.steps / c.trace_stride + 1;
+    constexpr std::uint64_t per_step = sizeof(std::uint32_t) + 2 * sizeof(double);
+    pfarm::check_fits_in_memory(c.proto.steps, per_step, "--steps",
+                                "is " + std::to_string(c.proto.steps) + ": a worker keeps an experiment's trace (" +
+                                    std::to_string(per_step) + " bytes a step) and its data file's text",
+                                2 * text_row * rows);  // rows <= 2^32: no overflow
+}
+
 int finish(const ca::sweep_config& c, const std::vector<ca::summary>& out, const pfarm::farm_report& report, bool json);
 
 int run(const ca::sweep_config& c, const pfarm::farm_options& options, bool json) {
     int rank = 0;
     pfarm::mpi::check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
     ca::validate(c);  // the same arguments on every rank: every rank throws together
+    check_memory(c);
     prepare_output(c, rank);
 
     const std::uint64_t experiments = ca::experiment_count(c);
@@ -75,7 +96,11 @@ int run(const ca::sweep_config& c, const pfarm::farm_options& options, bool json
         }
         return result;
     };
-    std::vector<ca::summary> out(rank == 0 ? experiments : 0);
+    // Rank 0's summaries, allocated before the farm; a failed allocation is an error on every rank.
+    std::vector<ca::summary> out;
+    pfarm::apps::allocate_everywhere(rank, "--experiments",
+                                     "is " + std::to_string(experiments) + ": rank 0's summary per experiment",
+                                     [&] { out.resize(rank == 0 ? experiments : 0); });
     auto arrived = [&c, &out](pfarm::task_count i, std::span<const char> result) {
         const auto index = static_cast<std::uint64_t>(i);
         if (result.size() < sizeof(ca::summary))

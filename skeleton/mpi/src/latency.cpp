@@ -1,9 +1,12 @@
 // pfarm: the MPI latency probe: ping-pong to rank 0 and the latency monitor built on it (latency.hpp).
 #include "pfarm/latency.hpp"
 
+#include "pfarm/memory.hpp"
 #include "pfarm/mpi.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <string>
 
 namespace pfarm::mpi {
@@ -15,6 +18,13 @@ void validate(MPI_Comm comm, const latency_options& o) {
     if (o.round_trips < 1)
         throw invalid_argument("round_trips", "is " + std::to_string(o.round_trips) + "; expected >= 1");
     if (o.warmup < 0) throw invalid_argument("warmup", "is " + std::to_string(o.warmup) + "; expected >= 0");
+    if (o.warmup > std::numeric_limits<int>::max() - o.round_trips)  // the loops count warmup + round_trips in an int
+        throw invalid_argument("warmup", "is " + std::to_string(o.warmup) + "; expected at most " +
+                                             std::to_string(std::numeric_limits<int>::max() - o.round_trips) +
+                                             " (2^31 - 1 - round_trips)");
+    // A time is kept per round trip: a count no machine here holds is refused before it is allocated.
+    check_fits_in_memory(static_cast<std::uint64_t>(o.round_trips), sizeof(double), "round_trips",
+                         "is " + std::to_string(o.round_trips) + ": a time kept per round trip");
     int* tag_ub = nullptr;
     int found = 0;
     check(MPI_Comm_get_attr(comm, MPI_TAG_UB, &tag_ub, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");

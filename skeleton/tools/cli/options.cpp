@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <iostream>
 #include <sstream>
@@ -46,18 +47,28 @@ std::vector<resource_sample> samples_from(int workers, const std::string& availa
     std::vector<resource_sample> samples;
     if (availability.empty() && latency.empty() && benchmark.empty()) return samples;
     // Sized by the lists, once their counts match `workers`: never by `workers` alone (--workers 2000000000).
-    const auto fill = [&](const std::string& text, const char* argument, std::optional<double> resource_sample::*field) {
+    // Each reading within the range a monitor reports it in (pfarm/sample.hpp): a reading outside it is bad input,
+    // whether or not the technique reads it.
+    const auto fill = [&](const std::string& text, const char* argument, std::optional<double> resource_sample::*field,
+                          bool (*in_range)(double), const char* range) {
         if (text.empty()) return;
         const auto values = parse_numbers(text, argument);
         if (static_cast<long>(values.size()) != workers)
             throw invalid_argument(argument, "has " + std::to_string(values.size()) + " values; expected one per worker (" +
                                                  std::to_string(workers) + ")");
+        for (std::size_t i = 0; i < values.size(); ++i)
+            if (!std::isfinite(values[i]) || !in_range(values[i])) {
+                std::ostringstream value;
+                value << values[i];
+                throw invalid_argument(argument, "of worker " + std::to_string(i) + " is " + value.str() + "; expected " + range);
+            }
         samples.resize(values.size());
         for (std::size_t i = 0; i < values.size(); ++i) samples[i].*field = values[i];
     };
-    fill(availability, "--availability", &resource_sample::availability);
-    fill(latency, latency_option, &resource_sample::latency);
-    fill(benchmark, "--benchmark", &resource_sample::benchmark);
+    fill(availability, "--availability", &resource_sample::availability, [](double a) { return a > 0.0 && a <= 1.0; },
+         "a value in (0, 1]");
+    fill(latency, latency_option, &resource_sample::latency, [](double l) { return l >= 0.0; }, "a value >= 0 (seconds)");
+    fill(benchmark, "--benchmark", &resource_sample::benchmark, [](double b) { return b > 0.0; }, "a value > 0");
     return samples;
 }
 
