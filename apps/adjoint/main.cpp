@@ -44,7 +44,10 @@ int run(const app_args& a, pfarm::farm_options farm) {
     // refused when no machine here holds them; an allocation that still fails is an error on every rank.
     const auto nn = static_cast<std::uint64_t>(a.n > 0 ? a.n : 0) * static_cast<std::uint64_t>(a.n > 0 ? a.n : 0);
     const std::string arrays = "is " + std::to_string(a.n) + ": " + std::to_string(nn) + " iterations, 5 doubles each";
-    pfarm::check_fits_in_memory(nn, 5 * sizeof(double), "--size", arrays);
+    pfarm::apps::on_rank0(rank, [&] {  // rank 0's verdict on every rank: the ranks' memories may differ
+        pfarm::check_fits_in_memory(nn, 5 * sizeof(double), "--size", arrays);
+        return 0;
+    });
     cv::problem p;
     std::vector<double> out;
     pfarm::apps::allocate_everywhere(rank, "--size", arrays, [&] {

@@ -48,7 +48,10 @@ int run(const app_args& a, pfarm::farm_options farm) {
     // A flag per input combination on every rank: refused when no machine here holds them; an allocation that
     // still fails is an error on every rank.
     const std::string combinations = "has " + std::to_string(total) + " input combinations, a byte each";
-    pfarm::check_fits_in_memory(std::uint64_t{tasks} * width, 1, "--circuit", combinations + " on every rank");
+    pfarm::apps::on_rank0(rank, [&] {  // rank 0's verdict on every rank: the ranks' memories may differ
+        pfarm::check_fits_in_memory(std::uint64_t{tasks} * width, 1, "--circuit", combinations + " on every rank");
+        return 0;
+    });
     std::vector<std::uint8_t> flags;
     pfarm::apps::allocate_everywhere(rank, "--circuit", combinations,
                                      [&] { flags.resize(std::size_t{tasks} * width); });

@@ -76,7 +76,10 @@ int run(const app_args& a, pfarm::farm_options farm) {
     const std::uint64_t points = static_cast<std::uint64_t>(p.nx) * static_cast<std::uint64_t>(p.ny);  // < 2^62
     const std::string image_size = "is " + std::to_string(p.nx) + " (--height " + std::to_string(p.ny) + "): " +
                                    std::to_string(points) + " points";
-    pfarm::check_fits_in_memory(points, 20, "--width", image_size + ", 20 bytes each on rank 0");
+    pfarm::apps::on_rank0(rank, [&] {  // rank 0's verdict on every rank: the ranks' memories may differ
+        pfarm::check_fits_in_memory(points, 20, "--width", image_size + ", 20 bytes each on rank 0");
+        return 0;
+    });
     std::vector<std::uint32_t> out;
     pfarm::apps::allocate_everywhere(rank, "--width", image_size,
                                      [&] { out.resize(static_cast<std::size_t>(tasks) * per_task); });

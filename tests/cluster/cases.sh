@@ -135,11 +135,11 @@ run_mpirun | run_srun)
   done
   cmd="$MANDELBROT --width {1} --height 30 --max-iterations 200 --quiet --json > result-{1}.json && hostname"
   if [ "$case_name" = run_mpirun ]; then
-    timed "pfarm-run under mpirun" pc run -- "$PFARM_RUN" --technique static --progress quiet --joblog log.tsv \
+    timed "pfarm-run under mpirun" pc run -- "$PFARM_RUN" --technique static --progress quiet --joblog-full log.tsv \
       --output out "$cmd" ::: "${widths[@]}"
   else
     timed "pfarm-run under srun" pc slurm -- srun --mpi=pmix --kill-on-bad-exit=1 -N 3 -n 4 "$PFARM_RUN" \
-      --technique static --progress quiet --joblog log.tsv --output out "$cmd" ::: "${widths[@]}"
+      --technique static --progress quiet --joblog-full log.tsv --output out "$cmd" ::: "${widths[@]}"
   fi
   for w in "${widths[@]}"; do
     [ "$(json_field "result-$w.json" checksum)" = "$(json_field "ref-$w.json" checksum)" ] ||

@@ -78,7 +78,10 @@ int run(const ca::sweep_config& c, const pfarm::farm_options& options, bool json
     int rank = 0;
     pfarm::mpi::check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
     ca::validate(c);  // the same arguments on every rank: every rank throws together
-    check_memory(c);
+    pfarm::apps::on_rank0(rank, [&] {  // rank 0's verdict on every rank: the ranks' memories may differ
+        check_memory(c);
+        return 0;
+    });
     prepare_output(c, rank);
 
     const std::uint64_t experiments = ca::experiment_count(c);
