@@ -30,7 +30,9 @@ endfunction()
 
 # pfarm_python_test(<name> <test file> RANKS <n> [TIMEOUT <s>])
 # A pytest file of tests/python under the same launcher, run by the interpreter the Python package is built for
-# (PFARM_PYTHON), importing the package from the build tree. Labels python and mpi.
+# (PFARM_PYTHON), importing the package from the build tree. Labels python and mpi. Each test is named as it runs
+# (-v, unbuffered), and one that runs past 100 s has every thread's stack printed (faulthandler_timeout), so a
+# test that hangs says where.
 function(pfarm_python_test name file)
   cmake_parse_arguments(arg "" "RANKS;TIMEOUT" "" ${ARGN})
   if(NOT arg_TIMEOUT)
@@ -38,8 +40,8 @@ function(pfarm_python_test name file)
   endif()
   get_property(python_path GLOBAL PROPERTY PFARM_PYTHON_PATH)
   pfarm_mpiexec(launcher ${arg_RANKS})
-  add_test(NAME ${name} COMMAND ${launcher} ${PFARM_PYTHON} ${MPIEXEC_POSTFLAGS} -m pytest -q --color=no
-                                -p no:cacheprovider ${file})
+  add_test(NAME ${name} COMMAND ${launcher} ${PFARM_PYTHON} ${MPIEXEC_POSTFLAGS} -m pytest -v --color=no
+                                -p no:cacheprovider -o faulthandler_timeout=100 ${file})
   set_tests_properties(${name} PROPERTIES TIMEOUT ${arg_TIMEOUT} PROCESSORS ${arg_RANKS} LABELS "python;mpi"
-    ENVIRONMENT "${PFARM_MPI_TEST_ENVIRONMENT};PYTHONPATH=${python_path};PYTHONDONTWRITEBYTECODE=1")
+    ENVIRONMENT "${PFARM_MPI_TEST_ENVIRONMENT};PYTHONPATH=${python_path};PYTHONDONTWRITEBYTECODE=1;PYTHONUNBUFFERED=1")
 endfunction()
