@@ -276,9 +276,7 @@ void outputs() {
     o.schedule.technique = "fss";
     o.topology.farmer = pfarm::farmer_mode::decentralised;
     o.topology.farmer_computes = true;
-    std::vector<double> factors(static_cast<std::size_t>(size_), 1.0);
-    factors.back() = 3.0;
-    o.emulation = pfarm::testing::emulate(factors);
+    o.emulation = pfarm::testing::last_rank_slower(size_, 3.0);
     const pfarm::farm_report r =
         pfarm::farm(MPI_COMM_WORLD, std::span<const std::int32_t>(in), std::span<wide>(out),
                     [&](const std::int32_t& x, std::span<wide> y) {

@@ -272,9 +272,7 @@ void reclaim() {
         o.protocol.reclaim = true;
         o.topology.farmer_computes = computes;
         o.protocol.prefetch = prefetch;
-        std::vector<double> factors(static_cast<std::size_t>(size_), 1.0);
-        factors.back() = 4.0;
-        o.emulation = pfarm::testing::emulate(factors);
+        o.emulation = pfarm::testing::last_rank_slower(size_, 4.0);
         std::fill(out.begin(), out.end(), -1.0);
         std::fill(runs.begin(), runs.end(), 0);
         pfarm::farm_report r;
@@ -317,9 +315,7 @@ void reclaim() {
         o.protocol.reclaim = true;
         o.topology.farmer_computes = computes;
         o.protocol.prefetch = prefetch;
-        std::vector<double> factors(static_cast<std::size_t>(size_), 1.0);
-        factors.back() = 4.0;
-        o.emulation = pfarm::testing::emulate(factors);
+        o.emulation = pfarm::testing::last_rank_slower(size_, 4.0);
         bool caught = false;
         try {
             pfarm::farm(MPI_COMM_WORLD, std::span<const double>(in), std::span<double>(out),

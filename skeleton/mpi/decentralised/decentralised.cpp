@@ -495,8 +495,8 @@ private:
         std::vector<report_part> parts = gather_parts(comm_, 0, mine);
         if (rank_ != 0) {
             mine.workers.front().finish = 0.0;  // known on rank 0's clock only
+            mine.records.clear();               // the trace is rank 0's
             add_part(r, mine);
-            r.trace.clear();
             r.k = k;
             return r;
         }

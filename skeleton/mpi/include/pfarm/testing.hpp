@@ -27,6 +27,13 @@ inline std::shared_ptr<const emulation> emulate(std::vector<double> slowdown, st
     return std::make_shared<const emulation>(emulation{std::move(slowdown), std::move(load_changes)});
 }
 
+/// farm_options::emulation with the last of `ranks` ranks `factor` times slower, the others at full speed.
+inline std::shared_ptr<const emulation> last_rank_slower(int ranks, double factor) {
+    std::vector<double> slowdown(static_cast<std::size_t>(ranks), 1.0);
+    slowdown.back() = factor;
+    return emulate(std::move(slowdown));
+}
+
 /// `base` (may be null) with its slowdown factors replaced.
 inline std::shared_ptr<const emulation> emulate(std::vector<double> slowdown, const std::shared_ptr<const emulation>& base) {
     return emulate(std::move(slowdown), base ? base->load_changes : std::vector<load_change>{});
