@@ -19,10 +19,9 @@
 // never throws (an internal_error is a bug). At the end: the session is over exactly when every worker has
 // ended and no message is left; without a failure every task was computed exactly once and delivered once, and
 // the outcome is ok; with one, the outcome says so.
-// For an odd number of tasks the farmer takes each message in two steps, reply_first() then settle(), as the MPI
-// farmer does, and a worker whose session announces the plain ask after a chunk (asks_when_done) sends it itself
-// before on_chunk_done(..., true), as the MPI worker does (decided from a value drawn anyway, so that the corpus
-// decodes as before).
+// For an odd number of tasks the farmer takes each message in two phases, receive() then settle(), as the MPI farmer
+// does, and checks that an assign it answers with is the one upcoming() named before (decided from a value drawn
+// anyway, so that the corpus decodes as before); otherwise on_message(), as the simulator does.
 #include "fuzz_support.hpp"
 
 #include "pfarm/farmer_session.hpp"
@@ -60,7 +59,6 @@ struct worker {
     double started = 0.0;
     bool stopped = false, aborted = false;        // the farmer sent it stop / abort
     bool failed = false;
-    std::optional<pfarm::reply_message> at_once;  // compute first: a reply computed before the session is told
 };
 
 class farm {
@@ -91,7 +89,6 @@ public:
             return;  // a technique that needs an option not drawn here
         }
         reply_first_ = tasks_ % 2 == 1;
-        compute_first_ = reply_first_ && !reclaim && !stragglers_;  // the MPI worker's way when it listens to nothing
         what_ = technique_ + (prefetch ? " +prefetch" : "") + (reclaim ? " +reclaim" : "") +
                 (stragglers_ ? " +stragglers" : "") + (reply_first_ ? " +reply first" : "") + ", " + std::to_string(p) +
                 " workers, " + std::to_string(tasks_) + " tasks";
@@ -133,10 +130,10 @@ private:
         // A victim's `released` may be overtaken by what it sends after it (finding F1).
         case farmer_request: return !x.requests.empty();
         case farmer_released: return !x.released.empty();
-        case reply: return !x.replies.empty() && !x.at_once;  // computing first, it reads nothing until its ask has gone
-        case compute: return x.session.computing() || x.at_once.has_value();
+        case reply: return !x.replies.empty();
+        case compute: return x.session.computing();
         case task_fails:  // the farm may be aborting already
-            return failures_ > 0 && (x.session.computing() || x.at_once.has_value()) && !x.failed;
+            return failures_ > 0 && x.session.computing() && !x.failed;
         case farmer_fails: return w == 0 && failures_ > 0 && !session_->aborting() && !session_->over();
         case timer: return w == 0 && session_->deadline() < std::numeric_limits<double>::infinity();
         default: return false;
@@ -204,19 +201,13 @@ private:
                     const pfarm::chunk c = x.session.current();
                     check(x.next <= c.first + c.count, what_ + ": a reclaim took back a started task of worker " + std::to_string(w));
                 }
-            } else if (compute_first_ && x.session.computes_at_once(r)) {  // as the MPI worker: compute first
-                check(r.work.count >= 1, what_ + ": an empty chunk to compute");
-                x.at_once = r;
-                x.next = r.work.first;
-                x.done_in_chunk = 0;
-                x.started = now_;
             } else {
                 perform(w, x.session.on_reply(r));
             }
             return;
         }
         case compute: {
-            const pfarm::chunk c = x.at_once ? x.at_once->work : x.session.current();
+            const pfarm::chunk c = x.session.current();
             if (x.next < c.first + c.count) {
                 if (x.session.ask_at() >= 0 && x.next >= x.session.ask_at()) perform(w, x.session.on_boundary(x.next));
                 const task_count t = x.next++;
@@ -229,20 +220,7 @@ private:
                 ++x.done_in_chunk;
             } else {
                 const double seconds = static_cast<double>(x.done_in_chunk) * seconds_per_task_[static_cast<std::size_t>(w)];
-                if (x.at_once || (reply_first_ && x.session.asks_when_done())) {  // request first, as the MPI worker
-                    pfarm::request_message m;
-                    m.done = c;
-                    m.seconds = seconds, m.started = x.started, m.finished = x.started + seconds;
-                    x.requests.push_back(m);
-                    const std::optional<pfarm::reply_message> first = std::exchange(x.at_once, std::nullopt);
-                    const auto rest = first ? x.session.on_computed(*first, seconds, x.started, x.started + seconds)
-                                            : x.session.on_chunk_done(seconds, x.started, x.started + seconds, true);
-                    for (const auto& a : rest)
-                        check(a.what != pfarm::worker_action::kind::send, what_ + ": a send after the request sent first");
-                    perform(w, rest);
-                } else {
-                    perform(w, x.session.on_chunk_done(seconds, x.started, x.started + seconds));
-                }
+                perform(w, x.session.on_chunk_done(seconds, x.started, x.started + seconds));
             }
             return;
         }
@@ -250,7 +228,6 @@ private:
             --failures_;
             failed_ = x.failed = true;
             const task_count task = x.next;
-            if (x.at_once) perform(w, x.session.on_reply(*x.at_once)), x.at_once.reset();  // computing it, told first
             perform(w, x.session.on_failure(in_.ConsumeBool() ? task : -1, "fuzz: the task threw"));
             return;
         }
@@ -302,16 +279,15 @@ private:
 
     void farmer_handles(int w, const pfarm::request_message& m) {
         try {
-            if (reply_first_) {  // every other message through reply_known(), as the MPI farmer with its assign written ahead
-                const pfarm::chunk known = ++handled_ % 2 == 0 ? session_->reply_known(w, m) : pfarm::chunk{};
-                if (known.count > 0) {
-                    pfarm::farmer_action a;
-                    a.worker = w;
-                    a.reply.work = known;
-                    farmer_acts({a});
-                } else {
-                    farmer_acts(session_->reply_first(w, m));
-                }
+            if (reply_first_) {  // the upcoming assign named first, as the MPI farmer writes it while it waits
+                const pfarm::reply_message ahead = session_->upcoming(w);
+                const auto& first = session_->receive(w, m, now_);
+                for (const auto& a : first)
+                    if (ahead.work.count > 0 && a.what == pfarm::farmer_action::kind::send && a.worker == w &&
+                        a.reply.what == pfarm::reply_message::kind::assign)
+                        check(a.reply.work == ahead.work, what_ + ": worker " + std::to_string(w) +
+                                                              " was assigned another chunk than upcoming() named");
+                farmer_acts(first);
                 farmer_acts(session_->settle());
             } else {
                 farmer_acts(session_->on_message(w, m, now_));
@@ -413,9 +389,7 @@ private:
     std::unique_ptr<pfarm::farmer_session> session_;
     std::vector<worker> workers_;
     bool stragglers_ = false;
-    bool reply_first_ = false;
-    long handled_ = 0;  ///< messages the farmer took
-    bool compute_first_ = false;  ///< with reply first and nothing read between tasks: replies computed at once  ///< the farmer takes messages in two steps (reply_first, settle)
+    bool reply_first_ = false;  ///< the farmer takes messages in two phases (receive, settle)
     std::vector<unsigned> holders_;      // per task: the workers it was handed to (a bit each), but given back
     std::vector<unsigned> computed_by_;  // per task: the workers that computed it
     std::vector<int> delivered_by_;      // per task: the worker whose results were delivered (-1: none yet)

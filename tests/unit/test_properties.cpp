@@ -72,10 +72,9 @@ struct drive_result {
 /// does): at each step it hands the farmer the oldest message of a random worker, hands a worker its oldest
 /// reply, or lets a computing worker finish its chunk (time = count x its per-task time, jittered). A reclaim
 /// reaches a computing worker between two tasks, at a random one (after its last task when none is left).
-/// `reply_first`: the farmer takes each message in two steps, reply_first() then settle(), as the MPI farmer does,
-/// and a worker sends the plain ask after a chunk itself when its session announces it (asks_when_done(), request
-/// first), and, without reclaim, computes a reply at once when its session says that is all it does (computes_at_once,
-/// on_computed: compute first), as the MPI worker does.
+/// `reply_first`: the farmer takes each message in two phases, receive() then settle(), as the MPI farmer does, and
+/// checks that an answer first with the assign the session named ahead (upcoming()) is that assign; otherwise
+/// on_message(), as the simulator does.
 drive_result random_drive(const std::string& name, task_count tasks, int p, const pfarm::technique_options& o,
                           std::uint64_t seed, bool prefetch = false, bool reclaim = false, bool reply_first = false) {
     double now = 0.0;
@@ -128,30 +127,12 @@ drive_result random_drive(const std::string& name, task_count tasks, int p, cons
         }
     };
     for (int w = 0; w < p; ++w) worker_acts(w, workers[static_cast<std::size_t>(w)].start());
-    long handled = 0;  // messages the farmer took
-    // Compute first (reply_first, no reclaim: the MPI worker's way when it reads nothing between two tasks): a reply
-    // the session says is only to be computed is held here, computed, and handed over with the chunk's end.
-    std::vector<std::optional<pfarm::reply_message>> at_once(static_cast<std::size_t>(p));
     const auto finish_chunk = [&](int w) {
         auto& s = workers[static_cast<std::size_t>(w)];
-        auto& first = at_once[static_cast<std::size_t>(w)];
-        const pfarm::chunk c = first ? first->work : s.current();
+        const pfarm::chunk c = s.current();
         for (task_count t = c.first; t < c.first + c.count; ++t) ++out.computed[static_cast<std::size_t>(t)];
         const double seconds = static_cast<double>(c.count) * o.times[static_cast<std::size_t>(w)] * jitter(rng);
-        if (first || (reply_first && s.asks_when_done())) {  // compute or request first: the plain ask, then the accounting
-            pfarm::request_message m;
-            m.done = c;
-            m.seconds = seconds, m.started = now, m.finished = now + seconds;
-            up[static_cast<std::size_t>(w)].push_back(m);
-            const auto rest =
-                first ? s.on_computed(*first, seconds, now, now + seconds) : s.on_chunk_done(seconds, now, now + seconds, true);
-            EXPECT_TRUE(std::none_of(rest.begin(), rest.end(),
-                                     [](const auto& a) { return a.what == pfarm::worker_action::kind::send; }));
-            worker_acts(w, rest);
-            first.reset();
-        } else {
-            worker_acts(w, s.on_chunk_done(seconds, now, now + seconds));
-        }
+        worker_acts(w, s.on_chunk_done(seconds, now, now + seconds));
     };
     for (std::size_t step = 0;; ++step) {
         if (step > 10'000'000) {
@@ -163,7 +144,7 @@ drive_result random_drive(const std::string& name, task_count tasks, int p, cons
             const auto j = static_cast<std::size_t>(w);
             if (!up[j].empty()) moves.push_back(w);
             if (!down[j].empty()) moves.push_back(p + w);
-            if (workers[j].computing() || at_once[j]) moves.push_back(2 * p + w);
+            if (workers[j].computing()) moves.push_back(2 * p + w);
         }
         if (moves.empty()) break;
         now += unit(rng);
@@ -174,10 +155,15 @@ drive_result random_drive(const std::string& name, task_count tasks, int p, cons
         if (m < p) {
             const pfarm::request_message msg = up[j].front();
             up[j].pop_front();
-            if (reply_first) {  // every other message through reply_known(), as the MPI farmer with its assign written ahead
-                const pfarm::chunk known = ++handled % 2 == 0 ? farm.reply_known(w, msg) : pfarm::chunk{};
-                if (known.count == 0) farmer_acts(farm.reply_first(w, msg));
-                else farmer_acts({{pfarm::farmer_action::kind::send, w, assign(known.first, known.count), {}}});
+            if (reply_first) {
+                const pfarm::reply_message ahead = farm.upcoming(w);  // what the MPI farmer writes while it waits
+                const auto& first = farm.receive(w, msg);
+                for (const auto& a : first)  // the assign named ahead is the one the request gets
+                    if (ahead.work.count > 0 && a.what == pfarm::farmer_action::kind::send && a.worker == w &&
+                        a.reply.what == pfarm::reply_message::kind::assign)
+                        EXPECT_TRUE(a.reply.work == ahead.work) << name << ": worker " << w << " was named ["
+                                                               << ahead.work.first << ", +" << ahead.work.count << ")";
+                farmer_acts(first);
                 farmer_acts(farm.settle());
             } else {
                 farmer_acts(farm.on_message(w, msg, now));
@@ -186,8 +172,7 @@ drive_result random_drive(const std::string& name, task_count tasks, int p, cons
             const pfarm::reply_message r = down[j].front();
             if (r.what != pfarm::reply_message::kind::reclaim) {
                 down[j].pop_front();
-                if (reply_first && !reclaim && s.computes_at_once(r)) at_once[j] = r, next[j] = r.work.first;
-                else worker_acts(w, s.on_reply(r));
+                worker_acts(w, s.on_reply(r));
             } else if (!s.computing()) {
                 down[j].pop_front();
                 worker_acts(w, s.on_reclaim(r, 0, 0.0));
@@ -251,8 +236,7 @@ TEST_P(EveryTechnique, ChunksCoverTheLoopExactlyOnce) {
     }
 }
 
-/// reply_first() then settle() (the MPI farmer's way), with request first on the workers (the MPI worker's way), hands
-/// out exactly what on_message() does, in the same order, with and without prefetch and reclaim, and every task's
+/// receive() then settle() (the MPI farmer's way) hands out exactly what on_message() does, in the same order, with and without prefetch and reclaim, and every task's
 /// results arrive once.
 TEST_P(EveryTechnique, ReplyFirstMakesOnMessagesDecisions) {
     const std::string name = GetParam();
@@ -277,7 +261,7 @@ TEST_P(EveryTechnique, ReplyFirstMakesOnMessagesDecisions) {
     }
 }
 
-/// farmer::upcoming() (the chunk reply_first sends before the farmer decides it) is the chunk the next request
+/// farmer::upcoming() (the chunk receive() sends before the farmer decides it) is the chunk the next request
 /// assigns, whenever it names one, whether the worker's results are completed before the request or after it
 /// (reply first); it names one for a technique of constant chunk size past calibration, and never for another.
 TEST_P(EveryTechnique, UpcomingIsTheChunkTheNextRequestAssigns) {
@@ -323,103 +307,91 @@ TEST_P(EveryTechnique, UpcomingIsTheChunkTheNextRequestAssigns) {
     else EXPECT_EQ(known, 0);
 }
 
-TEST(FarmerSession, ReplyFirstAnswersBeforeTheResultsAndSettleTakesThemOrRefusesOtherCalls) {
+TEST(FarmerSession, ReceiveAnswersBeforeTheResultsAndSettleTakesThemOrRefusesOtherCalls) {
     double now = 1.0;
     pfarm::farmer_session farm(10, 1, pfarm::make_technique("ss", {}, 1), {.clock = [&now] { return now; }});
     pfarm::request_message ask;
-    auto first = farm.reply_first(0, ask);  // nothing in hand: on_message's way
+    auto first = farm.receive(0, ask);  // nothing in hand: all of it at once
     ASSERT_EQ(first.size(), 1u);
     EXPECT_EQ(first[0].what, pfarm::farmer_action::kind::send);
     EXPECT_TRUE(farm.settle().empty());
+    // The chunk known ahead (ss: the next one), named before the request comes.
+    EXPECT_EQ(farm.upcoming(0).what, pfarm::reply_message::kind::assign);
+    EXPECT_EQ(farm.upcoming(0).work, (pfarm::chunk{1, 1}));
     ask.done = first[0].reply.work;
     ask.seconds = 0.5;
-    const auto& reply = farm.reply_first(0, ask);  // results in hand: the reply only
+    const auto& reply = farm.receive(0, ask);  // results in hand: the reply only
     ASSERT_EQ(reply.size(), 1u);
     EXPECT_EQ(reply[0].what, pfarm::farmer_action::kind::send);
     EXPECT_EQ(reply[0].reply.work, (pfarm::chunk{1, 1}));
     EXPECT_THROW(farm.on_message(0, ask), pfarm::internal_error);  // settle() first
+    EXPECT_THROW(farm.receive(0, ask), pfarm::internal_error);
+    EXPECT_THROW(farm.upcoming(0), pfarm::internal_error);
     EXPECT_THROW(farm.on_timer(now), pfarm::internal_error);
     const auto& rest = farm.settle();
     ASSERT_EQ(rest.size(), 1u);
     EXPECT_EQ(rest[0].what, pfarm::farmer_action::kind::deliver);
     EXPECT_EQ(rest[0].results, (pfarm::chunk{0, 1}));
     EXPECT_EQ(farm.tasks_of(0), 1);
+    EXPECT_EQ(farm.chunks_of(0).size(), 2u);  // the hand-out, recorded in settle()
     EXPECT_THROW(farm.settle(), pfarm::internal_error);  // nothing to settle
-    // reply_known(): the chunk known ahead (ss: the next one), the reply left to the caller; settle() as after reply_first.
     ask.done = {1, 1};
-    EXPECT_EQ(farm.reply_known(0, ask), (pfarm::chunk{2, 1}));
-    EXPECT_THROW(farm.reply_known(0, ask), pfarm::internal_error);  // settle() first
-    const auto& known = farm.settle();
-    ASSERT_EQ(known.size(), 1u);
-    EXPECT_EQ(known[0].results, (pfarm::chunk{1, 1}));
-    EXPECT_EQ(farm.tasks_of(0), 2);
-    EXPECT_EQ(farm.chunks_of(0).size(), 3u);  // the hand-out recorded in settle()
-    pfarm::request_message empty;  // nothing in hand: not known ahead, and nothing changed
-    EXPECT_EQ(farm.reply_known(0, empty).count, 0);
-    EXPECT_THROW(farm.settle(), pfarm::internal_error);
-    ask.done = {2, 1};
-    farm.reply_first(0, ask);
+    farm.receive(0, ask);
     EXPECT_TRUE(farm.abort("gone").empty());  // it computes (its next message is answered abort); nothing left to settle
-    EXPECT_EQ(farm.tasks_of(0), 2);
+    EXPECT_EQ(farm.tasks_of(0), 1);
     EXPECT_TRUE(farm.aborting());
-    // A technique whose chunk sizes are not constant: never known ahead (its requests go to the technique).
+    // A technique whose chunk sizes are not constant: never known ahead; answered first once calibration is past.
     pfarm::farmer_session gss(100, 1, pfarm::make_technique("gss", {}, 1), {.clock = [&now] { return now; }});
     pfarm::request_message next;
-    const pfarm::chunk c = gss.reply_first(0, next)[0].reply.work;
+    const pfarm::chunk c = gss.receive(0, next)[0].reply.work;
     gss.settle();
+    EXPECT_EQ(gss.upcoming(0).work.count, 0);
     next.done = c;
-    EXPECT_EQ(gss.reply_known(0, next).count, 0);
-    EXPECT_EQ(gss.reply_first(0, next).size(), 1u);
-    gss.settle();
+    ASSERT_EQ(gss.receive(0, next).size(), 1u);
+    ASSERT_EQ(gss.settle().size(), 1u);  // its results
+    // Timed: the same two phases with the driver's times (no clock needed).
+    pfarm::farmer_session timed(4, 1, pfarm::make_technique("ss", {}, 1));
+    pfarm::request_message t;
+    EXPECT_THROW(timed.receive(0, t), pfarm::internal_error);  // no clock, no time
+    t.done = timed.receive(0, t, 0.0)[0].reply.work;
+    timed.settle();
+    EXPECT_EQ(timed.receive(0, t, 1.0)[0].reply.work, (pfarm::chunk{1, 1}));
+    EXPECT_EQ(timed.settle()[0].results, (pfarm::chunk{0, 1}));
 }
 
-
-/// Request first: the session announces the plain ask only when it is the request due (nothing asked ahead, no reply
-/// ahead, no readings), and on_chunk_done(..., true) then sends nothing, or refuses when it was not; compute first
-/// likewise (computes_at_once, on_computed).
-TEST(WorkerSession, RequestFirstOnlyForThePlainAsk) {
+/// The worker session builds every request: the plain ask with the chunk's results comes first among
+/// on_chunk_done()'s actions, with the chunk's times.
+TEST(WorkerSession, ChunkDoneSendsThePlainAskFirst) {
     pfarm::worker_session plain;
     plain.start();
     pfarm::reply_message r = assign(0, 4);
     plain.on_reply(r);
-    EXPECT_TRUE(plain.asks_when_done());
-    EXPECT_TRUE(plain.on_chunk_done(1.0, 0.0, 1.0, true).empty());
+    const auto done = plain.on_chunk_done(1.0, 0.5, 1.5);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].what, pfarm::worker_action::kind::send);
+    EXPECT_EQ(done[0].message.what, pfarm::request_message::kind::ask);
+    EXPECT_EQ(done[0].message.done, (pfarm::chunk{0, 4}));
+    EXPECT_EQ(done[0].message.seconds, 1.0);
+    EXPECT_EQ(done[0].message.started, 0.5);
+    EXPECT_EQ(done[0].message.finished, 1.5);
+    EXPECT_FALSE(done[0].readings);
     EXPECT_FALSE(plain.computing());
-    EXPECT_FALSE(plain.asks_when_done());  // nothing computed
-    r.work = {4, 4};
-    plain.on_reply(r);
-    EXPECT_EQ(plain.current(), (pfarm::chunk{4, 4}));
+    EXPECT_THROW(plain.on_chunk_done(1.0, 0.0, 1.0), pfarm::internal_error);  // nothing computed
 
-    pfarm::worker_session readings({.readings_each = true});  // its requests carry readings: never announced
+    pfarm::worker_session readings({.readings_each = true});  // its requests carry readings: the session says so
     readings.start();
     readings.on_reply(r);
-    EXPECT_FALSE(readings.asks_when_done());
-    EXPECT_THROW(readings.on_chunk_done(1.0, 0.0, 1.0, true), pfarm::internal_error);
-
-    pfarm::worker_session first;  // compute first: the reply and the chunk's end in one call, after the ask went
-    first.start();
-    r.work = {0, 4};
-    EXPECT_TRUE(first.computes_at_once(r));
-    EXPECT_TRUE(first.on_computed(r, 1.0, 0.0, 1.0).empty());
-    EXPECT_FALSE(first.computing());
-    r.work = {4, 4};
-    first.on_reply(r);  // computing: a reply now would not be computed at once
-    EXPECT_FALSE(first.computes_at_once(r));
-    EXPECT_THROW(first.on_computed(r, 1.0, 0.0, 1.0), pfarm::internal_error);
-    pfarm::worker_session idle_readings({.readings_each = true});  // its requests carry readings
-    idle_readings.start();
-    EXPECT_FALSE(idle_readings.computes_at_once(r));
-    pfarm::worker_session idle_prefetch({.prefetch = true});  // it may ask ahead as a chunk starts
-    idle_prefetch.start();
-    EXPECT_FALSE(idle_prefetch.computes_at_once(r));
+    const auto with = readings.on_chunk_done(1.0, 0.0, 1.0);
+    ASSERT_EQ(with.size(), 1u);
+    EXPECT_TRUE(with[0].readings);
 
     pfarm::worker_session prefetch({.prefetch = true, .prefetch_lead = 0.5});
     prefetch.start();
-    r.work = {0, 4};
     prefetch.on_reply(r);
-    prefetch.on_boundary(prefetch.ask_at());  // the request ahead is out: the results wait for its reply
-    EXPECT_FALSE(prefetch.asks_when_done());
-    EXPECT_THROW(prefetch.on_chunk_done(1.0, 0.0, 1.0, true), pfarm::internal_error);
+    const auto ahead = prefetch.on_boundary(prefetch.ask_at());  // the request ahead is out
+    ASSERT_EQ(ahead.size(), 1u);
+    EXPECT_EQ(ahead[0].message.done.count, 0);
+    EXPECT_TRUE(prefetch.on_chunk_done(0.01, 0.0, 0.01).empty());  // the results wait for its reply (tasks short)
 }
 
 TEST_P(EveryTechnique, Deterministic) {

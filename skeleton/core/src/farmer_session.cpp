@@ -33,7 +33,7 @@ farmer_session::farmer_session(task_count tasks, int workers, std::unique_ptr<te
 }
 
 void farmer_session::not_settled() const {
-    throw internal_error("farmer session: a call before settle() after reply_first()");
+    throw internal_error("farmer session: a call before settle() after receive()");
 }
 
 void farmer_session::bad_worker(int worker) const {
@@ -53,22 +53,29 @@ void farmer_session::retire(int worker) {
     ++retired_count_;
 }
 
-const std::vector<farmer_action>& farmer_session::on_message(int worker, const request_message& m, double now,
-                                                             double arrived) {
+void farmer_session::stamp(double now, double arrived) {
     now_ = now;
     arrived_ = arrived < 0.0 ? now : arrived;
     timed_ = true;
+}
+
+void farmer_session::unstamped() {
+    if (!options_.clock) throw internal_error("farmer session: a message without a time needs options.clock");
+    timed_ = false;
+}
+
+const std::vector<farmer_action>& farmer_session::on_message(int worker, const request_message& m, double now,
+                                                             double arrived) {
+    stamp(now, arrived);
     return handle(worker, m);
 }
 
 const std::vector<farmer_action>& farmer_session::on_message(int worker, const request_message& m) {
-    if (!options_.clock) throw internal_error("farmer session: on_message without a time needs options.clock");
-    timed_ = false;
+    unstamped();
     return handle(worker, m);
 }
 
 bool farmer_session::answers_first(int worker, const request_message& m) const {
-    if (!options_.clock) throw internal_error("farmer session: reply_first needs options.clock");
     check(worker);
     const auto& w = workers_[static_cast<std::size_t>(worker)];
     return replies_first_ && m.what == request_message::kind::ask && m.done.count > 0 && !m.has_sample && !aborting_ &&
@@ -76,30 +83,38 @@ bool farmer_session::answers_first(int worker, const request_message& m) const {
 }
 
 void farmer_session::begin_settling(int worker, const request_message& m) {
-    timed_ = false;
     actions_.clear();
     settling_ = worker;
     settling_message_ = &m;
 }
 
-chunk farmer_session::reply_known(int worker, const request_message& m) {
-    if (!answers_first(worker, m)) return {};
-    const chunk c = farmer_.upcoming(worker);  // known without the technique: the request in settle()
-    if (c.count == 0) return {};
-    begin_settling(worker, m);
-    settling_sent_ = c;
-    return c;  // not awaiting, as answer() leaves it after an assign
+reply_message farmer_session::upcoming(int worker) const {
+    check(worker);
+    reply_message r = reply(reply_message::kind::assign);
+    r.work = farmer_.upcoming(worker);
+    return r;
 }
 
-const std::vector<farmer_action>& farmer_session::reply_first(int worker, const request_message& m) {
-    if (!answers_first(worker, m)) {
-        on_message(worker, m);
-        settling_message_ = nullptr;  // settled already
+const std::vector<farmer_action>& farmer_session::receive(int worker, const request_message& m, double now,
+                                                          double arrived) {
+    stamp(now, arrived);
+    return receive_at(worker, m);
+}
+
+const std::vector<farmer_action>& farmer_session::receive(int worker, const request_message& m) {
+    unstamped();
+    return receive_at(worker, m);
+}
+
+const std::vector<farmer_action>& farmer_session::receive_at(int worker, const request_message& m) {
+    if (!answers_first(worker, m)) {  // all of it now: settle() has nothing left
+        handle(worker, m);
+        settling_message_ = nullptr;
         settling_ = worker;
         return actions_;
     }
     begin_settling(worker, m);
-    if (const chunk c = farmer_.upcoming(worker); c.count > 0) {  // reply_known()'s case, the reply an action
+    if (const chunk c = farmer_.upcoming(worker); c.count > 0) {  // the reply only: the farmer decides in settle()
         reply_message r = reply(reply_message::kind::assign);
         r.work = c;
         send(worker, r);
@@ -113,7 +128,7 @@ const std::vector<farmer_action>& farmer_session::reply_first(int worker, const 
 }
 
 const std::vector<farmer_action>& farmer_session::settle() {
-    if (settling_ < 0) throw internal_error("farmer session: settle() without reply_first()");
+    if (settling_ < 0) throw internal_error("farmer session: settle() without receive()");
     const int worker = settling_;
     const request_message* m = settling_message_;
     settling_ = -1;
@@ -128,7 +143,7 @@ const std::vector<farmer_action>& farmer_session::settle() {
                                  std::to_string(sent.first) + ", +" + std::to_string(sent.count) +
                                  ") ahead of the farmer's decision, which differs");
         answer(worker, d, true);
-        actions_.clear();  // the reply it adds went at reply_first()
+        actions_.clear();  // the reply it adds went at receive()
     }
     accept(worker, *m);
     // A stop answered before its last results were accepted: it holds nothing now (answer() retires at once otherwise).
@@ -343,8 +358,7 @@ double farmer_session::straggler_deadline() const {
 const std::vector<farmer_action>& farmer_session::on_timer(double now) {
     if (settling_ >= 0) not_settled();
     actions_.clear();
-    now_ = arrived_ = now;
-    timed_ = true;
+    stamp(now, now);
     timer_at_ = now;
     if (!aborting_ && farmer_.stragglers()) reask_parked();
     return actions_;
@@ -457,8 +471,7 @@ void farmer_session::reask_pool() {
 const std::vector<farmer_action>& farmer_session::add_tasks(chunk range, double now) {
     if (settling_ >= 0) not_settled();
     actions_.clear();
-    now_ = arrived_ = now;
-    timed_ = true;
+    stamp(now, now);
     farmer_.add_tasks(range);
     if (!aborting_) reask_pool();  // a calibration task or a chunk for those that found the pool empty
     return actions_;
@@ -467,8 +480,7 @@ const std::vector<farmer_action>& farmer_session::add_tasks(chunk range, double 
 const std::vector<farmer_action>& farmer_session::close_pool(double now) {
     if (settling_ >= 0) not_settled();
     actions_.clear();
-    now_ = arrived_ = now;
-    timed_ = true;
+    stamp(now, now);
     farmer_.close_pool();
     if (!aborting_) reask_pool();  // those still waiting are stopped, or take tasks back
     return actions_;

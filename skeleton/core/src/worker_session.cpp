@@ -175,23 +175,25 @@ worker_session::actions worker_session::on_reply(const reply_message& r) {
     return {slots_.data(), used_};
 }
 
-worker_session::actions worker_session::on_chunk_done(double seconds, double started, double finished, bool sent) {
+worker_session::actions worker_session::on_chunk_done(double seconds, double started, double finished) {
     used_ = 0;
-    if (!computing_) throw internal_error("worker session: a chunk ended that was not being computed");
-    if (sent && !asks_when_done())
-        throw internal_error("worker session: the driver sent a plain request for a chunk whose request was not that");
+    if (!computing_) [[unlikely]]
+        throw internal_error("worker session: a chunk ended that was not being computed");
     computing_ = false;
     ask_at_ = -1;  // not reached (a chunk shrunk by a reclaim): the results go with a plain request
     seconds_ = seconds, started_ = started, finished_ = finished;
+    if (ahead_count_ == 0 && !out_) [[likely]] {  // the plain ask with the chunk's results: the round trip's path
+        ask(request_message::kind::ask, true);
+        wanted_ = false;
+        if (prefetching_ && current_.count > 0 && !current_calibration_)
+            seconds_per_task_ = seconds / static_cast<double>(current_.count);
+        return {slots_.data(), used_};
+    }
     // The pace that plans asking ahead (plan_ask, merge_expected): read only when prefetching.
     if (prefetching_ && current_.count > 0 && !current_calibration_)
         seconds_per_task_ = seconds / static_cast<double>(current_.count);
     if (ahead_count_ > 0) {
         advance(pop_ahead());
-    } else if (!out_) {
-        if (sent) holds_results_ = false;  // request first: the driver sent this ask already
-        else ask(request_message::kind::ask, true);
-        wanted_ = false;
     } else if (options_.results_early && !driver_asks_ && !merge_expected()) {
         // The reply asked ahead has not come, and the request after it would not go at once (tasks long against
         // prefetch_lead): nothing is to be gained by holding the results for it, so they go now, while the farmer
@@ -200,13 +202,6 @@ worker_session::actions worker_session::on_chunk_done(double seconds, double sta
         ask(request_message::kind::results, true);
     }  // else advance() when the reply comes: the results may go with the next request
     return {slots_.data(), used_};
-}
-
-worker_session::actions worker_session::on_computed(const reply_message& r, double seconds, double started, double finished) {
-    if (!computes_at_once(r))
-        throw internal_error("worker session: a reply computed at once that was not to be computed at once");
-    on_reply(r);  // its compute action was carried out already
-    return on_chunk_done(seconds, started, finished, true);
 }
 
 bool worker_session::merge_expected() const {

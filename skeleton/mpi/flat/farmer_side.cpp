@@ -111,12 +111,6 @@ private:
     void handle(const received_message& m) {
         try {
             const int rank = m.source;
-            // The reply goes before the results are accounted where it cannot depend on them (reply first: the
-            // session's rule). With the upcoming assign written ahead, the session says from the request's kind and
-            // chunk alone whether it is the reply (reply_known), and it goes before the rest is read.
-            decode_head(m.data, message_);
-            const chunk known = written_ahead_.count > 0 ? session_.reply_known(rank - first_worker_rank_, message_) : chunk{};
-            if (known.count > 0) send_assign(rank, known);
             request_header h;
             std::memcpy(&h, m.data, sizeof h);
             decode(h, offsets_[static_cast<std::size_t>(rank)], message_);
@@ -138,10 +132,11 @@ private:
                     payloads_.receive_in_place(out_ + static_cast<std::size_t>(h.first) * kernel_.out_bytes, bytes, rank, comm_);
             }
             if (message_.what == request_message::kind::ask) ++report_.farmer_requests;
-            if (known.count == 0) perform(session_.reply_first(rank - first_worker_rank_, message_));  // it reads the clock if it must
+            // The replies that may go before the results are accounted go first (the session's rule), the rest after.
+            perform(session_.receive(rank - first_worker_rank_, message_));  // it reads the clock if it must
             perform(session_.settle());
             following_ = nullptr;
-            write_ahead(session_.decisions().upcoming(rank - first_worker_rank_));
+            write_ahead(session_.upcoming(rank - first_worker_rank_));
             serve_own();
             if (!payloads_.empty()) payloads_.complete(false, [this](const auto& p) { deliver_following(p); });
         } catch (...) {
@@ -218,20 +213,12 @@ private:
         return payload > 0 ? reply_payload_offset + payload : sizeof h;
     }
 
-    /// While the farmer waits: the assign of chunk `c` (the session's farmer::upcoming, which the next request is
-    /// sent as it comes: farmer_session::reply_first) written into send_ ahead, so that its send only sends it.
-    void write_ahead(chunk c) {
-        if (c.count == 0 || c == written_ahead_) return;
-        reply_message r;
-        r.work = c;
+    /// While the farmer waits: the assign the next request will get when the session knows it already
+    /// (farmer_session::upcoming), written into send_ ahead, so that its send only sends it.
+    void write_ahead(const reply_message& r) {
+        if (r.work.count == 0 || r.work == written_ahead_) return;
         written_ahead_bytes_ = encode_into_send(r);
-        written_ahead_ = written_ahead_bytes_ > 0 ? c : chunk{};
-    }
-
-    void send_assign(int rank, chunk c) {
-        reply_message r;
-        r.work = c;
-        send(rank, r);
+        written_ahead_ = written_ahead_bytes_ > 0 ? r.work : chunk{};
     }
 
     /// A reply with its inputs; inputs too large to travel in it follow, sent from in_ without blocking.

@@ -70,15 +70,6 @@ private:
         std::memcpy(&h, reply_.data(), sizeof h);
         const reply_message r = decode(h);
         const bool own_inputs = r.what == reply_message::kind::assign && inputs_travel_;
-        if (!listen_ && session_.computes_at_once(r)) {
-            // Compute first: its inputs are read where they arrived (in the reply, or received into slot 0); nothing
-            // else is held, and the next reply is received once this chunk's request has gone.
-            const std::byte* inputs = in_ + static_cast<std::size_t>(r.work.first) * kernel_.in_bytes;
-            if (own_inputs) inputs = h.inputs_follow ? receive_inputs(0, r.work) : reply_.data() + reply_payload_offset;
-            if (emulated_) compute(&r, inputs);
-            else compute_at_once(r, inputs);
-            return;
-        }
         if (own_inputs) {
             const int i = free_slot();
             if (h.inputs_follow) {
@@ -198,21 +189,19 @@ private:
     }
 
     /// Computes the session's current chunk into results_ (its payload), answering reclaims between tasks, paying
-    /// emulated slowdown, asking ahead (prefetch). Compute first where one of those applies (`at_once`: a reply for
-    /// which worker_session::computes_at_once held, not handed to the session yet, its inputs at `at_once_inputs`):
-    /// its chunk, the session told once its request has gone (end_chunk).
-    void compute(const reply_message* at_once = nullptr, const std::byte* at_once_inputs = nullptr) {
-        const chunk c = at_once ? at_once->work : session_.current();
+    /// emulated slowdown, asking ahead (prefetch); compute_plain() where none of those applies.
+    void compute() {
+        if (!listen_ && !emulated_ && session_.ask_at() < 0) return compute_plain();
+        const chunk c = session_.current();
         chunk_results& results = start_chunk(c);
-        const std::byte* inputs = at_once ? at_once_inputs : inputs_of(c);
+        const std::byte* inputs = inputs_of(c);
         started_ = clock();
         double owed = 0.0;  // emulated slowdown: sleep owed, paid in slices of >= 1 ms
         // The chunk's end moves only when a reclaim takes tasks back, which needs listening.
-        for (task_count task = c.first; task < (listen_ ? session_.current().first + session_.current().count : c.first + c.count);
-             ++task) {
+        for (task_count task = c.first; task < session_.current().first + session_.current().count; ++task) {
             const auto i = static_cast<std::size_t>(task - c.first);
             const double task_start = emulated_ ? clock() : 0.0;
-            if (!run_task(results, task, i, inputs, at_once)) return;
+            if (!run_task(results, task, i, inputs)) return;
             if (emulated_) {
                 owed += setup_.emulated.owed(rank_, task_start, clock() - task_start);
                 if (owed >= 1e-3) sleep_for(owed), owed = 0.0;
@@ -220,7 +209,7 @@ private:
             // Results sent ahead move only while this rank is in MPI where there is no single-copy transport: a
             // test per task keeps them going while it computes (the farmer receives them without waiting).
             if (sending_[0] != MPI_REQUEST_NULL || sending_[1] != MPI_REQUEST_NULL) progress_sends();
-            if (!at_once && task + 1 == session_.ask_at()) perform(session_.on_boundary(task + 1));  // prefetch: ask ahead now
+            if (task + 1 == session_.ask_at()) perform(session_.on_boundary(task + 1));  // prefetch: ask ahead now
             // Between two tasks: a reclaim, or a cancel (stragglers), may come.
             if (listen_ && task + 1 < session_.current().first + session_.current().count) {
                 answer_messages(task + 1);  // one MPI_Iprobe per task
@@ -229,21 +218,21 @@ private:
             }
         }
         if (owed > 0.0) sleep_for(owed);
-        end_chunk(at_once ? c : session_.current(), at_once);
+        end_chunk(session_.current());
     }
 
-    /// Compute first where nothing happens between two tasks (no reclaim, no stragglers, no emulated slowdown): the
-    /// chunk of reply `r` computed from `inputs`, its plain ask sent, the session told after. compute() does the same
-    /// with those; this is the round trip's path, kept apart so that it stays short (docs/performance.md).
-    void compute_at_once(const reply_message& r, const std::byte* inputs) {
-        const chunk c = r.work;
+    /// compute() where nothing happens between two tasks (no reclaim, no stragglers, no emulated slowdown, nothing to
+    /// ask ahead): the round trip's path, kept apart so that it stays short (docs/performance.md).
+    void compute_plain() {
+        const chunk c = session_.current();
         chunk_results& results = start_chunk(c);
+        const std::byte* inputs = inputs_of(c);
         started_ = clock();
         for (task_count i = 0; i < c.count; ++i) {
-            if (!run_task(results, c.first + i, static_cast<std::size_t>(i), inputs, &r)) return;
+            if (!run_task(results, c.first + i, static_cast<std::size_t>(i), inputs)) return;
             if (sending_[0] != MPI_REQUEST_NULL || sending_[1] != MPI_REQUEST_NULL) progress_sends();
         }
-        end_chunk(c, &r);
+        end_chunk(c);
     }
 
     /// The results buffer for chunk `c`, ready (its results of two chunks ago, if still on their way, waited for).
@@ -255,41 +244,29 @@ private:
         return results;
     }
 
-    /// Runs task `task`, the chunk's `i`-th, on its input in `inputs`. A task that throws fails the farm (the session
-    /// told of `at_once` first: it was computing that chunk) and false is returned.
-    bool run_task(chunk_results& results, task_count task, std::size_t i, const std::byte* inputs,
-                  const reply_message* at_once) {
+    /// Runs task `task`, the chunk's `i`-th, on its input in `inputs`. A task that throws fails the farm, and false is
+    /// returned.
+    bool run_task(chunk_results& results, task_count task, std::size_t i, const std::byte* inputs) {
         try {
             results.run(task, static_cast<task_count>(i), inputs + i * kernel_.in_bytes);
             return true;
         } catch (const std::exception& e) {
-            task_failed(task, e.what(), at_once);
+            task_failed(task, e.what());
         } catch (...) {
-            task_failed(task, "unknown exception", at_once);
+            task_failed(task, "unknown exception");
         }
         return false;
     }
 
     /// A task of the chunk threw: the farm fails. Out of line, off the task loop.
-    [[gnu::noinline]] void task_failed(task_count task, const char* what, const reply_message* at_once) {
-        if (at_once) session_.on_reply(*at_once);
-        perform(session_.on_failure(task, what));
-    }
+    [[gnu::noinline]] void task_failed(task_count task, const char* what) { perform(session_.on_failure(task, what)); }
 
-    /// Chunk `done` has been computed (started_ is when it started): its request goes, with the session's accounting
-    /// after it where the request is the plain ask (request first, compute first: `at_once` as in compute()).
-    [[gnu::always_inline]] void end_chunk(chunk done, const reply_message* at_once) {
+    /// Chunk `done` has been computed (started_ is when it started): the session's request goes, then the report's
+    /// counts.
+    [[gnu::always_inline]] void end_chunk(chunk done) {
         const double finished = clock();
         const double busy = finished - started_;
-        if (at_once || session_.asks_when_done()) {  // the plain ask goes now, the session accounts after
-            plain_ask_.done = done;
-            plain_ask_.seconds = busy, plain_ask_.started = started_, plain_ask_.finished = finished;
-            send(plain_ask_, false, false);
-            perform(at_once ? session_.on_computed(*at_once, busy, started_, finished)
-                            : session_.on_chunk_done(busy, started_, finished, true));
-        } else {
-            perform(session_.on_chunk_done(busy, started_, finished));
-        }
+        perform(session_.on_chunk_done(busy, started_, finished));
         const auto q = static_cast<std::size_t>(rank_);  // the report's counts, once the request has gone
         report_.tasks_per_rank[q] += done.count;
         report_.chunks_per_rank[q].push_back(done.count);
@@ -322,7 +299,6 @@ private:
     double t0_;
     sampler& monitors_;
     request_header header_;  ///< a request whose header goes alone (send())
-    request_message plain_ask_;  ///< request first: the plain ask after a chunk (worker_session::asks_when_done)
     worker_session session_;
     farm_report report_;
     wire_buffer reply_;               ///< the farmer's reply being handled

@@ -92,21 +92,6 @@ inline request_header encode(const request_message& m) {
     return h;
 }
 
-/// The fields of a request's header that say what it is: its kind, its chunk, whether readings travel. All that
-/// farmer_session::reply_known reads, so that the MPI farmer's reply may go before the rest is decoded (decode()).
-inline void decode_head(const std::byte* header, request_message& m) {
-    std::int32_t kind = 0;
-    std::int64_t first = 0, count = 0;
-    std::uint32_t present = 0;
-    std::memcpy(&kind, header + offsetof(request_header, kind), sizeof kind);
-    std::memcpy(&first, header + offsetof(request_header, first), sizeof first);
-    std::memcpy(&count, header + offsetof(request_header, count), sizeof count);
-    std::memcpy(&present, header + offsetof(request_header, sample) + offsetof(wire_sample, present), sizeof present);
-    m.what = static_cast<request_message::kind>(kind);
-    m.done = {first, count};
-    m.has_sample = present != 0;
-}
-
 /// Decodes `h` into `m` (its text, if any, is the caller's); `offset` = worker clock - farmer clock.
 inline void decode(const request_header& h, double offset, request_message& m) {
     m.what = static_cast<request_message::kind>(h.kind);

@@ -9,12 +9,15 @@
 // chunk records. A driver (MPI engine, simulator, round robin, tests) only moves messages and keeps time:
 //
 //   farmer_session s(tasks, workers, make_technique(...), {.prefetch = ..., .reclaim = ...});
-//   for each message m from worker w:  for (auto& a : s.on_message(w, m, now)) perform(a);
+//   for each message m from worker w:  perform(s.receive(w, m, now));  perform(s.settle());
 //   if the farmer itself fails:        for (auto& a : s.abort(what)) perform(a);
 //   the farm is over when              s.over()   (every worker retired)
-// A driver on the critical path of a worker's round trip (the MPI farmer) may hand a message over in two steps,
-// reply_first(w, m) then settle(), and send the first step's replies in between: the results are then accounted
-// after the reply has gone, where the reply cannot depend on them.
+// A message is received in two phases: receive() returns the replies that may go at once, settle() the rest (the
+// results to store, and what depends on them). Where a reply cannot depend on the message's results the session
+// answers first and accounts the results in settle(), after the reply has gone; otherwise receive() does it all and
+// settle() returns nothing. The decisions are the same either way, and a driver performs the actions of both in
+// order. on_message() is receive() and settle() in one call, for a driver that sends nothing in between (a simulator,
+// a test).
 //
 // Actions, in order (a driver may store the results after sending the replies of the same call, as the MPI
 // engine does to keep storing off the workers' critical path):
@@ -95,33 +98,28 @@ public:
     farmer_session(task_count tasks, int workers, std::unique_ptr<technique> policy,
                    const farmer_session_options& options = {});
 
-    /// Worker `worker`'s message `m` is handled at `now` (the driver's clock, seconds, non-decreasing); it
-    /// reached the farmer at `arrived` (<= now; default now), which dates its results. The actions stay
-    /// valid until the next call.
+    /// Worker `worker`'s message `m`, first phase: the replies that go at once. It is handled at `now` (the driver's
+    /// clock, seconds, non-decreasing) and reached the farmer at `arrived` (<= now; default now), which dates its
+    /// results. settle() follows before any other call but abort(), which drops what was left to settle; `m` must stay
+    /// valid until then. The actions stay valid until the next call.
+    /// The fast path: a request with results and no readings, from a worker holding that one chunk, past calibration,
+    /// without reclaim, stragglers or a pool, and a technique whose chunk sizes read no measured time (technique.hpp:
+    /// claim_form not none) is answered before its results are accounted (settle() accounts them). Where the farmer
+    /// knows the chunk without asking the technique (upcoming(): a constant chunk size, as ss and css have), receive()
+    /// only sends it, and settle() makes the request (checked to decide that chunk), then accepts the results.
+    const std::vector<farmer_action>& receive(int worker, const request_message& m, double now, double arrived = -1.0);
+    /// The same, the time read from options.clock only where it is needed (handled as it arrives): off the fast path.
+    const std::vector<farmer_action>& receive(int worker, const request_message& m);
+    /// Second phase of receive(): the results to deliver, and what depends on them (none where receive() did it all).
+    const std::vector<farmer_action>& settle();
+    /// receive() and settle() in one call, the deliveries before the replies.
     const std::vector<farmer_action>& on_message(int worker, const request_message& m, double now,
                                                  double arrived = -1.0);
-    /// The same, the time read from options.clock only where it is needed (handled as it arrives).
     const std::vector<farmer_action>& on_message(int worker, const request_message& m);
-    /// on_message(worker, m) in two steps, for a driver that sends the replies in between: the actions returned are
-    /// the replies, to send at once, and settle() returns the rest (the results to deliver). Where the reply cannot
-    /// depend on the message's results, they are accounted in settle(), once the reply has gone: a request with
-    /// results and no readings, from a worker holding that one chunk, past calibration, without reclaim, stragglers
-    /// or a pool, and a technique whose chunk sizes read no measured time (technique.hpp: claim_form not none, so
-    /// that answering before its completed() changes nothing). Otherwise it is on_message, and settle() returns no
-    /// action. The decisions are on_message's either way. settle() comes before any other call but abort(), which
-    /// drops what was left to settle; `m` must stay valid until then. The clock is read as by on_message without a time.
-    /// Where the farmer knows the chunk without asking the technique (farmer::upcoming: a constant chunk size, as ss
-    /// and css have), reply_first() only sends it, and settle() makes the request (checked to decide that chunk), then
-    /// accepts the results: the hand-out's bookkeeping, and its clock read when records are kept, are off the path too.
-    /// Measured in docs/performance.md ("Reply first", "The chunk known ahead").
-    const std::vector<farmer_action>& reply_first(int worker, const request_message& m);
-    /// reply_first() where its reply is only the chunk known ahead: returns that chunk, for the driver to send as an
-    /// assign (settle() follows as after reply_first), without building the actions; a count of 0 otherwise, with
-    /// nothing changed (call reply_first). For a driver that holds the upcoming assign ready to send (the MPI farmer
-    /// writes it while it waits: docs/performance.md); reply_first() is this, with the reply as an action. It reads
-    /// only m.what, m.done and m.has_sample: the driver may fill in the rest of m after it, before settle().
-    chunk reply_known(int worker, const request_message& m);
-    const std::vector<farmer_action>& settle();
+    /// The assign the next plain request of `worker` will get when the farmer knows it without asking the technique
+    /// (farmer::upcoming); an assign of no tasks otherwise. A driver may encode it while it waits, so that receive()'s
+    /// reply, when it is that assign, only needs sending.
+    reply_message upcoming(int worker) const;
     /// The farmer itself failed (an exception while handling a message): every worker is stopped with abort.
     const std::vector<farmer_action>& abort(const std::string& why);
     /// Stragglers: when the driver must call on_timer() if no message comes before (infinity: no need). Workers
@@ -171,12 +169,15 @@ private:
     };
 
     const std::vector<farmer_action>& handle(int worker, const request_message& m);
+    void stamp(double now, double arrived);  ///< the event being handled happens at `now` (arrived: < 0 for now)
+    void unstamped();  ///< its time is read from options.clock if it is needed
     double now();      ///< the time of the message being handled (read from the clock at most once)
     double arrival();  ///< when it reached the farmer
     const worker_state& state(int worker) const;
-    /// reply_first()'s rule: whether worker's message m may be answered before its results are accounted.
+    /// receive()'s fast path: whether worker's message m may be answered before its results are accounted.
     bool answers_first(int worker, const request_message& m) const;
-    void begin_settling(int worker, const request_message& m);  ///< reply_first() answers; settle() follows
+    const std::vector<farmer_action>& receive_at(int worker, const request_message& m);  ///< receive() once timed_ is set
+    void begin_settling(int worker, const request_message& m);  ///< receive() answers first; settle() follows
     double straggler_deadline() const;  ///< deadline() with stragglers
     void check(int worker) const {
         if (worker < 0 || worker >= workers()) [[unlikely]] bad_worker(worker);
@@ -210,10 +211,10 @@ private:
     double last_result_ = 0.0, calibration_end_ = 0.0;
     double now_ = 0.0, arrived_ = 0.0;  ///< the message being handled: its times, once known
     bool timed_ = false;                ///< now_ and arrived_ are known
-    bool replies_first_ = false;        ///< reply_first() may answer before accepting: its technique reads no measured time
-    int settling_ = -1;                 ///< reply_first() answered this worker; settle() accepts its results
+    bool replies_first_ = false;        ///< receive() may answer before accepting: its technique reads no measured time
+    int settling_ = -1;                 ///< receive() took this worker's message; settle() is due
     const request_message* settling_message_ = nullptr;
-    chunk settling_sent_;               ///< reply_first() sent this chunk before the farmer decided it (farmer::upcoming)
+    chunk settling_sent_;               ///< receive() sent this chunk before the farmer decided it (farmer::upcoming)
     double timer_at_ = -std::numeric_limits<double>::infinity();  ///< the last on_timer()
 };
 

@@ -9,11 +9,6 @@
 //   perform(s.start());                                  // the first request
 //   on a reply r (not a reclaim):  perform(s.on_reply(r));
 //   the chunk computed ended:      perform(s.on_chunk_done(seconds, started, finished));
-//                                  (or, when s.asks_when_done(): send that ask with the chunk's results at once,
-//                                  then perform(s.on_chunk_done(seconds, started, finished, true)))
-//   compute first, a reply r for which s.computes_at_once(r) (a driver that does nothing between two tasks):
-//                                  compute r's chunk, send the plain ask with its results, then
-//                                  perform(s.on_computed(r, seconds, started, finished))
 //   a reclaim r, between two tasks of the chunk computed (`next_task` the first not started, `seconds_per_task`
 //   measured on it so far, 0: none finished), or at once when computing nothing:
 //                                  perform(s.on_reclaim(r, next_task, seconds_per_task));
@@ -95,32 +90,10 @@ public:
     actions start();
     /// A reply other than reclaim (those go to on_reclaim).
     actions on_reply(const reply_message& r);
-    /// The chunk being computed ended after `seconds` of compute time, between `started` and `finished`.
-    /// `sent`: the driver has sent the request that asks_when_done() announced, and this call only accounts for it
-    /// (it returns no send; internal_error if that request was not the one due).
-    actions on_chunk_done(double seconds, double started, double finished, bool sent = false);
-    /// Request first: whether the request on_chunk_done() would send for the chunk being computed, were it to end
-    /// now, is a plain `ask` with the chunk's results and no readings (nothing asked ahead, no reply ahead). A driver
-    /// may then send that request (current(), the chunk's times) as soon as the chunk ends, and call on_chunk_done
-    /// with `sent` after: the session's accounting leaves the round trip. Ask it when the chunk has ended.
-    bool asks_when_done() const noexcept {
-        return computing_ && !failed_ && ahead_count_ == 0 && !out_ && !options_.readings_each &&
-               !(current_calibration_ && options_.readings_calibration);
-    }
-    /// Compute first: whether on_reply(r) would only start computing r's chunk (an assign with nothing held, nothing
-    /// asked ahead, no prefetch) and the request after that chunk will be the plain ask (asks_when_done: no readings).
-    /// A driver that computes nothing between two tasks (no reclaim, no stragglers) may then compute the chunk at once,
-    /// send that ask, and call on_computed() after: the session's accounting of both leaves the round trip.
-    bool computes_at_once(const reply_message& r) const noexcept {
-        return r.what == reply_message::kind::assign && !ended_ && !failed_ && !computing_ && !holds_results_ &&
-               ahead_count_ == 0 && !out_ && !prefetching_ && !options_.readings_each &&
-               !(r.calibration && options_.readings_calibration);
-    }
-    /// Reply `r`, for which computes_at_once(r) held, was computed at once (the chunk took `seconds`, between `started`
-    /// and `finished`) and the plain ask after it sent: on_reply(r) then on_chunk_done(..., true) in one call. Returns
-    /// no send (internal_error if computes_at_once(r) did not hold). A task of it that threw: on_reply(r) first, then
-    /// on_failure().
-    actions on_computed(const reply_message& r, double seconds, double started, double finished);
+    /// The chunk being computed ended after `seconds` of compute time, between `started` and `finished`. The request
+    /// after it comes first among the actions, built from the chunk's times (the plain ask with its results, on the
+    /// round trip's path, is the first thing decided); the session's own accounting follows it in the same call.
+    actions on_chunk_done(double seconds, double started, double finished);
     actions on_reclaim(const reply_message& r, task_count next_task, double seconds_per_task);
     actions on_failure(task_count task, const std::string& what);
     /// The chunk computed reached task `next_task` (>= ask_at()): the request ahead goes now.
