@@ -136,7 +136,7 @@ void worker_session::advance(const reply_message& r) {
     }
 }
 
-worker_session::actions worker_session::on_reply(const reply_message& r) {
+worker_session::actions worker_session::on_reply_slow(const reply_message& r) {
     used_ = 0;
     if (r.what == reply_message::kind::cancel) {
         cancel(r.work);
@@ -175,20 +175,12 @@ worker_session::actions worker_session::on_reply(const reply_message& r) {
     return {slots_.data(), used_};
 }
 
-worker_session::actions worker_session::on_chunk_done(double seconds, double started, double finished) {
+worker_session::actions worker_session::on_chunk_done_slow(double seconds, double started, double finished) {
     used_ = 0;
-    if (!computing_) [[unlikely]]
-        throw internal_error("worker session: a chunk ended that was not being computed");
+    if (!computing_) throw internal_error("worker session: a chunk ended that was not being computed");
     computing_ = false;
     ask_at_ = -1;  // not reached (a chunk shrunk by a reclaim): the results go with a plain request
     seconds_ = seconds, started_ = started, finished_ = finished;
-    if (ahead_count_ == 0 && !out_) [[likely]] {  // the plain ask with the chunk's results: the round trip's path
-        ask(request_message::kind::ask, true);
-        wanted_ = false;
-        if (prefetching_ && current_.count > 0 && !current_calibration_)
-            seconds_per_task_ = seconds / static_cast<double>(current_.count);
-        return {slots_.data(), used_};
-    }
     // The pace that plans asking ahead (plan_ask, merge_expected): read only when prefetching.
     if (prefetching_ && current_.count > 0 && !current_calibration_)
         seconds_per_task_ = seconds / static_cast<double>(current_.count);

@@ -70,6 +70,17 @@ private:
         std::memcpy(&h, reply_.data(), sizeof h);
         const reply_message r = decode(h);
         const bool own_inputs = r.what == reply_message::kind::assign && inputs_travel_;
+        if (plain_ && r.what == reply_message::kind::assign && !session_.computing()) {
+            // Nothing happens between two tasks and nothing is held: the chunk is computed now, its inputs read where
+            // they arrived (in the reply, or received into slot 0), and the next reply is received once its request
+            // has gone.
+            perform(session_.on_reply(r));
+            if (!session_.computing()) return;
+            const std::byte* inputs = in_ + static_cast<std::size_t>(r.work.first) * kernel_.in_bytes;
+            if (own_inputs) inputs = h.inputs_follow ? receive_inputs(0, r.work) : reply_.data() + reply_payload_offset;
+            compute_plain(inputs);
+            return;
+        }
         if (own_inputs) {
             const int i = free_slot();
             if (h.inputs_follow) {
@@ -189,9 +200,8 @@ private:
     }
 
     /// Computes the session's current chunk into results_ (its payload), answering reclaims between tasks, paying
-    /// emulated slowdown, asking ahead (prefetch); compute_plain() where none of those applies.
+    /// emulated slowdown, asking ahead (prefetch).
     void compute() {
-        if (!listen_ && !emulated_ && session_.ask_at() < 0) return compute_plain();
         const chunk c = session_.current();
         chunk_results& results = start_chunk(c);
         const std::byte* inputs = inputs_of(c);
@@ -221,12 +231,11 @@ private:
         end_chunk(session_.current());
     }
 
-    /// compute() where nothing happens between two tasks (no reclaim, no stragglers, no emulated slowdown, nothing to
-    /// ask ahead): the round trip's path, kept apart so that it stays short (docs/performance.md).
-    void compute_plain() {
+    /// compute() where nothing happens between two tasks (plain_), from `inputs`: the round trip's path, kept apart so
+    /// that it stays short (docs/performance.md).
+    void compute_plain(const std::byte* inputs) {
         const chunk c = session_.current();
         chunk_results& results = start_chunk(c);
-        const std::byte* inputs = inputs_of(c);
         started_ = clock();
         for (task_count i = 0; i < c.count; ++i) {
             if (!run_task(results, c.first + i, static_cast<std::size_t>(i), inputs)) return;
@@ -312,6 +321,9 @@ private:
     double started_ = 0.0;
     const bool listen_ = setup_.config.reclaim != 0 || setup_.config.stragglers != 0;  ///< reads the farmer's messages between two tasks (a reclaim, a cancel may come)
     const bool emulated_ = setup_.emulated.active();  ///< pays emulated slowdown per task
+    /// Nothing happens between two tasks (no reclaim, no stragglers, no emulated slowdown, no prefetch): a chunk is
+    /// computed as its reply comes (compute_plain).
+    const bool plain_ = !listen_ && !emulated_ && setup_.config.prefetch == 0;
     const bool inputs_travel_ = !setup_.config.replicated && kernel_.in_bytes > 0;  ///< an assign carries its inputs
 };
 

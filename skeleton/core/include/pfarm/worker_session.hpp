@@ -89,11 +89,46 @@ public:
 
     actions start();
     /// A reply other than reclaim (those go to on_reclaim).
-    actions on_reply(const reply_message& r);
+    actions on_reply(const reply_message& r) {
+        if (r.what == reply_message::kind::assign && plain_idle()) [[likely]] {
+            // A chunk to compute with nothing else in hand and nothing to ask ahead: the round trip's path (inline).
+            current_ = r.work;
+            current_calibration_ = r.calibration;
+            computing_ = holds_results_ = true;
+            ask_at_ = -1;
+            worker_action& a = slots_[0];
+            a.what = worker_action::kind::compute;
+            a.work = r.work;
+            used_ = 1;
+            return {slots_.data(), used_};
+        }
+        return on_reply_slow(r);
+    }
     /// The chunk being computed ended after `seconds` of compute time, between `started` and `finished`. The request
     /// after it comes first among the actions, built from the chunk's times (the plain ask with its results, on the
     /// round trip's path, is the first thing decided); the session's own accounting follows it in the same call.
-    actions on_chunk_done(double seconds, double started, double finished);
+    actions on_chunk_done(double seconds, double started, double finished) {
+        if (computing_ && ahead_count_ == 0 && !out_) [[likely]] {  // the plain ask with the chunk's results (inline)
+            worker_action& a = slots_[0];
+            a.what = worker_action::kind::send;
+            a.message.what = request_message::kind::ask;
+            a.message.done = current_;
+            a.message.seconds = seconds, a.message.started = started, a.message.finished = finished;
+            a.message.has_sample = false;
+            a.message.failed_task = -1;
+            if (!a.message.text.empty()) [[unlikely]] a.message.text.clear();
+            a.calibration = current_calibration_;
+            a.readings = options_.readings_each || (current_calibration_ && options_.readings_calibration);
+            used_ = 1;
+            computing_ = holds_results_ = wanted_ = false;
+            ask_at_ = -1;
+            seconds_ = seconds, started_ = started, finished_ = finished;
+            if (prefetching_ && current_.count > 0 && !current_calibration_)
+                seconds_per_task_ = seconds / static_cast<double>(current_.count);
+            return {slots_.data(), used_};
+        }
+        return on_chunk_done_slow(seconds, started, finished);
+    }
     actions on_reclaim(const reply_message& r, task_count next_task, double seconds_per_task);
     actions on_failure(task_count task, const std::string& what);
     /// The chunk computed reached task `next_task` (>= ask_at()): the request ahead goes now.
@@ -121,6 +156,13 @@ public:
     std::span<const reply_message> ahead() const noexcept { return {ahead_.data(), ahead_count_}; }
 
 private:
+    /// Nothing computed or held, nothing asked or received ahead, no prefetch, not failed or ended: an assign is only
+    /// computed.
+    bool plain_idle() const noexcept {
+        return !computing_ && !holds_results_ && !prefetching_ && ahead_count_ == 0 && !out_ && !failed_ && !ended_;
+    }
+    actions on_reply_slow(const reply_message& r);
+    actions on_chunk_done_slow(double seconds, double started, double finished);
     void ask(request_message::kind kind, bool with_results);
     void cancel(chunk c);
     void begin(const reply_message& r);
