@@ -50,11 +50,11 @@ std::vector<std::vector<pfarm::task_count>> calibrate(pfarm::farmer& f, std::vec
         for (std::size_t i = 0; i < w.size() && f.calibrating(); ++i) {
             if (done[i]) continue;
             const pfarm::decision d = f.request(static_cast<int>(i));
-            if (d.what != pfarm::decision::kind::assign) {
-                done[i] = true;  // calibrated: it waits for the barrier
+            if (d.what != pfarm::decision::kind::assign || !d.calibration) {
+                done[i] = true;  // calibrated: it waits for the barrier, or its request passed it (its first chunk)
+                if (d.what == pfarm::decision::kind::assign) f.complete(static_cast<int>(i), w[i].run(d.work.count));
                 continue;
             }
-            EXPECT_TRUE(d.calibration);
             sizes[i].push_back(d.work.count);
             f.complete(static_cast<int>(i), w[i].run(d.work.count));
         }
@@ -107,14 +107,15 @@ TEST(CalibrationSpan, SeesACpuQuotaThatOneShortTaskCannot) {
 }
 
 TEST(CalibrationSpan, TakesAtMostHalfTheLoop) {
-    // max(1, floor(100 / (2 x 2))) = 25 calibration tasks a worker at most, however short they are.
+    // 50 calibration tasks in all at most, however short they are; each worker takes them at its own pace.
     pfarm::farmer f(100, 2, pfarm::make_technique("dealdyn-sm", {}, 2), 1, 1, false, false, nullptr, 10.0);
     std::vector<quota_worker> w{{1e-3, 1.0}, {2e-3, 1.0}};
     const auto sizes = calibrate(f, w);
-    EXPECT_EQ(f.calibration_tasks(0), 25);
-    EXPECT_EQ(f.calibration_tasks(1), 25);
-    EXPECT_EQ(sizes[0], (std::vector<pfarm::task_count>{1, 2, 4, 8, 10}));  // the last: what is left to the cap
-    EXPECT_EQ(f.remaining(), 50);
+    EXPECT_EQ(f.calibration_tasks(0) + f.calibration_tasks(1), 50);
+    EXPECT_EQ(sizes[0], (std::vector<pfarm::task_count>{1, 2, 4, 8, 16}));
+    EXPECT_EQ(sizes[1], (std::vector<pfarm::task_count>{1, 2, 4, 8, 4}));  // the last: what the budget held
+    ASSERT_TRUE(f.calibration());
+    EXPECT_NEAR(f.calibration()->fitness[0], 2.0 / 3.0, 1e-12);
     // Fewer tasks than twice the workers: one each, as without a span.
     pfarm::farmer g(3, 2, pfarm::make_technique("dealdyn-sm", {}, 2), 1, 1, false, false, nullptr, 10.0);
     std::vector<quota_worker> v{{1e-3, 1.0}, {1e-3, 1.0}};

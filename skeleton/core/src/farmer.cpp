@@ -20,6 +20,17 @@ constexpr double min_seconds = 1e-9;
 double balanced_share(double victim_seconds, double thief_seconds) {
     return std::clamp(victim_seconds / (victim_seconds + thief_seconds), 1.0 / 3.0, 2.0 / 3.0);
 }
+
+/// Calibration tasks that may still go to a worker that has calibrated on some already (farmer.hpp "Calibration
+/// span"): `cap` in all, less the `handed` ones, less one kept for each of the first `calibrating` workers that has
+/// had none yet.
+template <class Workers>
+task_count calibration_budget(task_count cap, task_count handed, const Workers& workers, std::size_t calibrating) {
+    task_count unstarted = 0;
+    for (std::size_t v = 0; v < calibrating; ++v)
+        if (workers[v].calibration_tasks == 0 && workers[v].held == 0 && !workers[v].calibrated) ++unstarted;
+    return cap - handed - unstarted;
+}
 }  // namespace
 
 farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk,
@@ -56,8 +67,8 @@ farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy,
         calibration_pending_ = pool ? workers : static_cast<int>(std::min<task_count>(tasks, workers));
         calibration_times_.assign(static_cast<std::size_t>(calibration_pending_), 0.0);
         calibration_samples_.assign(static_cast<std::size_t>(calibration_pending_), resource_sample{});
-        // At most half the loop goes to calibration, so every worker that calibrates gets its first task.
-        calibration_cap_ = std::max<task_count>(1, tasks / (2 * static_cast<task_count>(calibration_pending_)));
+        // At most half the loop goes to calibration, and every worker that calibrates gets its first task.
+        calibration_cap_ = std::max<task_count>(calibration_pending_, tasks / 2);
     } else if (!pool_) {  // pool mode: started by the first request that finds tasks in the pool
         policy_->start({tasks_, tasks_, workers, nullptr});
     }
@@ -150,13 +161,17 @@ decision farmer::request(int worker, double now, bool completing) {
             return d;
         }
         if (worker >= static_cast<int>(calibration_times_.size())) return stop_worker(worker);
-        if (remaining() > 0) {
-            const task_count count = std::min(remaining(), next_calibration_chunk(w));
+        const task_count count =
+            w.calibration_tasks == 0
+                ? 1
+                : std::min(next_calibration_chunk(w), calibration_budget(calibration_cap_, next_index_, workers_,
+                                                                         calibration_times_.size()));
+        if (remaining() > 0 && count > 0) {
             const task_count first = next_index_;
-            next_index_ += count;
-            return assign(worker, first, count, true, now);
+            next_index_ += std::min(count, remaining());
+            return assign(worker, first, next_index_ - first, true, now);
         }
-        end_calibration_of(worker, w);  // nothing left to calibrate on: what it measured so far
+        end_calibration_of(worker, w);  // the budget (or the loop) was taken by the others: what it measured so far
         if (phase_ == phase::calibrating) return {decision::kind::wait, {}, false};
     }
     const task_count left = remaining();
@@ -395,7 +410,8 @@ const completion& farmer::complete(int worker, double seconds, const resource_sa
         w.calibration_seconds += seconds;
         w.calibration_last = count;
         if (sample) calibration_samples_[static_cast<std::size_t>(worker)] = *sample;
-        if (pool_ || w.calibration_seconds >= span_ || w.calibration_tasks >= calibration_cap_ || remaining() == 0)
+        if (pool_ || w.calibration_seconds >= span_ || remaining() == 0 ||
+            calibration_budget(calibration_cap_, next_index_, workers_, calibration_times_.size()) < 1)
             end_calibration_of(worker, w);
         return completion_;
     }
@@ -512,8 +528,7 @@ task_count farmer::next_calibration_chunk(const worker_state& w) const {
     if (w.calibration_seconds > 0.0)  // the tasks that reach the span at its pace so far, if fewer
         wanted = std::min(wanted, std::ceil((span_ - w.calibration_seconds) * static_cast<double>(w.calibration_tasks) /
                                             w.calibration_seconds));
-    const auto count = std::max<task_count>(1, static_cast<task_count>(wanted));
-    return std::max<task_count>(1, std::min(count, calibration_cap_ - w.calibration_tasks));
+    return std::max<task_count>(1, static_cast<task_count>(wanted));
 }
 
 void farmer::end_calibration_of(int worker, worker_state& w) {

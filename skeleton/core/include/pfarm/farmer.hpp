@@ -18,8 +18,8 @@
 // Calibration span (docs/calibration.md "Calibration span"): a technique that calibrates gets one calibration task
 // per worker, and with a span of S > 0 seconds each worker keeps calibrating until the compute time of its
 // calibration chunks adds up to S: its next calibration chunk is twice its last, or fewer when its pace so far
-// says fewer reach S, and never takes its calibration tasks past max(1, floor(I / 2p)) (p = workers that
-// calibrate), nor past what is left. Its calibration time is then the seconds per task over all its calibration
+// says fewer reach S, cut so that all calibration chunks together stay within max(p, floor(I / 2)) tasks, one kept
+// for each worker (p of them) yet to start; when none is left it stops. Its time is the seconds per task over all its calibration
 // chunks (with S = 0: its one task's time, as without a span). A task far shorter than a CPU quota's period runs
 // at full speed inside the quota's slice, so only a span of a few periods sees the quota. With S > 0 a technique
 // that learns from times (technique::learns_from_times: af, awf...) is calibrated too, times-only, and told each
@@ -274,7 +274,7 @@ private:
     phase phase_ = phase::scheduling;
     double span_ = 0.0;           ///< the calibration span (seconds; 0: one task per worker)
     calibration_mode calibration_mode_ = calibration_mode::none;  ///< the mode it calibrates in
-    task_count calibration_cap_ = 1;  ///< the most calibration tasks of one worker under a span
+    task_count calibration_cap_ = 1;  ///< the most calibration tasks of all workers together under a span
     task_count next_index_ = 0;  ///< first unassigned task (pool mode: tasks handed out)
     task_count completed_ = 0;   ///< tasks whose chunk has completed
     int calibration_pending_ = 0;
