@@ -18,8 +18,8 @@
 // Calibration span (docs/calibration.md "Calibration span"): a technique that calibrates gets one calibration task
 // per worker, and with a span of S > 0 seconds each worker keeps calibrating until the compute time of its
 // calibration chunks adds up to S: its next calibration chunk is twice its last, or fewer when its pace so far
-// says fewer reach S, cut so that all calibration chunks together stay within max(p, floor(I / 2)) tasks, one kept
-// for each worker (p of them) yet to start; when none is left it stops. Its time is the seconds per task over all its calibration
+// says fewer reach S, cut so that all calibration chunks stay within max(p, floor(I / 2)) tasks, one kept for each
+// of the p workers yet to start; when none is left it stops. Its time: seconds per task over its calibration
 // chunks (with S = 0: its one task's time, as without a span). A task far shorter than a CPU quota's period runs
 // at full speed inside the quota's slice, so only a span of a few periods sees the quota. With S > 0 a technique
 // that learns from times (technique::learns_from_times: af, awf...) is calibrated too, times-only, and told each
