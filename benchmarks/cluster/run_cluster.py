@@ -53,7 +53,7 @@ HARNESS = os.path.join(REPO, "tests", "cluster", "pfarm-cluster")
 PROGRAMS = ("pfarm-calcium", "pfarm-mandelbrot", "pfarm-sim")
 QUOTAS = (0.8, 0.4, 0.2)
 TECHNIQUES = ("ss", "css", "gss", "fss", "tss", "fsc", "mfsc", "af", "awf-b", "multi", "dealdyn-sm", "static", "deal")
-QUICK_TECHNIQUES = ("ss", "fss", "af", "multi")
+QUICK_TECHNIQUES = ("ss", "fss", "af", "awf-b", "multi")
 ADAPTIVE = ("multi", "af", "awf-b")
 FARMER_HOSTS = "node0:3,node1:2,node2:2"      # (d): two ranks besides rank 0 on each node, one master per node
 FARMER_TECHNIQUE = "fss"                       # one that all three farmers run
@@ -423,6 +423,9 @@ def main(argv=None):
     ap.add_argument("--bin", default=os.path.join(REPO, "build", "release", "bin"),
                     help="folder of pfarm-calcium, pfarm-mandelbrot, pfarm-sim (copied first, so that a rebuild "
                     "during the run does not change them)")
+    ap.add_argument("--farm-args", default="", metavar="ARGS",
+                    help="more arguments for every farm of (b), space-separated (e.g. '--calibration-span 0': "
+                    "calibration on one task per worker, as pfarm did before the calibration span)")
     ap.add_argument("--reps", type=int, help="repetitions per case, the median reported (default 2; --quick 1)")
     ap.add_argument("--name", default="bench", help="the emulated cluster's name (default bench)")
     ap.add_argument("--no-weights", action="store_true", help="leave the cgroups' CPU weights as they are")
@@ -515,7 +518,7 @@ def main(argv=None):
                         for reclaim in (False, True):
                             trace = os.path.join(work, "trace.csv")
                             argv = [app, *wargs, "--technique", t, *targs, "--farmer-computes", "--trace", trace] \
-                                + (["--reclaim"] if reclaim else [])
+                                + (["--reclaim"] if reclaim else []) + args.farm_args.split()
                             s = Schedule(cluster, E) if layout == "non-dedicated" else None
                             l1 = loadavg()
                             try:
@@ -668,6 +671,7 @@ def render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, u
     cmd = "sudo benchmarks/cluster/run_cluster.py" + (" --quick" if args.quick else "") + \
         (f" --reps {args.reps}" if args.reps else "") + (" --no-weights" if args.no_weights else "") + \
         (f" --skip {args.skip}" if args.skip else "") + \
+        (f" --farm-args '{args.farm_args}'" if getattr(args, "farm_args", "") else "") + \
         (f" --bin {args.bin}" if args.bin != os.path.join(REPO, "build", "release", "bin") else "")
     L.append(f"# The farm on an emulated cluster ({today}{', quick' if args.quick else ''})\n")
     L.append(f"Made by `{cmd}` in {elapsed / 60:.1f} min (every run: `{os.path.basename(out_csv)}`). "

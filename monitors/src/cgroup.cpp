@@ -412,6 +412,17 @@ std::optional<double> cgroup_cpu_limit(const std::filesystem::path& root) {
     return r.limit_cores;
 }
 
+std::optional<double> cgroup_cpu_period(const std::filesystem::path& root) {
+    std::error_code ec;
+    if (!std::filesystem::exists(under(root, "proc/self/cgroup"), ec)) return std::nullopt;
+    cgroup_reading r = locate(root, read_file(under(root, "proc/self/cgroup")));
+    read_quotas(r);
+    if (!r.limit_cores) return std::nullopt;
+    for (const cgroup_level& level : r.levels)
+        if (level.directory == r.limit_directory && level.period_us > 0) return static_cast<double>(level.period_us) * 1e-6;
+    return std::nullopt;
+}
+
 std::unique_ptr<monitor> make_availability_monitor(const std::filesystem::path& root) {
     if (root.empty()) throw invalid_argument("root", "is empty; expected a directory such as /");
     std::error_code ec;

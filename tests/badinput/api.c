@@ -160,6 +160,10 @@ static int table(void) {
     options_case("stages_negative", &o, "stages", NULL);
     FRESH("n-gss"), o.schedule.static_percent = NAN;
     options_case("static_percent_nan", &o, "static_percent", NULL);
+    FRESH("multi"), o.schedule.calibration_span = NAN;
+    options_case("calibration_span_nan", &o, "calibration_span", NULL);
+    FRESH("af"), o.schedule.calibration_span = INFINITY;
+    options_case("calibration_span_infinite", &o, "calibration_span", NULL);
     FRESH("tss"), o.schedule.first = -3;
     options_case("tss_first_negative", &o, "first", NULL);
     /* Weights: both pointer and count, or neither; one per worker; finite and > 0. */

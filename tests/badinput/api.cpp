@@ -19,6 +19,7 @@
 #include "pfarm/testing.hpp"
 
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -204,6 +205,8 @@ std::vector<api_case> table(int ranks) {
     t.push_back(options_case("load_change_factor_zero", "load_changes", [](auto& o) { o.emulation = pfarm::testing::emulate({}, {{0, 0.0, 0.0}}); }));
     t.push_back(options_case("monitor_unknown", "monitors", [](auto& o) { o.schedule.monitors = {"nope"}; }));
     t.push_back(options_case("stragglers_not_above_one", "stragglers", [](auto& o) { o.protocol.stragglers = 0.5; }));
+    t.push_back(options_case("calibration_span_negative", "calibration_span", [](auto& o) { o.schedule.calibration_span = -0.1; }));
+    t.push_back(options_case("calibration_span_nan", "calibration_span", [](auto& o) { o.schedule.calibration_span = std::nan(""); }));
     t.push_back(options_case("masters_negative", "masters", [](auto& o) { o.topology.masters = -1; }));
     if (ranks > 1) {  // one rank runs every task itself, whatever the farmer mode
         t.push_back(options_case("decentralised_with_reclaim", "reclaim",

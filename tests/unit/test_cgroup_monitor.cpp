@@ -155,6 +155,26 @@ TEST(CgroupMonitor, V1ControllerMountedAloneAndUnlimited) {
     EXPECT_EQ(pfarm::make_availability_monitor(t.path())->name(), "loadavg");
 }
 
+TEST(CgroupMonitor, PeriodOfTheLimitingLevel) {
+    cgroup_tree unlimited;
+    unlimited.v1("/", "sys/fs/cgroup/cpu");
+    EXPECT_FALSE(pfarm::cgroup_cpu_period(unlimited.path()));
+    cgroup_tree nested;  // the tighter quota (0.25 core, 200 ms period) is the parent's: its period counts
+    nested.v1("/job/step");
+    nested.v1_level("sys/fs/cgroup/cpu,cpuacct/job", 50000, 200000);
+    nested.v1_level("sys/fs/cgroup/cpu,cpuacct/job/step", 50000, 100000);
+    ASSERT_TRUE(pfarm::cgroup_cpu_period(nested.path()));
+    EXPECT_DOUBLE_EQ(*pfarm::cgroup_cpu_period(nested.path()), 0.2);
+    cgroup_tree v2;
+    v2.v2("/job");
+    v2.v2_level("sys/fs/cgroup/job", "30000 50000");
+    ASSERT_TRUE(pfarm::cgroup_cpu_period(v2.path()));
+    EXPECT_DOUBLE_EQ(*pfarm::cgroup_cpu_period(v2.path()), 0.05);
+    cgroup_tree none;  // no proc/self/cgroup: a kernel without cgroups
+    std::filesystem::remove(none.at("proc/self/cgroup"));
+    EXPECT_FALSE(pfarm::cgroup_cpu_period(none.path()));
+}
+
 TEST(CgroupMonitor, V2QuotaSharedByRunnableThreads) {
     cgroup_tree t;
     t.v2("/user.slice/job");

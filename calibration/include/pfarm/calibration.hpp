@@ -64,13 +64,16 @@ struct linear_fit {
 /// The outcome of a calibration: what the schedulers read.
 struct calibration_result {
     calibration_mode mode = calibration_mode::times_only;
-    std::vector<double> times;    ///< measured time of the one calibration task per worker
+    std::vector<double> times;    ///< each worker's measured time per calibration task (one task without a span)
     std::vector<double> fitness;  ///< F, positive, sums to 1
     statistics stats;             ///< of `times`
     double k = 1.0;               ///< ln(S)^CV
     std::vector<double> fitted;   ///< the fitted times F was computed from (statistical modes), else empty
     linear_fit fit;               ///< the regression (statistical modes), else empty
     std::string note;             ///< what was repaired or why a statistical mode fell back, empty otherwise
+    /// The calibration span the times were measured over (seconds; the farmer's, farmer.hpp "Calibration span"):
+    /// each worker calibrated until its calibration chunks took this long (or reached their cap); 0: one task each.
+    double span = 0.0;
 };
 
 /// Times-only calibration (Algorithm 1 of Gonzalez-Velez & Cole, times-only branch) for a run of `total_tasks` tasks.

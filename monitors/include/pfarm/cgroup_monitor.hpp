@@ -87,6 +87,12 @@ private:
 /// its cgroup and ancestors in CPUs, or empty when none is set. Throws monitor_error as cgroup_monitor does.
 std::optional<double> cgroup_cpu_limit(const std::filesystem::path& root = "/");
 
+/// The enforcement period (seconds) of the quota cgroup_cpu_limit() reports (v1 cpu.cfs_period_us, v2 cpu.max's
+/// second field), or empty when no quota is set or `<root>/proc/self/cgroup` does not exist. A process under a
+/// quota runs at full speed for its slice of each period: a timing much shorter than the period cannot see the
+/// quota (the automatic calibration span, docs/calibration.md). Throws monitor_error as cgroup_monitor does.
+std::optional<double> cgroup_cpu_period(const std::filesystem::path& root = "/");
+
 /// The monitor pfarm reads availability, run queue and load1 from by default: "cgroup" when
 /// `<root>/proc/self/cgroup` exists and cgroup_cpu_limit(root) is set, "loadavg" otherwise (a kernel without
 /// cgroups, or no quota on the way up). Throws monitor_error when the cgroup files exist but cannot be read.

@@ -20,10 +20,22 @@ constexpr double min_seconds = 1e-9;
 double balanced_share(double victim_seconds, double thief_seconds) {
     return std::clamp(victim_seconds / (victim_seconds + thief_seconds), 1.0 / 3.0, 2.0 / 3.0);
 }
+
+/// Calibration tasks that may still go to a worker that has calibrated on some already (farmer.hpp "Calibration
+/// span"): `cap` in all, less the `handed` ones, less one kept for each of the first `calibrating` workers that has
+/// had none yet.
+template <class Workers>
+task_count calibration_budget(task_count cap, task_count handed, const Workers& workers, std::size_t calibrating) {
+    task_count unstarted = 0;
+    for (std::size_t v = 0; v < calibrating; ++v)
+        if (workers[v].calibration_tasks == 0 && workers[v].held == 0 && !workers[v].calibrated) ++unstarted;
+    return cap - handed - unstarted;
+}
 }  // namespace
 
 farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk,
-               int max_outstanding, bool reclaim, bool pool, const calibration_result* learned)
+               int max_outstanding, bool reclaim, bool pool, const calibration_result* learned,
+               double calibration_span)
     : tasks_(pool ? 0 : tasks), min_chunk_(min_chunk), policy_(std::move(policy)), max_outstanding_(max_outstanding),
       reclaim_(reclaim), pool_(pool), expected_(tasks) {
     if (max_outstanding < 1 || max_outstanding > (reclaim ? 2 : max_held))
@@ -35,19 +47,28 @@ farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy,
     if (min_chunk < 1)
         throw invalid_argument("min_chunk", "is " + std::to_string(min_chunk) + "; expected >= 1");
     if (!policy_) throw invalid_argument("technique", "is null");
+    if (!(calibration_span >= 0.0) || !std::isfinite(calibration_span))
+        throw invalid_argument("calibration_span", "is " + std::to_string(calibration_span) +
+                                                       "; expected a finite value >= 0 (seconds)");
     workers_.resize(static_cast<std::size_t>(workers));
     active_ = workers;
     if (const task_count c = policy_->constant_chunk(); c > 0) constant_ = std::max(c, min_chunk);
+    span_ = pool ? 0.0 : calibration_span;
+    calibration_mode_ = policy_->needs_calibration();
+    if (calibration_mode_ == calibration_mode::none && span_ > 0.0 && policy_->learns_from_times())
+        calibration_mode_ = calibration_mode::times_only;
     if (!pool && policy_->needs_calibration() != calibration_mode::none && learned &&
         learned->fitness.size() == static_cast<std::size_t>(workers)) {
         calibration_ = *learned;  // learned by an earlier farm of this loop: no calibration tasks
         policy_->start({tasks_, tasks_, workers, &*calibration_});
-    } else if (policy_->needs_calibration() != calibration_mode::none) {
+    } else if (calibration_mode_ != calibration_mode::none) {
         phase_ = phase::calibrating;
         // More workers than tasks: only the first `tasks` workers calibrate; the rest are stopped at once.
         calibration_pending_ = pool ? workers : static_cast<int>(std::min<task_count>(tasks, workers));
         calibration_times_.assign(static_cast<std::size_t>(calibration_pending_), 0.0);
         calibration_samples_.assign(static_cast<std::size_t>(calibration_pending_), resource_sample{});
+        // At most half the loop goes to calibration, and every worker that calibrates gets its first task.
+        calibration_cap_ = std::max<task_count>(calibration_pending_, tasks / 2);
     } else if (!pool_) {  // pool mode: started by the first request that finds tasks in the pool
         policy_->start({tasks_, tasks_, workers, nullptr});
     }
@@ -140,9 +161,18 @@ decision farmer::request(int worker, double now, bool completing) {
             return d;
         }
         if (worker >= static_cast<int>(calibration_times_.size())) return stop_worker(worker);
-        const task_count first = next_index_;
-        next_index_ += 1;
-        return assign(worker, first, 1, true, now);
+        const task_count count =
+            w.calibration_tasks == 0
+                ? 1
+                : std::min(next_calibration_chunk(w), calibration_budget(calibration_cap_, next_index_, workers_,
+                                                                         calibration_times_.size()));
+        if (remaining() > 0 && count > 0) {
+            const task_count first = next_index_;
+            next_index_ += std::min(count, remaining());
+            return assign(worker, first, next_index_ - first, true, now);
+        }
+        end_calibration_of(worker, w);  // the budget (or the loop) was taken by the others: what it measured so far
+        if (phase_ == phase::calibrating) return {decision::kind::wait, {}, false};
     }
     const task_count left = remaining();
     if (left == 0) {
@@ -376,11 +406,13 @@ const completion& farmer::complete(int worker, double seconds, const resource_sa
     w.busy_seconds += seconds;
     w.done_tasks += count;
     if (phase_ == phase::calibrating && !w.calibrated) {
-        w.calibrated = true;
-        // The raw time: pfarm::calibrate has its own rule for a time of 0.
-        calibration_times_[static_cast<std::size_t>(worker)] = seconds;
+        w.calibration_tasks += count;
+        w.calibration_seconds += seconds;
+        w.calibration_last = count;
         if (sample) calibration_samples_[static_cast<std::size_t>(worker)] = *sample;
-        if (--calibration_pending_ == 0) finish_calibration();
+        if (pool_ || w.calibration_seconds >= span_ || remaining() == 0 ||
+            calibration_budget(calibration_cap_, next_index_, workers_, calibration_times_.size()) < 1)
+            end_calibration_of(worker, w);
         return completion_;
     }
     policy_->completed(worker, count, std::max(seconds, min_seconds));
@@ -490,11 +522,38 @@ void farmer::run_queue_changed(int worker, double queue) {
     policy_->run_queue_changed(worker, queue);
 }
 
+task_count farmer::next_calibration_chunk(const worker_state& w) const {
+    if (w.calibration_tasks == 0) return 1;
+    double wanted = 2.0 * static_cast<double>(w.calibration_last);
+    if (w.calibration_seconds > 0.0)  // the tasks that reach the span at its pace so far, if fewer
+        wanted = std::min(wanted, std::ceil((span_ - w.calibration_seconds) * static_cast<double>(w.calibration_tasks) /
+                                            w.calibration_seconds));
+    return std::max<task_count>(1, static_cast<task_count>(wanted));
+}
+
+void farmer::end_calibration_of(int worker, worker_state& w) {
+    w.calibrated = true;
+    // Seconds per task over its calibration chunks (one task without a span: its time). The raw value:
+    // pfarm::calibrate has its own rule for a time of 0.
+    calibration_times_[static_cast<std::size_t>(worker)] =
+        w.calibration_tasks > 0 ? w.calibration_seconds / static_cast<double>(w.calibration_tasks) : 0.0;
+    if (--calibration_pending_ == 0) finish_calibration();
+}
+
 void farmer::finish_calibration() {
     phase_ = phase::scheduling;
     if (remaining() == 0 && (!pool_ || closed_)) return;  // the calibration tasks were the whole loop
-    calibration_ = calibrate(policy_->needs_calibration(), calibration_times_, calibration_samples_, loop_size());
-    if (!pool_) policy_->start({tasks_, remaining(), workers(), &*calibration_});  // pool: at the next request
+    calibration_ = calibrate(calibration_mode_, calibration_times_, calibration_samples_, loop_size());
+    calibration_->span = span_;
+    if (pool_) return;  // started at the next request
+    policy_->start({tasks_, remaining(), workers(), &*calibration_});
+    // A technique calibrated only for the span learns from the calibration chunks as from any other chunk.
+    if (policy_->needs_calibration() == calibration_mode::none)
+        for (int v = 0; v < static_cast<int>(calibration_times_.size()); ++v) {
+            const auto& w = workers_[static_cast<std::size_t>(v)];
+            if (w.calibration_tasks > 0)
+                policy_->completed(v, w.calibration_tasks, std::max(w.calibration_seconds, min_seconds));
+        }
 }
 
 }  // namespace pfarm

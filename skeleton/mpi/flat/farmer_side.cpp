@@ -41,6 +41,7 @@ public:
                     .request_cost = round_trip,
                     .keep_records = !options.output.trace.empty() || options.output.record_trace,
                     .learned = learned_ ? &*learned_ : nullptr,
+                    .calibration_span = setup.config.calibration_span,
                     // A chunk is overdue past its predicted time x factor plus a few round trips (at least 1 ms).
                     .stragglers = {setup.config.straggler_factor, std::max(4.0 * round_trip, 1e-3)},
                     .clock = [t0] { return now() - t0; }}),

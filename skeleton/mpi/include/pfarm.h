@@ -64,7 +64,7 @@ void pfarm_sched(pfarm_worker_fn worker, void *in_data, int in_length, MPI_Datat
 
 /** Everything beyond the paper, grouped by concern as the C++ API's farm_options is (schedule, topology, protocol,
  *  output, resume): `o.schedule.technique = "gss"; o.protocol.prefetch = 1;`. Numeric parameters left at 0 (NULL
- *  for pointers; static_percent below 0) take the technique's default; any other value is checked, so a negative or
+ *  for pointers; static_percent and calibration_span below 0) take the technique's default; any other value is checked, so a negative or
  *  NaN value is PFARM_ERROR_ARGUMENT naming the field, never the default. `weights` and `weight_count` go together
  *  (both set or neither); `progress` is 0, 1 or 2. Initialise with pfarm_options_init(), then set the fields wanted
  *  by name.
@@ -93,6 +93,9 @@ typedef struct pfarm_schedule_options {
     const double *weights;      /**< V_j, one per worker; NULL: measured */
     int weight_count;
     const char *calibration;    /**< multi's calibration: "times", "univariate", "multivariate"; NULL: times */
+    double calibration_span;    /**< seconds each worker's calibration adds up to (docs/calibration.md "Calibration
+                                     span"); < 0 (pfarm_options_init's -1) means automatic: twice the longest CPU
+                                     quota period of any rank's cgroup, else 0 */
 } pfarm_schedule_options;
 
 /** Who schedules and who computes. */

@@ -99,7 +99,7 @@ pfarm::farm_options settings(const c_call& c, void*& user_data) {
                                                      "library's pfarm.h)");
     if (o->schedule.technique) options.schedule.technique = o->schedule.technique;
     auto& p = options.schedule.parameters;
-    // 0 (static_percent: below 0) means the default; any other value goes to the technique, which checks it, so a
+    // 0 (static_percent, calibration_span: below 0) means the default; any other value goes to the technique, which checks it, so a
     // negative or NaN value is an error naming the field, never the default in disguise.
     if (o->schedule.min_chunk != 0) p.min_chunk = o->schedule.min_chunk;
     if (o->schedule.chunk != 0) p.chunk = o->schedule.chunk;
@@ -108,6 +108,7 @@ pfarm::farm_options settings(const c_call& c, void*& user_data) {
     if (o->schedule.last != 0) p.last = o->schedule.last;
     if (o->schedule.stages != 0) p.stages = o->schedule.stages;
     if (!(o->schedule.static_percent < 0)) p.static_percent = o->schedule.static_percent;
+    if (!(o->schedule.calibration_span < 0)) options.schedule.calibration_span = o->schedule.calibration_span;
     if (o->schedule.k != 0) p.k = o->schedule.k;
     if (o->schedule.weight_count < 0 || (o->schedule.weight_count > 0) != (o->schedule.weights != nullptr))
         throw pfarm::invalid_argument("weights", std::string(o->schedule.weights ? "is set" : "is NULL") + " with weight_count " +
@@ -275,6 +276,7 @@ void pfarm_options_init_size(pfarm_options* o, size_t size) {
     *o = pfarm_options{};
     o->size = size;
     o->schedule.static_percent = -1.0;
+    o->schedule.calibration_span = -1.0;
 }
 
 void(pfarm_options_init)(pfarm_options* o) { pfarm_options_init_size(o, sizeof(pfarm_options)); }

@@ -61,6 +61,9 @@ struct config_header {
     std::int32_t stragglers = 0;            ///< chunks may be cancelled: workers check for it between tasks
     double straggler_factor = 0.0;
     std::int32_t trace = 0;                 ///< rank 0 writes a trace at the end (farm.cpp finish_trace)
+    /// Rank 0 (set after the broadcast): the calibration span in force, schedule_options::calibration_span or the
+    /// automatic one from every rank's CPU quota period.
+    double calibration_span = 0.0;
 };
 
 struct shared_setup {

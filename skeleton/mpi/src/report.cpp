@@ -19,10 +19,11 @@ namespace {
 /// speeds: on the 2-core development VM a 5 us task reads 4 to 16 us from run to run (docs/calibration.md).
 constexpr double short_calibration_task = 1e-4;
 
-/// Says so in the calibration's note when its longest task was that short (the times are real seconds here; the
-/// simulator's are in the platform's units, so the note is the MPI farm's).
+/// Says so in the calibration's note when its longest task was that short and no calibration span made each
+/// worker's measurement longer (the times are real seconds here; the simulator's are in the platform's units, so
+/// the note is the MPI farm's).
 void note_short_calibration(calibration_result& c) {
-    if (c.times.empty()) return;
+    if (c.times.empty() || c.span >= short_calibration_task) return;
     const double longest = *std::max_element(c.times.begin(), c.times.end());
     if (!(longest < short_calibration_task)) return;
     char text[256];

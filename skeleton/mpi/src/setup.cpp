@@ -174,6 +174,11 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
             s.config.trace = options.output.trace.empty() ? 0 : 1;
             choose_monitors(policy->needs(), options, s);
             check_clock_choice();
+            if (const auto& span = options.schedule.calibration_span; span && (!(*span >= 0.0) || !std::isfinite(*span))) {
+                std::ostringstream value;
+                value << *span;
+                throw invalid_argument("calibration_span", "is " + value.str() + "; expected a finite value >= 0 (seconds)");
+            }
             s.emulated = emulation_from(options, ranks);
             s.config.tasks = tasks;
             s.config.farmer_computes = options.topology.farmer_computes ? 1 : 0;
@@ -227,6 +232,15 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
     int gentle = static_cast<double>(local) > cores ? 1 : 0, any_gentle = 0;
     mpi::check(MPI_Allreduce(&gentle, &any_gentle, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
     s.config.gentle_wait = any_gentle;
+    // The automatic calibration span: two periods of the longest CPU quota period any rank runs under (a quota
+    // that cannot be read counts as none, as above), else 0.
+    double period = 0.0, longest = 0.0;
+    if (!options.schedule.calibration_span) try {
+            period = cgroup_cpu_period().value_or(0.0);
+        } catch (const std::exception&) {
+        }
+    mpi::check(MPI_Reduce(&period, &longest, 1, MPI_DOUBLE, MPI_MAX, 0, comm), "MPI_Reduce");
+    if (rank == 0) s.config.calibration_span = options.schedule.calibration_span.value_or(2.0 * longest);
     return s;
 }
 

@@ -8,6 +8,7 @@
 #include "pfarm/testing.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
@@ -34,6 +35,17 @@ void add_farm_options(CLI::App& app, farm_options& o) {
         },
         "re-execute overdue chunks on idle workers once every task is handed out: FACTOR > 1, how many times its "
         "predicted time a chunk may take (0: off, the default; docs/reliability.md \"Stragglers\")");
+    app.add_option_function<std::string>(
+        "--calibration-span",
+        [&o](const std::string& s) {
+            const auto v = parse_numbers(s, "--calibration-span");
+            if (v.size() != 1 || !(v[0] >= 0.0) || !std::isfinite(v[0]))
+                throw invalid_argument("--calibration-span", "is '" + s + "'; expected one finite value >= 0 (seconds)");
+            o.schedule.calibration_span = v[0];
+        },
+        "seconds each worker's calibration adds up to, on growing chunks (docs/calibration.md \"Calibration span\"); "
+        "default: twice the longest CPU quota period of any rank's cgroup (0.2 s under the usual 100 ms), else 0 "
+        "(one calibration task per worker)");
     app.add_flag("--replicated-input", o.protocol.replicated_input, "every rank holds the input: only indices travel");
     app.add_option_function<std::string>(
         "--farmer",

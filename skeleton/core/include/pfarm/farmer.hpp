@@ -12,8 +12,18 @@
 //   the loop is over when   f.done()
 //
 // A worker holds at most `max_outstanding` chunks (1, or 2 with prefetch; up to max_held for a hierarchical master:
-// master_session.hpp "Refill rule"); complete() completes its oldest. Calibration tasks go one at a time. Reclaim
+// master_session.hpp "Refill rule"); complete() completes its oldest. Calibration chunks go one at a time. Reclaim
 // and stragglers take back or re-execute one of two chunks at most: with them the limit is 1 or 2.
+//
+// Calibration span (docs/calibration.md "Calibration span"): a technique that calibrates gets one calibration task
+// per worker, and with a span of S > 0 seconds each worker keeps calibrating until the compute time of its
+// calibration chunks adds up to S: its next calibration chunk is twice its last, or fewer when its pace so far
+// says fewer reach S, cut so that all calibration chunks stay within max(p, floor(I / 2)) tasks, one kept for each
+// of the p workers yet to start; when none is left it stops. Its time: seconds per task over its calibration
+// chunks (with S = 0: its one task's time, as without a span). A task far shorter than a CPU quota's period runs
+// at full speed inside the quota's slice, so only a span of a few periods sees the quota. With S > 0 a technique
+// that learns from times (technique::learns_from_times: af, awf...) is calibrated too, times-only, and told each
+// worker's calibration chunks through completed() once it starts. Pool mode (a hierarchical master) takes no span.
 //
 // Three optional rules, each off unless asked for:
 // - Reclaim (docs/skeleton.md "Reclaim"): once every task is handed out, a worker that asks with nothing in hand
@@ -94,9 +104,11 @@ public:
     /// `reclaim` turns work take-back on. `learned`: a calibration kept from an
     /// earlier farm of the same loop (pfarm/schedule.hpp), one fitness per worker: a technique that calibrates
     /// starts from it at once, with no calibration tasks (null, or another worker count: it calibrates).
+    /// `calibration_span`: the compute time each worker's calibration must add up to (see "Calibration span"
+    /// above; seconds, finite, >= 0, else invalid_argument "calibration_span"); ignored in pool mode.
     farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk = 1,
            int max_outstanding = 1, bool reclaim = false, bool pool = false,
-           const calibration_result* learned = nullptr);
+           const calibration_result* learned = nullptr, double calibration_span = 0.0);
 
     /// Pool mode: the range `range` (count >= 1) joins the pool (appended; merged with the last range when it
     /// follows it). Throws internal_error without pool mode or once the pool is closed.
@@ -181,7 +193,12 @@ public:
     /// Workers waiting for a victim's answer (a driver that aborts must answer them too).
     std::vector<int> thieves() const;
     const technique& policy() const noexcept { return *policy_; }
-    /// The calibration result, or null when the technique needs none (or before the barrier).
+    /// The calibration span in force (0 in pool mode).
+    double calibration_span() const noexcept { return span_; }
+    /// Tasks worker `worker` computed as calibration (0 before its first calibration chunk completes).
+    task_count calibration_tasks(int worker) const { return workers_.at(static_cast<std::size_t>(worker)).calibration_tasks; }
+    /// The calibration result, or null when the farm does not calibrate (or before the barrier). Under a
+    /// calibration span, a technique that learns from times has one too (times-only).
     const calibration_result* calibration() const noexcept { return calibration_ ? &*calibration_ : nullptr; }
 
 private:
@@ -189,7 +206,10 @@ private:
     struct worker_state {
         chunk in_flight[max_held];           ///< the chunks it holds, oldest first (shrunk by reclaims)
         int held = 0;                        ///< how many of them are in flight
-        bool calibrated = false;             ///< its calibration task is done
+        bool calibrated = false;             ///< its calibration is done
+        task_count calibration_tasks = 0;    ///< tasks of its completed calibration chunks
+        task_count calibration_last = 0;     ///< the size of its latest calibration chunk
+        double calibration_seconds = 0.0;    ///< their compute time
         bool stopped = false;
         // Reclaim bookkeeping: what the farmer knows of its chunks and its speed.
         double assigned_at[max_held] = {};   ///< when the chunks in flight were handed out (the driver's clock)
@@ -220,6 +240,10 @@ private:
     };
 
     void finish_calibration();
+    /// Worker `worker` has calibrated: its time per task is recorded, and the barrier may pass.
+    void end_calibration_of(int worker, worker_state& w);
+    /// The size of worker `worker`'s next calibration chunk (see "Calibration span"), at least 1.
+    task_count next_calibration_chunk(const worker_state& w) const;
     void check_worker(int worker) const {
         if (worker < 0 || worker >= static_cast<int>(workers_.size())) [[unlikely]] bad_worker(worker);
     }
@@ -248,6 +272,9 @@ private:
     std::vector<resource_sample> calibration_samples_;
     std::optional<calibration_result> calibration_;
     phase phase_ = phase::scheduling;
+    double span_ = 0.0;           ///< the calibration span (seconds; 0: one task per worker)
+    calibration_mode calibration_mode_ = calibration_mode::none;  ///< the mode it calibrates in
+    task_count calibration_cap_ = 1;  ///< the most calibration tasks of all workers together under a span
     task_count next_index_ = 0;  ///< first unassigned task (pool mode: tasks handed out)
     task_count completed_ = 0;   ///< tasks whose chunk has completed
     int calibration_pending_ = 0;

@@ -64,6 +64,8 @@ struct farmer_session_options {
     /// A calibration learned by an earlier farm of the same loop (pfarm/schedule.hpp): a technique that
     /// calibrates starts from it, with no calibration tasks (farmer's constructor). Read at construction only.
     const calibration_result* learned = nullptr;
+    /// The compute time each worker's calibration adds up to (farmer.hpp "Calibration span"; seconds, >= 0).
+    double calibration_span = 0.0;
     /// Hand out from a pool of ranges that grows (add_tasks, close_pool) instead of [0, tasks); `tasks` is then the
     /// loop size the technique is started with (farmer.hpp "Pool").
     bool pool = false;

@@ -103,6 +103,12 @@ public:
         return {mode, calibration_readings(mode), {}};
     }
 
+    /// Whether its chunk sizes follow the times completed() reports and nothing else measured (af, awf and its
+    /// variants). Under a calibration span (farmer.hpp "Calibration span") the farmer calibrates such a technique
+    /// too, times-only, and reports each worker's calibration chunks to completed() right after start(), so that
+    /// its first chunks already follow the workers' measured speeds instead of being equal.
+    virtual bool learns_from_times() const { return false; }
+
     /// Scheduling starts: `remaining` tasks are left to hand out.
     virtual void start(const schedule_context& context) = 0;
 

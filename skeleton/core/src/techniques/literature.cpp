@@ -138,6 +138,7 @@ class adaptive_factoring final : public technique {
 public:
     explicit adaptive_factoring(int p) { resize(p); }
     std::string name() const override { return "af"; }
+    bool learns_from_times() const override { return true; }
     void start(const schedule_context& c) override {
         resize(c.workers);
         first_ = at_least_one(ceil_div(c.remaining, 2 * static_cast<task_count>(c.workers)));
@@ -252,6 +253,7 @@ public:
         resize(p);
     }
     std::string name() const override { return name_; }
+    bool learns_from_times() const override { return true; }
     void start(const schedule_context& c) override {
         resize(c.workers);
         stages_ = stage_counter(c.workers);

@@ -92,6 +92,13 @@ struct schedule_options {
     /// A schedule that learns across calls (pfarm/schedule.hpp): rank 0's is read and updated; a technique that
     /// calibrates starts from what it learned and runs no calibration tasks. Null: every call calibrates.
     pfarm::schedule* learned = nullptr;
+    /// The compute time (seconds, finite, >= 0) each worker's calibration must add up to: a worker keeps
+    /// calibrating on growing chunks until it does (docs/calibration.md "Calibration span"), so that a CPU quota
+    /// (cgroup: Slurm, containers) that lets a short task run at full speed inside its slice is seen; with a span,
+    /// af and awf-* start from such a calibration too. Empty: automatic, twice the longest CPU quota period of any
+    /// rank's cgroup (0.2 s under the usual 100 ms period) when some rank runs under a quota, else 0 (one
+    /// calibration task per worker). Flat farmer only (a hierarchical master calibrates on one task per worker).
+    std::optional<double> calibration_span;
 };
 
 /// Who schedules and who computes.
