@@ -61,7 +61,14 @@ struct config_header {
     std::int32_t stragglers = 0;            ///< chunks may be cancelled: workers check for it between tasks
     double straggler_factor = 0.0;
     std::int32_t trace = 0;                 ///< rank 0 writes a trace at the end (farm.cpp finish_trace)
+    std::int32_t task_errors = 0;           ///< task_error_rule::kind: 0 stop, else a worker goes on after a failed task
+    std::int32_t task_attempts = 0;         ///< retry: runs of a task in all
 };
+
+/// The run's on_task_error, as agreed.
+inline task_error_rule task_errors_of(const config_header& c) {
+    return {static_cast<task_error_rule::kind>(c.task_errors), c.task_attempts};
+}
 
 struct shared_setup {
     config_header config;
