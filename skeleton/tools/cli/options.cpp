@@ -113,6 +113,7 @@ std::span<const flag_name> shared_flags() {
         {"master_technique", "--master-technique"},
         {"farmer_computes", "--farmer-computes"},
         {"reclaim", "--reclaim"},
+        {"on_task_error", "--on-task-error"},
     };
     return table;
 }
