@@ -166,20 +166,26 @@ void retry(const std::string& mode) {
                 CHECK(vout[i] == std::vector<int>(i % 5 + 1, static_cast<int>(i)), "%s: result %zu", v.label.c_str(), i);
         }
     }
-    // A task that always fails: the farm stops at its third run, naming it, on every rank.
+    // A task that always fails: the farm stops at its third run, naming it and its last error, on every rank.
+    const std::string dir = markers();
     std::vector<double> out(static_cast<std::size_t>(tasks));
     try {
         pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, std::span<double>(out),
-                    [](pfarm::task_count i, double& y) {
-                        if (i == 57) throw std::runtime_error("always");
+                    [&dir](pfarm::task_count i, double& y) {
+                        if (i == 57) {
+                            int run = 1;  // which run of it this is: a marker file per run
+                            while (open((dir + "/57-" + std::to_string(run)).c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600) < 0) ++run;
+                            throw std::runtime_error("always, run " + std::to_string(run));
+                        }
                         y = g(i);
                     },
                     options_for(mode, "retry=3"));
         CHECK(false, "a task that always fails did not stop the farm");
     } catch (const pfarm::worker_error& e) {
         CHECK(e.task() == 57, "task %lld", static_cast<long long>(e.task()));
-        CHECK(e.message() == "always (attempt 3 of 3)", "message '%s'", e.message().c_str());
+        CHECK(e.message() == "always, run 3", "message '%s'", e.message().c_str());
     }
+    remove_markers(dir);
 }
 
 void check_listed(const std::string& label, const pfarm::farm_report& r) {

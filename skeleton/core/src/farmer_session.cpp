@@ -343,13 +343,12 @@ void farmer_session::task_error(int worker, const request_message& m) {
     ++task_errors_;
     if (options_.task_errors.what == task_error_rule::kind::retry &&
         farmer_.failures_of(m.failed_task) + 1 >= options_.task_errors.attempts) {
-        // Its last attempt: the farm stops as with on_task_error stop, naming it and its last error. The worker goes
-        // on computing; its next request is answered abort.
+        // Its last attempt: the farm stops as with on_task_error stop, naming it and its last error (the text
+        // unchanged: a binding may decode it). The worker goes on computing; its next request is answered abort.
         outcome_.what = farm_outcome::kind::task_failed;
         outcome_.worker = worker;
         outcome_.task = m.failed_task;
-        outcome_.text = m.text + " (attempt " + std::to_string(options_.task_errors.attempts) + " of " +
-                        std::to_string(options_.task_errors.attempts) + ")";
+        outcome_.text = m.text;
         abort_all();
     }
 }

@@ -64,10 +64,7 @@ static farm_report run_sequential(const std::byte* in, std::byte* out, task_coun
                 continue;
             }
             if (on_error.what != task_error_rule::kind::skip)
-                throw worker_error(i, 0, on_error.what == task_error_rule::kind::retry
-                                             ? failed + " (attempt " + std::to_string(attempt) + " of " +
-                                                   std::to_string(on_error.attempts) + ")"
-                                             : failed);
+                throw worker_error(i, 0, failed);
             r.failed_tasks.push_back({i, 0, failed});
             if (!output) results.fill(0);
             else if (kernel.fill.size() == kernel.out_bytes) std::memcpy(output, kernel.fill.data(), kernel.out_bytes);
