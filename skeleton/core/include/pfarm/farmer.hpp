@@ -15,7 +15,7 @@
 // master_session.hpp "Refill rule"); complete() completes its oldest. Calibration tasks go one at a time. Reclaim
 // and stragglers take back or re-execute one of two chunks at most: with them the limit is 1 or 2.
 //
-// Three optional rules, each off unless asked for:
+// Four optional rules, each off unless asked for:
 // - Reclaim (docs/skeleton.md "Reclaim"): once every task is handed out, a worker that asks with nothing in hand
 //   gets `reclaim` naming a victim expected to have unstarted tasks, or `wait` while the only victims are being
 //   asked already. The victim's answer (victim_gives()) goes to released(), which gives the thief that range,

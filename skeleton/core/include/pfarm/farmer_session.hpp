@@ -5,8 +5,9 @@
 // calibration barrier (parking and re-asking), the chunks in flight (the farmer's, the one copy), results
 // accepted only for the chunk they belong to, reclaim on the farmer's side (asking the victim, shrinking its
 // chunk and its records, re-asking the thieves that waited), stop/final/retire, aborting every worker on a
-// failure, the readings a technique needs, the run-queue changes it is told, and the report's metrics and
-// chunk records. A driver (MPI engine, simulator, round robin, tests) only moves messages and keeps time:
+// failure, task errors that do not stop the farm (options.task_errors: retried or skipped and listed), the
+// readings a technique needs, the run-queue changes it is told, and the report's metrics and chunk records. A
+// driver (MPI engine, simulator, round robin, tests) only moves messages and keeps time:
 //
 //   farmer_session s(tasks, workers, make_technique(...), {.prefetch = ..., .reclaim = ...});
 //   for each message m from worker w:  for (auto& a : s.on_message(w, m, now)) perform(a);

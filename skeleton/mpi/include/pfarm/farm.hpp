@@ -446,7 +446,7 @@ inline std::size_t outputs_per_task(MPI_Comm comm, int rank, task_count tasks, s
 /// out.size() == in.size(), or fn(const In&, std::span<Out>) with out.size() / in.size() outputs per task;
 /// either form may take the task's index first: fn(task_count index, const In&, ...).
 /// Throws pfarm::invalid_argument (bad sizes, zero tasks, unknown technique: on every rank) and
-/// pfarm::worker_error (a task threw: on every rank).
+/// pfarm::worker_error (a task threw: on every rank; unless protocol_options::on_task_error retries or skips it).
 template <class InRange, class OutRange, class F>
     requires detail::task_inputs<InRange> && detail::task_outputs<OutRange>
 farm_report farm(MPI_Comm comm, const InRange& inputs, OutRange&& outputs, F&& fn, const farm_options& options = {}) {
