@@ -506,8 +506,10 @@ decision farmer::idle_end(int worker) {
     if (!retry_) return stop_worker(worker);
     // Queued tasks left here are another (running) worker's to take; a chunk in flight may still fail tasks.
     if (!retry_queue_.empty()) return {decision::kind::wait, {}, false};
-    for (int v = 0; v < workers(); ++v)
-        if (v != worker && workers_[static_cast<std::size_t>(v)].held > 0) return {decision::kind::wait, {}, false};
+    for (int v = 0; v < workers(); ++v) {  // a chunk cancelled (computed elsewhere) fails nothing more
+        const auto& o = workers_[static_cast<std::size_t>(v)];
+        if (v != worker && o.held > (o.cancelled ? 1 : 0)) return {decision::kind::wait, {}, false};
+    }
     return stop_worker(worker);
 }
 

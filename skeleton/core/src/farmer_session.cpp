@@ -204,6 +204,7 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
                                  "), which was not cancelled");
         discard(worker);
         if (w.stop_sent && farmer_.held(worker) == 0 && !farmer_.asked(worker) && !w.release_inferred) retire(worker);
+        if (farmer_.retrying()) reask_parked();  // those waiting for its chunk's end (farmer.hpp "Retry")
         return actions_;
     }
     case request_message::kind::ask:
