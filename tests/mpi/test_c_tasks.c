@@ -290,6 +290,43 @@ int main(int argc, char **argv) {
         CHECK(strstr(pfarm_error_message(), "seven past first") != NULL, "the message is lost: %s", pfarm_error_message());
     }
 
+    /* on_task_error: "skip" goes on and lists the failed task by its absolute index, its outputs zero bytes;
+     * "retry" runs it again and stops once its attempts are spent (it always fails here); a bad value names the field. */
+    {
+        long long out[30];
+        counter c = {rank, 0, 0, big, big + 29, 0.0};
+        pfarm_options o;
+        pfarm_options_init(&o);
+        o.schedule.technique = "gss";
+        o.user_data = &c;
+        o.protocol.on_task_error = "skip";
+        for (int i = 0; i < 30; ++i) out[i] = -1;
+        int status = pfarm_run_range(fails_at_first_plus_7, big, 30, out, 30, MPI_LONG_LONG, MPI_COMM_WORLD, &o, NULL);
+        CHECK(status == PFARM_OK, "skip: status %d (%s)", status, pfarm_error_message());
+        if (rank == 0) {
+            CHECK(pfarm_failed_count() == 1, "skip: %lld failed", pfarm_failed_count());
+            CHECK(pfarm_failed_task(0) == big + 7, "skip: failed task %lld", pfarm_failed_task(0));
+            CHECK(strcmp(pfarm_failed_error(0), "seven past first") == 0, "skip: error '%s'", pfarm_failed_error(0));
+            CHECK(pfarm_failed_task(1) == -1 && strcmp(pfarm_failed_error(-1), "") == 0, "skip: out of range");
+            for (int i = 0; i < 30; ++i)
+                CHECK(out[i] == (i == 7 ? 0 : big + i), "skip: out[%d] = %lld", i, out[i]);
+        }
+        o.protocol.on_task_error = "retry=2";
+        status = pfarm_run_range(fails_at_first_plus_7, big, 30, out, 30, MPI_LONG_LONG, MPI_COMM_WORLD, &o, NULL);
+        CHECK(status == PFARM_ERROR_WORKER && pfarm_error_task() == big + 7, "retry: status %d, task %lld", status,
+              pfarm_error_task());
+        CHECK(strstr(pfarm_error_message(), "seven past first") != NULL, "retry: message %s", pfarm_error_message());
+        CHECK(pfarm_failed_count() == 0, "retry: %lld listed failed", pfarm_failed_count());
+        o.protocol.on_task_error = "retry=1";
+        expect_argument_error(pfarm_run_range(fails_at_first_plus_7, big, 30, out, 30, MPI_LONG_LONG, MPI_COMM_WORLD, &o,
+                                              NULL),
+                              "on_task_error", "retry=1");
+        o.protocol.on_task_error = "ignore";
+        expect_argument_error(pfarm_run_range(fails_at_first_plus_7, big, 30, out, 30, MPI_LONG_LONG, MPI_COMM_WORLD, &o,
+                                              NULL),
+                              "on_task_error", "an unknown on_task_error");
+    }
+
     /* Bad arguments: PFARM_ERROR_ARGUMENT naming the argument, the same message on every rank, no hang. */
     {
         enum { n = 20 };

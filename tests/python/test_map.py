@@ -142,6 +142,9 @@ def test_schedule_learns_across_calls(comm, rank):
     (dict(calibration="psychic"), ValueError, "calibration"),
     (dict(weights="1,2"), TypeError, "weights"),
     (dict(technique="css"), ValueError, "chunk"),
+    (dict(on_task_error="retry=1"), ValueError, "on_task_error"),
+    (dict(on_task_error="skip"), ValueError, "on_task_error"),
+    (dict(on_task_error=3), TypeError, "on_task_error"),
 ])
 def test_bad_options_name_the_keyword(comm, rank, kwargs, error, name):
     with pytest.raises(error, match=name):
@@ -283,3 +286,33 @@ def test_trace(comm, rank):
         assert report.trace and sum(c.count for c in report.trace) >= 300
         assert os.path.getsize(path) > 0
         os.remove(path)
+
+
+def test_retry_runs_a_flaky_task_again(comm, rank, tmp_path_factory):
+    """on_task_error="retry": tasks failing on their first run anywhere (a marker file each) still give every result."""
+    import os
+    folder = comm.bcast(str(tmp_path_factory.mktemp("flaky")) if rank == 0 else None, root=0)
+
+    def flaky(i):
+        if i % 10 == 3:
+            try:
+                os.close(os.open(os.path.join(folder, str(i)), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                return i * 2
+            raise RuntimeError(f"flaky {i}")
+        return i * 2
+
+    results, report = pfarm.map(flaky, range(100), report=True, on_task_error="retry")
+    if rank == 0:
+        assert results == [i * 2 for i in range(100)]
+        assert report.task_errors == 10 and report.retried_tasks == 10
+
+
+def test_retry_raises_the_last_error_once_attempts_are_spent(comm, rank):
+    def bad_at_7(i):
+        if i == 7:
+            raise ValueError("task 7 is bad")
+        return i
+
+    with pytest.raises(ValueError, match="task 7 is bad"):
+        pfarm.map(bad_at_7, range(20), on_task_error="retry=2")

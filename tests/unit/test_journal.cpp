@@ -1,4 +1,5 @@
-// The journal file (pfarm/journal.hpp): records read back as written; a torn or corrupt tail is dropped and
+// The journal file (pfarm/journal.hpp): records read back as written; a skipped task's failure replaces its fill
+// and a later output the failure; a torn or corrupt tail is dropped and
 // appending resumes after the last whole record; a journal of another workload, a file that is not a journal,
 // a directory and an unwritable path are refused naming the argument.
 #include "pfarm/error.hpp"
@@ -41,6 +42,39 @@ TEST(Journal, RecordsReadBackAsWritten) {
     EXPECT_TRUE(j.outputs.at(0).empty());
     EXPECT_EQ(j.dropped_bytes, 0u);
     EXPECT_EQ(j.valid_bytes, std::filesystem::file_size(path));
+}
+
+TEST(Journal, AFailedTaskReplacesItsFillAndALaterOutputReplacesTheFailure) {
+    const auto path = temp_path("failed");
+    {
+        pfarm::journal_writer w(path, 42, 10, 0);
+        const double fill = 0.0, ok = 4.5;
+        w.append(2, &ok, sizeof ok);
+        w.append(5, &fill, sizeof fill);  // a skipped task's fill, then its failure (on_task_error skip)
+        w.append_failure(5, "flaky task 5");
+        w.append(8, &fill, sizeof fill);
+        w.append_failure(8, "eight");
+        w.close();
+    }
+    auto j = pfarm::read_journal(path, 42, 10);
+    EXPECT_EQ(j.outputs.size(), 1u);  // only task 2: a rerun computes 5 and 8 again
+    EXPECT_EQ(j.outputs.count(5), 0u);
+    ASSERT_EQ(j.failed.size(), 2u);
+    EXPECT_EQ(j.failed.at(5), "flaky task 5");
+    EXPECT_EQ(j.failed.at(8), "eight");
+    {
+        pfarm::journal_writer w(path, 42, 10, j.valid_bytes);  // the rerun: task 5 succeeds
+        const double five = 5.5;
+        w.append(5, &five, sizeof five);
+        w.close();
+    }
+    j = pfarm::read_journal(path, 42, 10);
+    ASSERT_EQ(j.outputs.count(5), 1u);
+    double v = 0;
+    std::memcpy(&v, j.outputs.at(5).data(), sizeof v);
+    EXPECT_EQ(v, 5.5);
+    EXPECT_EQ(j.failed.count(5), 0u);
+    EXPECT_EQ(j.failed.count(8), 1u);
 }
 
 TEST(Journal, MissingOrEmptyFileIsANewJournal) {

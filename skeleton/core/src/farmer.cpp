@@ -174,11 +174,18 @@ decision farmer::request(int worker, double now, bool completing) {
         end_calibration_of(worker, w);  // the budget (or the loop) was taken by the others: what it measured so far
         if (phase_ == phase::calibrating) return {decision::kind::wait, {}, false};
     }
+    if (!retry_queue_.empty()) {  // a failed task runs again before any new chunk
+        if (const decision d = retry_for(worker, now); d.what == decision::kind::assign) return d;
+    }
     const task_count left = remaining();
     if (left == 0) {
         if (pool_ && !closed_)  // more is coming; one that asks ahead must not keep its results waiting for it
             return {w.held > 0 ? decision::kind::later : decision::kind::wait, {}, false};
-        if (!reclaim_ && !stragglers()) return stop_worker(worker);
+        if (!reclaim_ && !stragglers()) {
+            if (!retry_) return stop_worker(worker);
+            // Retry: one that asks ahead asks again with nothing in hand, when a failed task may be there for it.
+            return w.held > 0 ? decision{decision::kind::later, {}, false} : idle_end(worker);
+        }
         // Stragglers: one that asks ahead asks again with nothing in hand, when it may take a piece of an overdue chunk.
         if (!reclaim_) return w.held == 0 ? rerun_or_stop(worker, now) : decision{decision::kind::later, {}, false};
         // Prefetch: a worker still holding a chunk asks again once it is done, when it may take work back.
@@ -268,7 +275,7 @@ decision farmer::take_back(int thief, double now) {
         // (the driver re-asks waiting workers after every released()) rather than stop for good.
         for (const auto& w : workers_)
             if (w.thief >= 0 && w.held > 0 && w.reclaimable) return {decision::kind::wait, {}, false};
-        return stragglers() ? rerun_or_stop(thief, now) : stop_worker(thief);
+        return stragglers() ? rerun_or_stop(thief, now) : idle_end(thief);
     }
     auto& victim = workers_[static_cast<std::size_t>(best)];
     victim.thief = thief;
@@ -351,7 +358,8 @@ std::vector<int> farmer::thieves() const {
     return out;
 }
 
-const completion& farmer::complete(int worker, double seconds, const resource_sample* sample, double finished) {
+const completion& farmer::complete(int worker, double seconds, const resource_sample* sample, double finished,
+                                   std::span<const task_count> failed) {
     check_worker(worker);
     if (!(seconds >= 0.0) || !std::isfinite(seconds))
         throw invalid_argument("seconds", "is " + std::to_string(seconds) + "; expected a finite value >= 0");
@@ -400,6 +408,10 @@ const completion& farmer::complete(int worker, double seconds, const resource_sa
         end_rerun(r.id);
     } else {
         completion_.deliver.push_back(c);
+    }
+    if (!failed.empty()) [[unlikely]] {
+        if (!retry_) throw internal_error("farmer: failed tasks without retry");
+        counted -= retry_failed(worker, failed);
     }
     w.free_at = finished;
     completed_ += counted;
@@ -503,7 +515,104 @@ decision farmer::rerun_or_stop(int worker, double now) {
         return hand_piece(worker, reruns_.back(), now);
     }
     if (first < std::numeric_limits<double>::infinity()) return {decision::kind::wait, {}, false};  // asked again later
+    return idle_end(worker);
+}
+
+decision farmer::retry_for(int worker, double now) {
+    bool others = false;  // another worker that has not stopped may take what this one failed
+    for (int v = 0; v < workers() && !others; ++v) others = v != worker && !workers_[static_cast<std::size_t>(v)].stopped;
+    for (auto it = retry_queue_.begin(); it != retry_queue_.end(); ++it) {
+        if (it->last == worker && others) continue;
+        const task_count task = it->task;
+        retry_queue_.erase(it);
+        ++retried_;
+        auto& w = workers_[static_cast<std::size_t>(worker)];
+        const decision d = assign(worker, task, 1, false, now);
+        w.reclaimable = false;  // one task: nothing to give back
+        return d;
+    }
+    return {decision::kind::stop, {}, false};
+}
+
+decision farmer::idle_end(int worker) {
+    if (!retry_) return stop_worker(worker);
+    // Queued tasks left here are another (running) worker's to take; a chunk in flight may still fail tasks.
+    if (!retry_queue_.empty()) return {decision::kind::wait, {}, false};
+    for (int v = 0; v < workers(); ++v) {  // a chunk cancelled (computed elsewhere) fails nothing more
+        const auto& o = workers_[static_cast<std::size_t>(v)];
+        if (v != worker && o.held > (o.cancelled ? 1 : 0)) return {decision::kind::wait, {}, false};
+    }
     return stop_worker(worker);
+}
+
+task_count farmer::retry_failed(int worker, std::span<const task_count> failed) {
+    task_count queued = 0;
+    for (const task_count t : failed) {
+        // Only a task whose results this completion would deliver failed for good here (a re-executed chunk's other
+        // copy may have delivered it already).
+        auto& d = completion_.deliver;
+        const auto in = std::find_if(d.begin(), d.end(), [t](chunk c) { return t >= c.first && t < c.first + c.count; });
+        if (in == d.end()) continue;
+        const chunk c = *in;
+        const auto at = d.erase(in);
+        std::vector<chunk> parts;
+        if (t > c.first) parts.push_back({c.first, t - c.first});
+        if (t + 1 < c.first + c.count) parts.push_back({t + 1, c.first + c.count - t - 1});
+        d.insert(at, parts.begin(), parts.end());
+        const int n = ++failures_[t];
+        retry_queue_.push_back({t, n, worker});
+        ++queued;
+    }
+    return queued;
+}
+
+int farmer::failures_of(task_count task) const {
+    const auto it = failures_.find(task);
+    return it == failures_.end() ? 0 : it->second;
+}
+
+task_error_rule parse_task_error_rule(const std::string& text, const std::string& argument) {
+    task_error_rule r;
+    if (text == "stop") return r;
+    if (text == "skip") {
+        r.what = task_error_rule::kind::skip;
+        return r;
+    }
+    const std::string expected = "; expected stop, skip, retry or retry=N (N attempts in all, 2.." +
+                                 std::to_string(task_error_rule::max_attempts) + ")";
+    if (text == "retry") {
+        r.what = task_error_rule::kind::retry;
+        return r;
+    }
+    if (text.rfind("retry=", 0) == 0) {
+        const std::string n = text.substr(6);
+        const bool digits = !n.empty() && n.size() <= 9 && n.find_first_not_of("0123456789") == std::string::npos;
+        const long attempts = digits ? std::stol(n) : -1;
+        if (attempts >= 2 && attempts <= task_error_rule::max_attempts) {
+            r.what = task_error_rule::kind::retry;
+            r.attempts = static_cast<int>(attempts);
+            return r;
+        }
+    }
+    throw invalid_argument(argument, "is '" + text + "'" + expected);
+}
+
+std::string to_string(const task_error_rule& rule) {
+    switch (rule.what) {
+    case task_error_rule::kind::stop: return "stop";
+    case task_error_rule::kind::skip: return "skip";
+    case task_error_rule::kind::retry: return "retry=" + std::to_string(rule.attempts);
+    }
+    return "stop";
+}
+
+void check_task_error_rule(const task_error_rule& rule, const std::string& argument) {
+    const int what = static_cast<int>(rule.what);
+    if (what < 0 || what > 2)
+        throw invalid_argument(argument, "kind is " + std::to_string(what) + "; expected stop, retry or skip");
+    if (rule.what == task_error_rule::kind::retry && (rule.attempts < 2 || rule.attempts > task_error_rule::max_attempts))
+        throw invalid_argument(argument, "retry attempts are " + std::to_string(rule.attempts) + "; expected 2.." +
+                                             std::to_string(task_error_rule::max_attempts) + " runs of a task in all");
 }
 
 void farmer::drop(int worker) {

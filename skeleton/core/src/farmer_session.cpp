@@ -25,7 +25,9 @@ farmer_session::farmer_session(task_count tasks, int workers, std::unique_ptr<te
     needs_ = farmer_.policy().needs();
     // Chunk sizes that read no measured time (no completion, no reading, no calibration): a claim form says so.
     replies_first_ = farmer_.policy().decentralised() != claim_form::none && !options.reclaim && !options.pool &&
-                     options.stragglers.factor == 0.0;
+                     options.stragglers.factor == 0.0 && options.task_errors.what != task_error_rule::kind::retry;
+    check_task_error_rule(options.task_errors);
+    farmer_.set_retry(options.task_errors.what == task_error_rule::kind::retry);
     if (options.reclaim) farmer_.set_request_cost(options.request_cost);
     farmer_.set_stragglers(options.stragglers);
     workers_.resize(static_cast<std::size_t>(workers));
@@ -180,7 +182,7 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
             if (w.stop_sent) retire(worker);                     // a stopped worker's last message
         } else if (m.what == request_message::kind::dropped) {  // it let a cancelled chunk go
             if (w.stop_sent) retire(worker);                        // and, stopped already, ends
-        } else if (m.what == request_message::kind::results) {
+        } else if (m.what == request_message::kind::results || m.what == request_message::kind::task_error) {
             // it computes a chunk: its next request is answered abort
         } else {
             send(worker, reply(reply_message::kind::abort));
@@ -196,6 +198,9 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
         outcome_.text = m.text;
         w.awaiting = true;  // it waits for the abort
         abort_all();
+        return actions_;
+    case request_message::kind::task_error:
+        task_error(worker, m);
         return actions_;
     case request_message::kind::released:
         if (w.release_inferred) {
@@ -214,6 +219,7 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
                                  "), which was not cancelled");
         discard(worker);
         if (w.stop_sent && farmer_.held(worker) == 0 && !farmer_.asked(worker) && !w.release_inferred) retire(worker);
+        if (farmer_.retrying()) reask_parked();  // those waiting for its chunk's end (farmer.hpp "Retry")
         return actions_;
     }
     case request_message::kind::ask:
@@ -235,7 +241,7 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
             // Thieves that waited ask again once the chunk is in: asked before, they could pick the worker again
             // as a victim, for the chunk that has just ended. With stragglers, a chunk in may end a re-execution,
             // or the loop: those waiting for an overdue chunk ask again.
-            if (w.release_inferred || farmer_.stragglers()) reask_parked();
+            if (w.release_inferred || farmer_.stragglers() || farmer_.retrying()) reask_parked();
         }
         // The run queue travels with every request that must carry readings (technique_needs), results or not.
         if (m.has_sample && m.sample.run_queue && *m.sample.run_queue >= 1.0 && *m.sample.run_queue != w.last_queue) {
@@ -318,6 +324,10 @@ void farmer_session::accept(int worker, const request_message& m) {
         throw internal_error("farmer session: worker " + std::to_string(worker) + " returned " +
                              std::to_string(m.done.count) + " results for a chunk of " + std::to_string(size));
     }
+    if (!w.failures.empty()) [[unlikely]] {
+        accept_failures(worker, m);
+        return;
+    }
     const completion& done = farmer_.complete(worker, m.seconds, m.has_sample ? &m.sample : nullptr, m.finished);
     for (const chunk& d : done.deliver) actions_.push_back({farmer_action::kind::deliver, worker, {}, d});
     for (const auto& [holder, c] : done.cancel) {
@@ -331,8 +341,70 @@ void farmer_session::accept(int worker, const request_message& m) {
     if (farmer_.done()) last_result_ = arrival();  // the last result: the makespan
 }
 
+void farmer_session::task_error(int worker, const request_message& m) {
+    auto& w = workers_[static_cast<std::size_t>(worker)];
+    if (options_.task_errors.what == task_error_rule::kind::stop)
+        throw internal_error("farmer session: worker " + std::to_string(worker) + " went on after task " +
+                             std::to_string(m.failed_task) + " failed, which on_task_error stop does not allow");
+    bool held = false;  // a task of a chunk it holds, and no more than once per run
+    for (int i = 0; i < farmer_.held(worker) && !held; ++i) {
+        const chunk c = farmer_.in_flight(worker, i);
+        held = m.failed_task >= c.first && m.failed_task < c.first + c.count;
+    }
+    for (const task_failure& f : w.failures) held = held && f.task != m.failed_task;
+    if (!held)
+        throw internal_error("farmer session: worker " + std::to_string(worker) + " reported task " +
+                             std::to_string(m.failed_task) + " failed, which is not a task of a chunk it holds");
+    w.failures.push_back({m.failed_task, worker, m.text});
+    ++task_errors_;
+    if (options_.task_errors.what == task_error_rule::kind::retry &&
+        farmer_.failures_of(m.failed_task) + 1 >= options_.task_errors.attempts) {
+        // Its last attempt: the farm stops as with on_task_error stop, naming it and its last error (the text
+        // unchanged: a binding may decode it). The worker goes on computing; its next request is answered abort.
+        outcome_.what = farm_outcome::kind::task_failed;
+        outcome_.worker = worker;
+        outcome_.task = m.failed_task;
+        outcome_.text = m.text;
+        abort_all();
+    }
+}
+
+void farmer_session::accept_failures(int worker, const request_message& m) {
+    auto& w = workers_[static_cast<std::size_t>(worker)];
+    std::vector<task_failure> mine;  // the failures of this chunk; those of a chunk held after it stay
+    std::erase_if(w.failures, [&](const task_failure& f) {
+        const bool in = f.task >= m.done.first && f.task < m.done.first + m.done.count;
+        if (in) mine.push_back(f);
+        return in;
+    });
+    std::vector<task_count> tasks;
+    for (const task_failure& f : mine) tasks.push_back(f.task);
+    const bool retry = options_.task_errors.what == task_error_rule::kind::retry;
+    const completion& done = farmer_.complete(worker, m.seconds, m.has_sample ? &m.sample : nullptr, m.finished,
+                                              retry ? std::span<const task_count>(tasks) : std::span<const task_count>());
+    for (const chunk& d : done.deliver) actions_.push_back({farmer_action::kind::deliver, worker, {}, d});
+    for (const auto& [holder, c] : done.cancel) {
+        reply_message r = reply(reply_message::kind::cancel);
+        r.work = c;
+        send(holder, r);
+    }
+    if (!retry) {  // skip: a failure whose results (the fill) are delivered here is listed
+        for (task_failure& f : mine)
+            for (const chunk& d : done.deliver)
+                if (f.task >= d.first && f.task < d.first + d.count) failed_.push_back(std::move(f));
+    }
+    w.tasks += m.done.count;
+    w.busy += m.seconds;
+    w.finish = m.finished;
+    if (farmer_.done()) last_result_ = arrival();
+}
+
 void farmer_session::discard(int worker) {
     auto& w = workers_[static_cast<std::size_t>(worker)];
+    if (!w.failures.empty()) [[unlikely]] {  // failures of the chunk dropped count for nothing
+        const chunk c = farmer_.in_flight(worker, 0);
+        std::erase_if(w.failures, [c](const task_failure& f) { return f.task >= c.first && f.task < c.first + c.count; });
+    }
     const held_chunk h = pop_held(worker);
     farmer_.drop(worker);
     // It counts nowhere: not in the worker's chunks, not in the records (the chunk's results came from elsewhere).

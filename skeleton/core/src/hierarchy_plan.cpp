@@ -141,6 +141,7 @@ farmer_session_options hierarchy_plan::top_session() const {
             .learned = nullptr,
             .pool = false,
             .stragglers = {},
+            .task_errors = {},
             .clock = {}};
 }
 

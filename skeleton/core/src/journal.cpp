@@ -19,6 +19,7 @@ namespace {
 
 constexpr char header_magic[8] = {'P', 'F', 'A', 'R', 'M', 'J', '1', '\n'};
 constexpr std::uint32_t record_magic = 0x4a524543u;
+constexpr std::uint32_t failed_flag = 1;  ///< a record's second word: its bytes are a failed task's error text
 constexpr std::size_t header_bytes = 8 + 3 * sizeof(std::uint64_t);
 constexpr std::size_t record_head = 2 * sizeof(std::uint32_t) + 2 * sizeof(std::uint64_t);
 constexpr std::size_t batch_records = 64;
@@ -93,7 +94,13 @@ journal_contents read_journal(const std::string& path, std::uint64_t fingerprint
         if (index < 0 || index >= tasks)
             throw invalid_argument(argument, "'" + path + "' records task " + std::to_string(index) + " of " +
                                                  std::to_string(tasks));
-        j.outputs[index].assign(r + record_head, r + record_head + size);
+        if (load<std::uint32_t>(r + 4) == failed_flag) {  // a task that failed (skipped): computed again by a rerun
+            j.outputs.erase(index);
+            j.failed[index].assign(reinterpret_cast<const char*>(r + record_head), static_cast<std::size_t>(size));
+        } else {
+            j.outputs[index].assign(r + record_head, r + record_head + size);
+            j.failed.erase(index);
+        }
         at += record_head + size + sizeof(std::uint64_t);
     }
     j.valid_bytes = at;
@@ -137,10 +144,14 @@ journal_writer::~journal_writer() {
     }
 }
 
-void journal_writer::append(task_count index, const void* bytes, std::size_t size) {
+void journal_writer::append_failure(task_count index, const std::string& error) {
+    append(index, error.data(), error.size(), failed_flag);
+}
+
+void journal_writer::append(task_count index, const void* bytes, std::size_t size, std::uint32_t flags) {
     const std::size_t start = pending_.size();
     put(pending_, record_magic);
-    put(pending_, std::uint32_t{0});
+    put(pending_, flags);
     put(pending_, static_cast<std::uint64_t>(index));
     put(pending_, static_cast<std::uint64_t>(size));
     const auto* b = static_cast<const std::byte*>(bytes);

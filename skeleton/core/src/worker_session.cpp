@@ -301,4 +301,14 @@ worker_session::actions worker_session::on_failure(task_count task, const std::s
     return {slots_.data(), used_};
 }
 
+worker_session::actions worker_session::on_task_error(task_count task, const std::string& what) {
+    used_ = 0;
+    if (ended_ || failed_) return {slots_.data(), used_};  // aborted meanwhile, or failing: nothing more goes
+    worker_action& a = add(worker_action::kind::send);
+    a.message.what = request_message::kind::task_error;
+    a.message.failed_task = task;
+    a.message.text = what;
+    return {slots_.data(), used_};
+}
+
 }  // namespace pfarm

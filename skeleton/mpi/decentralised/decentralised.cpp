@@ -351,11 +351,10 @@ private:
                     try {
                         kernel_.run(task, inputs + i * kernel_.in_bytes, results + i * kernel_.out_bytes);
                     } catch (const std::exception& e) {
-                        fail(claims, task, e.what());
-                        return;
+                        if (!skip(task, results + i * kernel_.out_bytes, e.what())) return fail(claims, task, e.what());
                     } catch (...) {
-                        fail(claims, task, "unknown exception");
-                        return;
+                        if (!skip(task, results + i * kernel_.out_bytes, "unknown exception"))
+                            return fail(claims, task, "unknown exception");
                     }
                     if (emulated) {
                         owed += setup_.emulated.owed(rank_, task_start, clock() - task_start);
@@ -409,6 +408,16 @@ private:
         batched_ = 0;
         batch_at_.clear();
         batch_lengths_.clear();
+    }
+
+    /// Task `task` threw `text`: with on_task_error skip (the only one this farm serves beside stop) its outputs at
+    /// `out` become the fill, it is listed, and true is returned (the chunk goes on).
+    bool skip(task_count task, std::byte* out, const char* text) {
+        if (setup_.config.task_errors != static_cast<std::int32_t>(task_error_rule::kind::skip)) return false;
+        if (kernel_.fill.size() == kernel_.out_bytes) std::memcpy(out, kernel_.fill.data(), kernel_.out_bytes);
+        else std::memset(out, 0, kernel_.out_bytes);
+        failed_.push_back({task, rank_, text});
+        return true;
     }
 
     void fail(claimer& claims, task_count task, const std::string& text) {
@@ -492,10 +501,13 @@ private:
         if (keep_records_)
             for (const chunk_record& c : records_)
                 mine.records.push_back({rank_, c.first, c.count, c.claimed, c.started, c.finished, c.flushed, false, {}});
+        mine.failed = failed_;
+        mine.task_errors = static_cast<task_count>(failed_.size());
         std::vector<report_part> parts = gather_parts(comm_, 0, mine);
         if (rank_ != 0) {
             mine.workers.front().finish = 0.0;  // known on rank 0's clock only
             mine.records.clear();               // the trace is rank 0's
+            mine.failed.clear(), mine.task_errors = 0;  // as the list of failed tasks
             add_part(r, mine);
             r.k = k;
             return r;
@@ -541,6 +553,7 @@ private:
     double busy_ = 0.0, finish_ = 0.0;
     std::vector<chunk_record> records_;
     std::optional<failure_header> failure_;
+    std::vector<failed_task> failed_;  ///< on_task_error skip: this rank's failed tasks
     std::string failure_text_;
 };
 

@@ -44,6 +44,7 @@ public:
                     .calibration_span = setup.config.calibration_span,
                     // A chunk is overdue past its predicted time x factor plus a few round trips (at least 1 ms).
                     .stragglers = {setup.config.straggler_factor, std::max(4.0 * round_trip, 1e-3)},
+                    .task_errors = task_errors_of(setup.config),
                     .clock = [t0] { return now() - t0; }}),
           own_(kernel, setup, monitors, 0, [t0] { return now() - t0; }),
           inbox_(comm, setup.config.reclaim != 0, setup.config.gentle_wait != 0) {}
@@ -116,7 +117,7 @@ private:
             std::memcpy(&h, m.data, sizeof h);
             decode(h, offsets_[static_cast<std::size_t>(rank)], message_);
             delivering_ = message_.done;
-            if (message_.what == request_message::kind::failure) {
+            if (message_.what == request_message::kind::failure || message_.what == request_message::kind::task_error) {
                 const auto* text = reinterpret_cast<const char*>(m.data + request_payload_offset);
                 message_.text.assign(text, m.bytes() - request_payload_offset);
             }
@@ -127,7 +128,8 @@ private:
                 results_ = nullptr;
                 // Into a buffer of their own for the sink, or when part of them may be delivered already (stragglers:
                 // a chunk re-executed), delivered once in; else in place, in out_.
-                if (kernel_.streamed() || setup_.config.stragglers)
+                // Retry: a failed task's fill must not land over its later result.
+                if (kernel_.streamed() || setup_.config.stragglers || setup_.config.task_errors == static_cast<std::int32_t>(task_error_rule::kind::retry))
                     following_ = &payloads_.receive(bytes, rank, comm_, h.first, index_bytes_);
                 else
                     payloads_.receive_in_place(out_ + static_cast<std::size_t>(h.first) * kernel_.out_bytes, bytes, rank, comm_);

@@ -150,8 +150,8 @@ private:
     bool send(const request_message& m, bool readings, bool calibration) {
         // The chunk's results, computed in place after the header's room in results_[current_], go with it.
         chunk_results& results = results_[current_];
-        const bool with_results =
-            m.what != request_message::kind::released && m.what != request_message::kind::failure && m.done.count > 0;
+        const bool with_results = m.what != request_message::kind::released && m.what != request_message::kind::failure &&
+                                  m.what != request_message::kind::task_error && m.done.count > 0;
         const std::size_t bytes = with_results ? results.bytes(m.done.count) : 0;
         if (!with_results || request_payload_offset + bytes > inline_capacity) return send_header_alone(m, readings, calibration, bytes);
         // Every chunk's request: its header default-constructed in place before the results, one message.
@@ -175,7 +175,8 @@ private:
             mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_released, comm_), "MPI_Send");
             return true;
         }
-        if (m.what == request_message::kind::failure) {  // the text, cut to what one message carries
+        if (m.what == request_message::kind::failure || m.what == request_message::kind::task_error) {
+            // the text, cut to what one message carries
             const std::size_t text = std::min(m.text.size(), inline_capacity - request_payload_offset);
             failure_.reserve(request_payload_offset + text);
             std::memcpy(failure_.data(), &h, sizeof h);
@@ -253,22 +254,30 @@ private:
         return results;
     }
 
-    /// Runs task `task`, the chunk's `i`-th, on its input in `inputs`. A task that throws fails the farm, and false is
-    /// returned.
+    /// Runs task `task`, the chunk's `i`-th, on its input in `inputs`; false when the chunk must not go on (a task threw
+    /// and the farm fails: task_failed).
     bool run_task(chunk_results& results, task_count task, std::size_t i, const std::byte* inputs) {
         try {
             results.run(task, static_cast<task_count>(i), inputs + i * kernel_.in_bytes);
             return true;
         } catch (const std::exception& e) {
-            task_failed(task, e.what());
+            return task_failed(results, task, i, e.what());
         } catch (...) {
-            task_failed(task, "unknown exception");
+            return task_failed(results, task, i, "unknown exception");
         }
-        return false;
     }
 
-    /// A task of the chunk threw: the farm fails. Out of line, off the task loop.
-    [[gnu::noinline]] void task_failed(task_count task, const char* what) { perform(session_.on_failure(task, what)); }
+    /// A task of the chunk threw: the farm fails, and false is returned; with on_task_error retry or skip, its results
+    /// become the fill, the session reports it, and the chunk goes on (true). Out of line, off the task loop.
+    [[gnu::noinline]] bool task_failed(chunk_results& results, task_count task, std::size_t i, const char* what) {
+        if (setup_.config.task_errors != 0) {
+            results.fill(static_cast<task_count>(i));
+            perform(session_.on_task_error(task, what));
+            return !session_.ended();
+        }
+        perform(session_.on_failure(task, what));
+        return false;
+    }
 
     /// Chunk `done` has been computed (started_ is when it started): the session's request goes, then the report's
     /// counts.

@@ -73,6 +73,7 @@ farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte
                                          .request_cost = round_trip,
                                          .keep_records = keep_records != 0,
                                          .stragglers = {},
+                                         .task_errors = task_errors_of(setup.config),
                                          .clock = {}});
     return run_master(up.comm, down.comm, rank, ranks, in, kernel, options, setup, h, plan, g, t0, offsets, monitors);
 }

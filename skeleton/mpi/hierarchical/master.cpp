@@ -157,6 +157,7 @@ private:
         own_->serve([this](const request_message& m) {
             payload_ = own_->results().payload();
             index_bytes_ = own_->results().index_bytes();
+            payload_first_ = m.done.first;
             perform(session_.on_message(0, m, clock()));
         });
     }
@@ -201,12 +202,13 @@ private:
             request_header h;
             std::memcpy(&h, p.data(), sizeof h);
             decode(h, offsets_.at(static_cast<std::size_t>(worker)), message_);
-            if (message_.what == request_message::kind::failure) {
+            if (message_.what == request_message::kind::failure || message_.what == request_message::kind::task_error) {
                 const auto* text = reinterpret_cast<const char*>(p.data() + request_payload_offset);
                 message_.text.assign(text, p.bytes() - request_payload_offset);
             }
             payload_ = p.data() + request_payload_offset;
             index_bytes_ = static_cast<std::size_t>(h.index_bytes);
+            payload_first_ = message_.done.first;
             if (h.results_follow) {  // too large to travel in the request: they follow, received without blocking
                 following_ = &payloads_.receive(static_cast<std::size_t>(h.results_bytes), p.source(), down_, h.first,
                                                 index_bytes_);
@@ -240,7 +242,8 @@ private:
                 following_->deliveries.push_back(a.results);
                 count_pending(a.results, 1);
             } else {
-                store(a.results, payload_, index_bytes_, a.results.first);
+                // a.results may be part of the message's chunk (a failed task left out: on_task_error retry)
+                store(a.results, payload_, index_bytes_, payload_first_);
             }
         }
         following_ = nullptr;  // its own worker's requests (serve_own) carry their results in its own buffer
@@ -457,6 +460,7 @@ private:
     request_message message_;
     const std::byte* payload_ = nullptr;  ///< the results in the worker's message being handled
     std::size_t index_bytes_ = 0;
+    task_count payload_first_ = 0;        ///< the first task whose results payload_ holds
     following_payloads payloads_;         ///< its workers' results too large for their request, on their way
     following_payloads::payload* following_ = nullptr;  ///< while a worker's message is handled: its results, when they follow
     std::deque<request_message> waiting_up_;  ///< messages up held back for results on their way, in order

@@ -34,6 +34,9 @@ farm_report gather_report(MPI_Comm up, const farm_options& options, int ranks, t
         own.workers.push_back({0, top.tasks_of(0), top.chunks_of(0), top.busy_of(0), top.finish_of(0)});
         for (const chunk_trace& c : top.records())  // (kept only with a trace)
             if (c.rank == 0) own.records.push_back(c);
+        // Its task errors (on_task_error): only its own worker reports any to the supermaster's session.
+        own.task_errors = top.task_errors(), own.retried_tasks = top.retried_tasks();
+        for (const task_failure& f : top.failed()) own.failed.push_back({f.task, 0, f.text});
     }
     const std::vector<report_part> parts = gather_parts(up, 0, own);  // rank 0's, then the masters' in group order
     farm_report r = empty_report(options, ranks, tasks);

@@ -29,7 +29,8 @@ public:
                 bool keep_records)
         : up_(up), in_(in), out_(out), kernel_(kernel), setup_(setup), h_(h), plan_(plan), first_(1 - plan.own()),
           progress_(options.output.progress, setup.config.tasks),
-          session_(setup.config.tasks, plan.units(), plan.make_top(), session_options(plan, keep_records && h.computes, t0)),
+          session_(setup.config.tasks, plan.units(), plan.make_top(),
+                   session_options(plan, keep_records && h.computes, t0, task_errors_of(setup.config))),
           inbox_(up, false, setup.config.gentle_wait != 0) {
         if (h.computes) own_.emplace(kernel, setup, monitors, 0, [t0] { return now() - t0; });
     }
@@ -76,9 +77,12 @@ public:
 private:
     /// The plan's session over the masters, on rank 0's clock; it keeps records of its own worker's chunks only
     /// (the trace's rank 0).
-    static farmer_session_options session_options(const hierarchy_plan& plan, bool keep_records, double t0) {
+    /// Its own worker's task errors go to it as any worker's (the masters handle their workers').
+    static farmer_session_options session_options(const hierarchy_plan& plan, bool keep_records, double t0,
+                                                  const task_error_rule& task_errors) {
         farmer_session_options o = plan.top_session();
         o.keep_records = keep_records;
+        o.task_errors = task_errors;
         o.clock = [t0] { return now() - t0; };
         return o;
     }
@@ -103,6 +107,7 @@ private:
         own_->serve([this](const request_message& m) {
             if (m.what == request_message::kind::failure && !session_.aborting()) failed_rank_ = 0;
             own_results_ = true;
+            results_first_ = m.done.first;
             try {
                 perform(session_.on_message(0, m));
             } catch (...) {
@@ -128,6 +133,7 @@ private:
             if (!session_.aborting()) failed_rank_ = static_cast<int>(failed);  // the first failure is the farm's
         }
         results_ = m.data + request_payload_offset;
+        results_first_ = message_.done.first;
         index_bytes_ = static_cast<std::size_t>(h.index_bytes);
         if (h.results_follow) {  // too large to travel in the request: they follow, received without blocking
             const auto bytes = static_cast<std::size_t>(h.results_bytes);
@@ -166,13 +172,14 @@ private:
             if (own_results_) {  // computed in place in out_, or into its own buffer when streamed
                 if (kernel_.streamed())
                     kernel_.deliver(view_of(kernel_, a.results.first, a.results.count, own_->results().payload(),
-                                            own_->results().index_bytes()));
+                                            own_->results().index_bytes(), results_first_));
             } else if (following_) {  // they follow the message: delivered once in
                 following_->deliveries.push_back(a.results);
             } else if (kernel_.streamed())
-                kernel_.deliver(view_of(kernel_, a.results.first, a.results.count, results_, index_bytes_));
-            else if (results_)
-                std::memcpy(out_ + static_cast<std::size_t>(a.results.first) * kernel_.out_bytes, results_,
+                kernel_.deliver(view_of(kernel_, a.results.first, a.results.count, results_, index_bytes_, results_first_));
+            else if (results_)  // (a delivery may be part of the message's chunk: a failed task left out, retry)
+                std::memcpy(out_ + static_cast<std::size_t>(a.results.first) * kernel_.out_bytes,
+                            results_ + static_cast<std::size_t>(a.results.first - results_first_) * kernel_.out_bytes,
                             static_cast<std::size_t>(a.results.count) * kernel_.out_bytes);
             progress_.update(session_.decisions().completed_tasks());
         }
@@ -218,6 +225,7 @@ private:
     farmer_inbox inbox_;
     request_message message_;
     const std::byte* results_ = nullptr;
+    task_count results_first_ = 0;       ///< the first task whose results results_ (or its own worker's buffer) holds
     std::size_t index_bytes_ = 0;
     wire_buffer send_;
     following_payloads payloads_;                        ///< the masters' results too large for their request

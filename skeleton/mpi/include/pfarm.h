@@ -117,6 +117,11 @@ typedef struct pfarm_protocol_options {
     double stragglers;          /**< 0: off; a factor > 1: re-execute chunks overdue by that factor on idle workers
                                      (docs/reliability.md "Stragglers"; tasks may then run twice) */
     int replicated_input;       /**< every rank holds the input: only indices travel */
+    const char *on_task_error;  /**< a task that fails (pfarm_fail_task): NULL or "stop" (the farm stops:
+                                     PFARM_ERROR_WORKER), "retry" or "retry=N" (it runs again, on another worker where
+                                     there is one, up to N runs in all, 3 by default; then as stop; not with farmer
+                                     "decentralised"), "skip" (the farm goes on; its outputs are zero bytes and it is
+                                     listed: pfarm_failed_count); docs/reliability.md "Task errors" */
 } pfarm_protocol_options;
 
 /** What the farm shows and records beside the results. */
@@ -195,7 +200,7 @@ int pfarm_status(void);               /**< the status of this thread's last call
  *  "count", "out_data", "out_length", "out_type", "comm", "sched", and "options" for an options struct whose
  *  `size` is not one this library knows), a field of pfarm_options by its name within its group ("technique", "min_chunk", "chunk",
  *  "factor", "first", "last", "stages", "static_percent", "k", "weights", "calibration", "trace", "journal", "farmer", "masters",
- *  "master_technique", "farmer_computes"), or the
+ *  "master_technique", "farmer_computes", "on_task_error"), or the
  *  environment variable a value came from ("PFARM_SLOWDOWN", "PFARM_LOAD_CHANGES"). pfarm_run_range's parameter
  *  `first` and the tss field `first` share a name; the message tells them apart. These are the C++ API's names
  *  of the same arguments (technique_options, farm_options), except in_length and out_length, which the C++
@@ -204,6 +209,14 @@ int pfarm_status(void);               /**< the status of this thread's last call
  *  every rank returns PFARM_ERROR_ARGUMENT with the same message (the lowest such rank's), never a hang: a
  *  function, datatype or options size wrong on any one rank, or a datatype whose size differs from rank 0's. */
 const char *pfarm_error_message(void);
+/** With on_task_error "skip", on rank 0: how many tasks of this thread's last call failed and were skipped (their
+ *  outputs left zero bytes); 0 on the other ranks and after any other call. */
+long long pfarm_failed_count(void);
+/** The k-th of them (0 <= k < pfarm_failed_count()), by increasing index: its index as the task function received
+ *  it (for pfarm_run_range the absolute index); -1 when k is out of range. */
+long long pfarm_failed_task(long long k);
+/** The k-th's error message (what it passed to pfarm_fail_task); "" when k is out of range. */
+const char *pfarm_failed_error(long long k);
 /** With PFARM_ERROR_WORKER, the failed task's index as the task function received it (for pfarm_run_range the
  *  absolute index, first + ...); else -1. */
 long long pfarm_error_task(void);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace {
 
@@ -20,6 +21,7 @@ thread_local std::string last_message;
 thread_local long long last_task = -1;
 thread_local bool task_failed = false;
 thread_local std::string task_failure;
+thread_local std::vector<pfarm::failed_task> last_failed;  ///< the last call's skipped tasks, by index
 
 /// Thrown by the kernel when the worker called pfarm_fail_task.
 struct c_task_failure : std::runtime_error {
@@ -120,6 +122,8 @@ pfarm::farm_options settings(const c_call& c, void*& user_data) {
     options.protocol.reclaim = o->protocol.reclaim != 0;
     options.protocol.stragglers = o->protocol.stragglers;
     options.protocol.replicated_input = o->protocol.replicated_input != 0;
+    if (o->protocol.on_task_error)  // names "on_task_error"
+        options.protocol.on_task_error = pfarm::parse_task_error_rule(o->protocol.on_task_error, "on_task_error");
     if (o->output.progress < 0 || o->output.progress > 2)
         throw pfarm::invalid_argument("progress", "is " + std::to_string(o->output.progress) + "; expected 0 (quiet), 1 (plain) or 2 (bar)");
     options.output.progress = o->output.progress == 1 ? pfarm::progress_mode::plain
@@ -172,6 +176,7 @@ int run(const c_call& c, pfarm_result* result) {
     last_status = PFARM_OK;
     last_message.clear();
     last_task = -1;
+    last_failed.clear();
     shape s;
     try {
         if (c.comm == MPI_COMM_NULL) throw pfarm::invalid_argument("comm", "is MPI_COMM_NULL");  // nobody to agree with
@@ -210,6 +215,7 @@ int run(const c_call& c, pfarm_result* result) {
         kernel.in_bytes = static_cast<std::size_t>(s.in_bytes);
         kernel.out_bytes = static_cast<std::size_t>(s.out_bytes * static_cast<unsigned long long>(s.outputs));
         if (c.range) kernel.identity = "index range from " + std::to_string(s.first);  // part of a journal's fingerprint
+        if (c.range) kernel.index_base = s.first;  // skipped tasks are listed by the index the task function received
         kernel.run = [&c, first = s.first, user_data](pfarm::task_count index, const std::byte* in, std::byte* out) {
             task_failed = false;
             if (!c.task) c.worker(in, out);
@@ -227,6 +233,7 @@ int run(const c_call& c, pfarm_result* result) {
             result->ranks = report.ranks;
             result->sequential = report.sequential ? 1 : 0;
         }
+        last_failed = report.failed_tasks;
     } catch (const pfarm::worker_error& e) {  // named by the index the task function received
         last_status = PFARM_ERROR_WORKER;
         last_task = e.task() + s.first;
@@ -314,5 +321,12 @@ void pfarm_fail_task(const char* message) {
 int pfarm_status(void) { return last_status; }
 const char* pfarm_error_message(void) { return last_message.c_str(); }
 long long pfarm_error_task(void) { return last_task; }
+long long pfarm_failed_count(void) { return static_cast<long long>(last_failed.size()); }
+long long pfarm_failed_task(long long k) {
+    return k >= 0 && k < pfarm_failed_count() ? last_failed[static_cast<std::size_t>(k)].task : -1;
+}
+const char* pfarm_failed_error(long long k) {
+    return k >= 0 && k < pfarm_failed_count() ? last_failed[static_cast<std::size_t>(k)].error.c_str() : "";
+}
 
 }  // extern "C"

@@ -64,7 +64,14 @@ struct config_header {
     /// Rank 0 (set after the broadcast): the calibration span in force, schedule_options::calibration_span or the
     /// automatic one from every rank's CPU quota period.
     double calibration_span = 0.0;
+    std::int32_t task_errors = 0;           ///< task_error_rule::kind: 0 stop, else a worker goes on after a failed task
+    std::int32_t task_attempts = 0;         ///< retry: runs of a task in all
 };
+
+/// The run's on_task_error, as agreed.
+inline task_error_rule task_errors_of(const config_header& c) {
+    return {static_cast<task_error_rule::kind>(c.task_errors), c.task_attempts};
+}
 
 struct shared_setup {
     config_header config;

@@ -31,8 +31,10 @@ double cpu_seconds() {
 
 
 /// One rank: every task in order, on this rank.
+/// With on_task_error retry a failed task runs again at once (the one rank is the only worker), up to its attempts;
+/// with skip its outputs become the fill and it is listed.
 static farm_report run_sequential(const std::byte* in, std::byte* out, task_count tasks, const task_kernel& kernel,
-                           const farm_options& options) {
+                                  const farm_options& options, const task_error_rule& on_error) {
     farm_report r = empty_report(options, 1, tasks);
     r.sequential = true;
     const double t0 = now();
@@ -40,17 +42,34 @@ static farm_report run_sequential(const std::byte* in, std::byte* out, task_coun
     chunk_results results;  // streamed results: one task at a time, delivered at once
     for (task_count i = 0; i < tasks; ++i) {
         const std::byte* input = in + static_cast<std::size_t>(i) * kernel.in_bytes;
-        try {
-            if (!kernel.streamed()) {
-                kernel.run(i, input, out + static_cast<std::size_t>(i) * kernel.out_bytes);
-            } else {
-                results.begin(kernel, 1);
-                results.run(i, 0, input);
+        std::byte* output = kernel.streamed() ? nullptr : out + static_cast<std::size_t>(i) * kernel.out_bytes;
+        for (int attempt = 1;; ++attempt) {
+            std::string failed;
+            try {
+                if (output) {
+                    kernel.run(i, input, output);
+                } else {
+                    results.begin(kernel, 1);
+                    results.run(i, 0, input);
+                }
+                break;
+            } catch (const std::exception& e) {
+                failed = e.what();
+            } catch (...) {
+                failed = "unknown exception";
             }
-        } catch (const std::exception& e) {
-            throw worker_error(i, 0, e.what());
-        } catch (...) {
-            throw worker_error(i, 0, "unknown exception");
+            ++r.task_errors;
+            if (on_error.what == task_error_rule::kind::retry && attempt < on_error.attempts) {
+                ++r.retried_tasks;
+                continue;
+            }
+            if (on_error.what != task_error_rule::kind::skip)
+                throw worker_error(i, 0, failed);
+            r.failed_tasks.push_back({i, 0, failed});
+            if (!output) results.fill(0);
+            else if (kernel.fill.size() == kernel.out_bytes) std::memcpy(output, kernel.fill.data(), kernel.out_bytes);
+            else std::memset(output, 0, kernel.out_bytes);
+            break;
         }
         if (kernel.streamed()) {
             try {  // as with several ranks (the farmer stops the farm with its message): a pfarm::error
@@ -100,8 +119,9 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
     const shared_setup setup = agree(comm.get(), rank, ranks, tasks, kernel, options, policy);
     const bool trace = setup.config.trace != 0;
     if (ranks == 1) {
-        farm_report r = run_sequential(in, out, tasks, kernel, options);
+        farm_report r = run_sequential(in, out, tasks, kernel, options, task_errors_of(setup.config));
         finish_trace(comm.get(), rank, trace, options.output.trace, r);
+        for (failed_task& f : r.failed_tasks) f.task += kernel.index_base;
         return r;
     }
     mpi::check(MPI_Barrier(comm.get()), "MPI_Barrier");
@@ -123,6 +143,7 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
     else
         r = run_worker_side(comm.get(), rank, ranks, in, kernel, options, setup, t0, monitors, round_trip);
     finish_trace(comm.get(), rank, trace, options.output.trace, r);
+    for (failed_task& f : r.failed_tasks) f.task += kernel.index_base;  // as the user counts them
     return r;
 }
 

@@ -138,6 +138,7 @@ farm_report run_journaled(MPI_Comm comm, const std::byte* in, std::byte* out, ta
         mapped.in_bytes = replicated ? 0 : kernel.in_bytes;
         mapped.out_bytes = kernel.out_bytes;
         mapped.out_align = kernel.out_align;
+        mapped.fill = kernel.fill;
         const auto input = [&](task_count j, const std::byte* x) {
             const task_count i = remaining[static_cast<std::size_t>(j)];
             return replicated ? (in ? in + static_cast<std::size_t>(i) * kernel.in_bytes : nullptr) : x;
@@ -171,6 +172,11 @@ farm_report run_journaled(MPI_Comm comm, const std::byte* in, std::byte* out, ta
         }
         report.tasks = tasks;
         for (auto& c : report.trace) c.first = remaining[static_cast<std::size_t>(c.first)];  // a chunk's first task
+        for (auto& f : report.failed_tasks) {  // skipped: journaled as failed, after their fill (a rerun computes them)
+            f.task = remaining[static_cast<std::size_t>(f.task)];
+            if (rank == 0) writer->append_failure(f.task, f.error);
+            f.task += kernel.index_base;  // as the user counts them
+        }
     }
     {
         farm_report computed = report;  // the trace holds what was computed: `count` tasks

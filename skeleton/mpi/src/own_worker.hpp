@@ -90,11 +90,9 @@ public:
             if (out) kernel_.run(i, input, out);
             else results_.run(i, i - c.first, input);
         } catch (const std::exception& e) {
-            perform(session_.on_failure(i, e.what()));
-            return;
+            if (!task_error(i, c, out, e.what())) return;
         } catch (...) {
-            perform(session_.on_failure(i, "unknown exception"));
-            return;
+            if (!task_error(i, c, out, "unknown exception")) return;
         }
         compute_ += now() - start;
         if (++next_ < session_.current().first + session_.current().count) return;
@@ -111,6 +109,20 @@ public:
     }
 
 private:
+    /// Task i of chunk c threw `what`: with on_task_error retry or skip, its outputs (at `out`, or in results()) become
+    /// the fill, its session reports it, and true is returned (the chunk goes on); otherwise the farm fails.
+    bool task_error(task_count i, chunk c, std::byte* out, const char* what) {
+        if (setup_.config.task_errors == 0) {
+            perform(session_.on_failure(i, what));
+            return false;
+        }
+        if (!out) results_.fill(i - c.first);
+        else if (kernel_.fill.size() == kernel_.out_bytes) std::memcpy(out, kernel_.fill.data(), kernel_.out_bytes);
+        else std::memset(out, 0, kernel_.out_bytes);
+        perform(session_.on_task_error(i, what));
+        return true;
+    }
+
     /// Its session's actions: a chunk to compute from its first task, or a request queued with the readings it
     /// must carry.
     void perform(worker_session::actions actions) {

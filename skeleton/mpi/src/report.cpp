@@ -60,6 +60,12 @@ void pack(const report_part& p, std::vector<double>& v) {
                            c.started, c.finished, c.received, c.calibration ? 1.0 : 0.0});
         for (const std::optional<double>* x : readings_of(c.sample)) v.insert(v.end(), {x->has_value() ? 1.0 : 0.0, x->value_or(0.0)});
     }
+    v.insert(v.end(), {static_cast<double>(p.task_errors), static_cast<double>(p.retried_tasks),
+                       static_cast<double>(p.failed.size())});
+    for (const failed_task& f : p.failed) {  // the error's text a byte per double (texts are short)
+        v.insert(v.end(), {static_cast<double>(f.task), static_cast<double>(f.rank), static_cast<double>(f.error.size())});
+        for (const char c : f.error) v.push_back(static_cast<double>(static_cast<unsigned char>(c)));
+    }
 }
 
 report_part unpack(std::span<const double> v) {
@@ -100,6 +106,14 @@ report_part unpack(std::span<const double> v) {
             if (has) *x = value;
         }
     }
+    p.task_errors = count(), p.retried_tasks = count();
+    p.failed.resize(static_cast<std::size_t>(next()));
+    for (failed_task& f : p.failed) {
+        f.task = count();
+        f.rank = static_cast<int>(next());
+        f.error.resize(static_cast<std::size_t>(next()));
+        for (char& c : f.error) c = static_cast<char>(static_cast<unsigned char>(next()));
+    }
     if (at != v.size()) throw internal_error("a report part does not add up");
     return p;
 }
@@ -115,6 +129,8 @@ report_part part_of(const farmer_session& s, const std::vector<int>& ranks) {
     p.k = f.policy().installment_factor();
     p.records = s.records();
     for (chunk_trace& c : p.records) c.rank = ranks.at(static_cast<std::size_t>(c.rank));
+    p.task_errors = s.task_errors(), p.retried_tasks = s.retried_tasks();
+    for (const task_failure& f : s.failed()) p.failed.push_back({f.task, ranks.at(static_cast<std::size_t>(f.worker)), f.text});
     return p;
 }
 
@@ -163,6 +179,8 @@ void add_part(farm_report& r, const report_part& p) {
     r.reruns += p.reruns, r.rerun_tasks += p.rerun_tasks;
     if (!r.k && p.k) r.k = p.k;
     r.trace.insert(r.trace.end(), p.records.begin(), p.records.end());
+    r.failed_tasks.insert(r.failed_tasks.end(), p.failed.begin(), p.failed.end());
+    r.task_errors += p.task_errors, r.retried_tasks += p.retried_tasks;
 }
 
 void finish_report(farm_report& r, const std::vector<int>& computing, trace_order order) {
@@ -175,6 +193,8 @@ void finish_report(farm_report& r, const std::vector<int>& computing, trace_orde
     else
         std::sort(r.trace.begin(), r.trace.end(), [](const chunk_trace& a, const chunk_trace& b) { return a.first < b.first; });
     if (r.calibration) note_short_calibration(*r.calibration);
+    std::sort(r.failed_tasks.begin(), r.failed_tasks.end(),
+              [](const failed_task& a, const failed_task& b) { return a.task < b.task; });
 }
 
 }  // namespace pfarm::detail

@@ -33,6 +33,8 @@ struct report_part {
     task_count merged = 0;       ///< of those, the ones that carried a chunk's results
     std::optional<double> k;
     std::vector<chunk_trace> records;  ///< `rank` the farm's rank (kept only with a trace)
+    std::vector<failed_task> failed;   ///< on_task_error skip: `rank` the farm's rank, `task` 0-based (the engine's)
+    task_count task_errors = 0, retried_tasks = 0;
 };
 
 /// A session's part: its worker w is the farm's rank ranks[w] (the records' ranks mapped the same way).

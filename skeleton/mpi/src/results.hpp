@@ -34,12 +34,27 @@ public:
     void run(task_count task, task_count i, const std::byte* in) {
         if (variable_) {
             slot_ = i;
+            before_ = used_;
             const std::uint64_t none = 0;  // a task that writes nothing has no results
             std::memcpy(payload() + static_cast<std::size_t>(i) * sizeof none, &none, sizeof none);
             kernel_->run_variable(task, in, *this);
         } else {
             kernel_->run(task, in, payload() + static_cast<std::size_t>(i) * kernel_->out_bytes);
         }
+    }
+
+    /// Task `i` of the chunk, the last run, failed (on_task_error retry or skip): its results become the fill (the
+    /// kernel's, else zero bytes; of any size: empty, whatever it wrote before it threw).
+    void fill(task_count i) {
+        if (variable_) {
+            const std::uint64_t none = 0;
+            std::memcpy(payload() + static_cast<std::size_t>(i) * sizeof none, &none, sizeof none);
+            used_ = before_;
+            return;
+        }
+        std::byte* at = payload() + static_cast<std::size_t>(i) * kernel_->out_bytes;
+        if (kernel_->fill.size() == kernel_->out_bytes) std::memcpy(at, kernel_->fill.data(), kernel_->out_bytes);
+        else std::memset(at, 0, kernel_->out_bytes);
     }
 
     /// Bytes of the results of the first `done` tasks (all computed so far with results of any size).
@@ -64,6 +79,7 @@ private:
     bool variable_ = false;  ///< kernel_->variable(), read once per chunk
     wire_buffer buffer_;
     std::size_t index_bytes_ = 0, used_ = 0;
+    std::size_t before_ = 0;  ///< used_ before the last task ran (variable results)
     task_count slot_ = 0;
 };
 

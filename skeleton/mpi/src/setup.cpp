@@ -167,6 +167,13 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
                 if (options.topology.farmer != farmer_mode::flat)
                     throw invalid_argument("stragglers", "are handled by the flat farmer only; use --farmer flat");
             }
+            check_task_error_rule(options.protocol.on_task_error, "on_task_error");
+            if (options.protocol.on_task_error.what == task_error_rule::kind::retry &&
+                options.topology.farmer == farmer_mode::decentralised)
+                throw invalid_argument("on_task_error", "retry is not served by the decentralised farm (no rank hands "
+                                                        "tasks out again); use skip, or --farmer flat or hierarchical");
+            s.config.task_errors = static_cast<std::int32_t>(options.protocol.on_task_error.what);
+            s.config.task_attempts = options.protocol.on_task_error.attempts;
             s.config.stragglers = options.protocol.stragglers != 0.0 ? 1 : 0;
             s.config.straggler_factor = options.protocol.stragglers;
             s.config.farmer = static_cast<std::int32_t>(options.topology.farmer);

@@ -349,6 +349,8 @@ PYBIND11_MODULE(_pfarm, m) {
         .def_readonly("reclaimed_tasks", &farm_report::reclaimed_tasks)
         .def_readonly("reruns", &farm_report::reruns)
         .def_readonly("rerun_tasks", &farm_report::rerun_tasks)
+        .def_readonly("task_errors", &farm_report::task_errors)
+        .def_readonly("retried_tasks", &farm_report::retried_tasks)
         .def_readonly("trace", &farm_report::trace)
         .def_readonly("farmer_requests", &farm_report::farmer_requests)
         .def_readonly("master_ranks", &farm_report::master_ranks)

@@ -103,6 +103,16 @@ const std::vector<std::pair<std::string, setter>>& setters() {
                  value_error(k, "is " + py::str(py::float_(o.protocol.stragglers)).cast<std::string>() + "; expected 0 (off) or a factor > 1");
          }},
         {"replicated_input", [](farm_options& o, const std::string& k, const py::handle& v) { o.protocol.replicated_input = to_bool(k, v); }},
+        {"on_task_error", [](farm_options& o, const std::string& k, const py::handle& v) {
+             // "stop" or "retry[=N]". No "skip": a skipped task has no result to unpickle (docs/python.md).
+             const std::string rule = to_string(k, v);
+             if (rule == "skip") value_error(k, "is 'skip', which the Python package does not serve; expected stop, retry or retry=N");
+             try {
+                 o.protocol.on_task_error = parse_task_error_rule(rule, k);
+             } catch (const invalid_argument& e) {
+                 value_error(k, e.message());
+             }
+         }},
         {"trace", [](farm_options& o, const std::string& k, const py::handle& v) { o.output.trace = to_string(k, v); }},
         {"record_trace", [](farm_options& o, const std::string& k, const py::handle& v) { o.output.record_trace = to_bool(k, v); }},
         {"progress", [](farm_options& o, const std::string& k, const py::handle& v) {

@@ -46,6 +46,13 @@ void add_farm_options(CLI::App& app, farm_options& o) {
         "seconds each worker's calibration adds up to, on growing chunks (docs/calibration.md \"Calibration span\"); "
         "default: twice the longest CPU quota period of any rank's cgroup (0.2 s under the usual 100 ms), else 0 "
         "(one calibration task per worker)");
+    app.add_option_function<std::string>(
+        "--on-task-error",
+        [&o](const std::string& s) { o.protocol.on_task_error = parse_task_error_rule(s, "--on-task-error"); },
+        "a task that fails: stop (the farm stops, the default), retry[=N] (it runs again on another worker, up to N "
+        "runs in all, 3 by default; then as stop; not with --farmer decentralised), skip (the farm goes on; failed "
+        "tasks are listed in the report and the journal, their outputs left value-initialised; docs/reliability.md "
+        "\"Task errors\")");
     app.add_flag("--replicated-input", o.protocol.replicated_input, "every rank holds the input: only indices travel");
     app.add_option_function<std::string>(
         "--farmer",
@@ -104,7 +111,15 @@ void print_report(std::ostream& out, const farm_report& r) {
     if (r.k) out << ", k " << *r.k;
     if (r.reclaims > 0) out << ", " << r.reclaims << " reclaims moved " << r.reclaimed_tasks << " tasks";
     if (r.reruns > 0) out << ", " << r.reruns << " overdue chunks re-executed (" << r.rerun_tasks << " tasks)";
+    if (r.retried_tasks > 0) out << ", " << r.retried_tasks << " failed tasks run again";
     out << "\n";
+    if (!r.failed_tasks.empty()) {  // on_task_error skip: each failed task with its error, the first 20
+        out << r.failed_tasks.size() << " task(s) failed and were skipped (outputs left value-initialised):\n";
+        for (std::size_t k = 0; k < r.failed_tasks.size() && k < 20; ++k)
+            out << "  task " << r.failed_tasks[k].task << " on rank " << r.failed_tasks[k].rank << ": "
+                << r.failed_tasks[k].error << "\n";
+        if (r.failed_tasks.size() > 20) out << "  ... and " << r.failed_tasks.size() - 20 << " more (all of them in the JSON report)\n";
+    }
     if (!r.master_ranks.empty())  // hierarchical: the supermaster's load (each master's is on its line)
         out << "hierarchical: rank 0 the supermaster answered " << r.farmer_requests << " requests from "
             << r.master_ranks.size() << " masters\n";
@@ -151,7 +166,11 @@ nlohmann::json report_json(const farm_report& r) {
                      {"reclaims", r.reclaims},         {"reclaimed_tasks", r.reclaimed_tasks},
                      {"reruns", r.reruns},             {"rerun_tasks", r.rerun_tasks},
                      {"journaled", r.journaled},       {"learned", r.learned},
-                     {"farmer_requests", r.farmer_requests}};
+                     {"farmer_requests", r.farmer_requests},
+                     {"task_errors", r.task_errors},   {"retried_tasks", r.retried_tasks}};
+    nlohmann::json failed = nlohmann::json::array();
+    for (const failed_task& f : r.failed_tasks) failed.push_back({{"task", f.task}, {"rank", f.rank}, {"error", f.error}});
+    j["failed_tasks"] = failed;
     if (!r.master_ranks.empty())
         j["masters"] = {{"ranks", r.master_ranks}, {"requests", r.master_requests}, {"merged", r.master_merged}};
     if (r.k) j["k"] = *r.k;

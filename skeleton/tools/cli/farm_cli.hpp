@@ -12,7 +12,7 @@
 namespace pfarm::tools {
 
 /// Adds --technique and its parameters (options.hpp) and the farm's own options: --farmer-computes,
-/// --prefetch, --reclaim, --replicated-input, --farmer flat|hierarchical|decentralised, --masters K,
+/// --prefetch, --reclaim, --stragglers FACTOR, --on-task-error stop|retry[=N]|skip, --replicated-input, --farmer flat|hierarchical|decentralised, --masters K,
 /// --trace FILE, --progress auto|plain|quiet, --quiet, --slowdown f0,f1,... (per rank), --load-change RANK:TIME:FACTOR (repeatable). The defaults are whatever `options` holds, except
 /// progress, which becomes `auto` (a bar on a terminal, a line every 5 s otherwise; --quiet for none).
 void add_farm_options(CLI::App& app, farm_options& options);

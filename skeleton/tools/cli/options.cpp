@@ -114,6 +114,7 @@ std::span<const flag_name> shared_flags() {
         {"farmer_computes", "--farmer-computes"},
         {"reclaim", "--reclaim"},
         {"calibration_span", "--calibration-span"},
+        {"on_task_error", "--on-task-error"},
     };
     return table;
 }

@@ -95,6 +95,16 @@ void add_run_options(CLI::App& app, settings& s, farm_options& options) {
     app.add_option("--env", s.env, "pass rank 0's value of this environment variable to every command (repeatable)")
         ->allow_extra_args(false);
     add_farm_options(app, options);
+    // A failing command is an outcome in the job logs, never a task error: --retries and --halt say what follows it.
+    app.remove_option(app.get_option("--on-task-error"));
+    app.add_option_function<std::string>(
+        "--on-task-error",
+        [](const std::string&) {
+            throw invalid_argument("--on-task-error", "does not apply to pfarm-run: a failing command is an outcome in "
+                                                      "the job log, never a task error; use --retries N (N runs in all, "
+                                                      "on the same rank) and --halt");
+        },
+        "not for pfarm-run: use --retries and --halt (docs/reliability.md \"Task errors\")");
     // The tools' --quiet (no progress) becomes pfarm-run's: no output from the commands, and no progress either.
     app.remove_option(app.get_option("--quiet"));
     app.add_flag("--quiet", s.quiet,

@@ -25,7 +25,7 @@
 // that learns from times (technique::learns_from_times: af, awf...) is calibrated too, times-only, and told each
 // worker's calibration chunks through completed() once it starts. Pool mode (a hierarchical master) takes no span.
 //
-// Three optional rules, each off unless asked for:
+// Four optional rules, each off unless asked for:
 // - Reclaim (docs/skeleton.md "Reclaim"): once every task is handed out, a worker that asks with nothing in hand
 //   gets `reclaim` naming a victim expected to have unstarted tasks, or `wait` while the only victims are being
 //   asked already. The victim's answer (victim_gives()) goes to released(), which gives the thief that range,
@@ -42,6 +42,11 @@
 //   with nothing in hand; the first results win, task by task, and the losers are told to drop theirs (complete()'s
 //   `cancel`, then drop()). A worker that asks while some chunk may still become overdue gets `wait`: the driver
 //   asks it again after straggler_deadline() or after any completion.
+// - Retry (set_retry(); docs/reliability.md "Task errors"): a task that failed (complete()'s `failed`) is not
+//   delivered nor counted done; it waits in a queue and is handed out again, alone, before any new chunk, to the
+//   first worker that asks other than the one it last failed on (that one takes it only when every other worker has
+//   stopped). Once every task is handed out, a worker with nothing in hand waits (rather than stops) while a chunk is
+//   still in flight elsewhere, whose tasks may fail and need another worker; one that asks ahead gets `later`.
 #pragma once
 
 #include "pfarm/technique.hpp"
@@ -49,6 +54,9 @@
 #include <algorithm>
 #include <deque>
 #include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -81,6 +89,26 @@ struct straggler_rule {
     double factor = 0.0;  ///< overdue past factor x its predicted time (> 1 when on)
     double slack = 0.0;   ///< plus this many seconds (>= 0)
 };
+
+/// What a task that throws leads to (farm_options::protocol.on_task_error; docs/reliability.md "Task errors").
+struct task_error_rule {
+    enum class kind {
+        stop,   ///< the farm stops on every rank, naming the task (the default)
+        retry,  ///< the task runs again, on another worker where there is one, up to `attempts` runs in all
+        skip,   ///< the farm goes on; the task is listed as failed and its outputs are the fill
+    };
+    kind what = kind::stop;
+    int attempts = 3;  ///< retry: runs of a task in all, first included (2..max_attempts)
+    static constexpr int max_attempts = 1000;
+};
+
+/// "stop", "skip", "retry" (3 attempts) or "retry=N" (N in 2..1000 attempts in all); invalid_argument naming
+/// `argument` otherwise.
+task_error_rule parse_task_error_rule(const std::string& text, const std::string& argument = "on_task_error");
+/// The rule as parse_task_error_rule reads it ("retry=3").
+std::string to_string(const task_error_rule& rule);
+/// invalid_argument naming `argument` when the rule's attempts are out of range (retry: 2..max_attempts).
+void check_task_error_rule(const task_error_rule& rule, const std::string& argument = "on_task_error");
 
 /// What complete() decided besides counting the chunk done.
 struct completion {
@@ -148,8 +176,20 @@ public:
 
     /// Worker `worker`'s outstanding chunk finished after `seconds` (>= 0, finite) of compute time, at `finished`
     /// (the driver's clock; read by the straggler rule only). For a calibration task, `sample` carries the worker's
-    /// monitor readings (statistical calibration needs them). The answer stays valid until the next call.
-    const completion& complete(int worker, double seconds, const resource_sample* sample = nullptr, double finished = 0.0);
+    /// monitor readings (statistical calibration needs them). Retry: `failed` lists tasks of the chunk that failed
+    /// (see "Retry"); they are left out of `deliver` and queued to run again (those delivered already elsewhere, a
+    /// re-executed chunk's, are not). The answer stays valid until the next call.
+    const completion& complete(int worker, double seconds, const resource_sample* sample = nullptr, double finished = 0.0,
+                               std::span<const task_count> failed = {});
+
+    /// Retry (see "Retry"): failed tasks run again. Off by default; set before the first request.
+    void set_retry(bool on) { retry_ = on; }
+    bool retrying() const noexcept { return retry_; }
+    /// Retry: the failed runs of task `task` so far (0: none).
+    int failures_of(task_count task) const;
+    /// Retry: tasks waiting to run again, and those running again now.
+    std::size_t retries_waiting() const noexcept { return retry_queue_.size(); }
+    task_count retried_tasks() const noexcept { return retried_; }  ///< re-runs handed out so far
 
     /// Straggler handling: the rule (factor 0: off; else factor > 1, slack >= 0, finite; invalid_argument "stragglers").
     void set_stragglers(const straggler_rule& rule);
@@ -262,6 +302,14 @@ private:
     decision hand_piece(int worker, rerun& r, double now);
     rerun& rerun_by_id(int id);
     void end_rerun(int id);
+    /// Retry: a queued task for `worker` (one it did not fail last, unless every other worker has stopped), handed
+    /// out; stop-like outcome otherwise (count 0).
+    decision retry_for(int worker, double now);
+    /// Once every task is handed out, a worker with nothing in hand and nothing to retry: stop, or (retry) wait while a
+    /// chunk is in flight elsewhere.
+    decision idle_end(int worker);
+    /// Retry: takes `failed` out of completion_.deliver and queues them; returns how many were queued.
+    task_count retry_failed(int worker, std::span<const task_count> failed);
 
     task_count tasks_;
     task_count min_chunk_;
@@ -293,6 +341,16 @@ private:
     task_count reruns_started_ = 0, rerun_tasks_ = 0;
     int next_rerun_id_ = 0;
     completion completion_;               ///< complete()'s answer, reused
+    // Retry.
+    struct failed_run {
+        task_count task = 0;
+        int failures = 0;   ///< its failed runs so far
+        int last = -1;      ///< the worker of the last one
+    };
+    bool retry_ = false;
+    std::deque<failed_run> retry_queue_;  ///< tasks to run again, in the order they failed
+    std::unordered_map<task_count, int> failures_;  ///< failed runs of every task that failed at least once
+    task_count retried_ = 0;
 };
 
 }  // namespace pfarm

@@ -5,8 +5,9 @@
 // calibration barrier (parking and re-asking), the chunks in flight (the farmer's, the one copy), results
 // accepted only for the chunk they belong to, reclaim on the farmer's side (asking the victim, shrinking its
 // chunk and its records, re-asking the thieves that waited), stop/final/retire, aborting every worker on a
-// failure, the readings a technique needs, the run-queue changes it is told, and the report's metrics and
-// chunk records. A driver (MPI engine, simulator, round robin, tests) only moves messages and keeps time:
+// failure, task errors that do not stop the farm (options.task_errors: retried or skipped and listed), the
+// readings a technique needs, the run-queue changes it is told, and the report's metrics and chunk records. A
+// driver (MPI engine, simulator, round robin, tests) only moves messages and keeps time:
 //
 //   farmer_session s(tasks, workers, make_technique(...), {.prefetch = ..., .reclaim = ...});
 //   for each message m from worker w:  perform(s.receive(w, m, now));  perform(s.settle());
@@ -71,6 +72,10 @@ struct farmer_session_options {
     bool pool = false;
     /// Stragglers: re-execute overdue chunks on idle workers (farmer.hpp "Stragglers"; factor 0: off).
     straggler_rule stragglers;
+    /// What a task that fails leads to (farmer.hpp task_error_rule; docs/reliability.md "Task errors"): with retry or
+    /// skip, a worker reports each failed task (request `task_error`) and goes on with its chunk; retry runs it again
+    /// (farmer.hpp "Retry") and stops the farm at its last attempt; skip delivers its fill and lists it (failed()).
+    task_error_rule task_errors;
     /// The driver's clock (seconds, non-decreasing), for on_message() without a time: the session reads it only
     /// when it needs the time (reclaim, records, the calibration barrier, the last result), so that a driver
     /// pays no clock read on the common path.
@@ -83,6 +88,13 @@ struct farmer_action {
     int worker = 0;
     reply_message reply;  ///< send
     chunk results;        ///< deliver
+};
+
+/// A task that failed and was skipped (task_error_rule skip): its index, the worker it failed on, the error's text.
+struct task_failure {
+    task_count task = -1;
+    int worker = -1;
+    std::string text;
 };
 
 /// How the farm ended.
@@ -152,6 +164,11 @@ public:
     double percent_imbalance() const;  ///< of every worker's finish time, an idle worker's being 0
     double cov() const;
     const std::vector<chunk_trace>& records() const noexcept { return records_; }  ///< hand-out order
+    /// on_task_error skip: the tasks whose results are the fill, in the order their chunks came in.
+    const std::vector<task_failure>& failed() const noexcept { return failed_; }
+    /// on_task_error retry or skip: task failures reported (retry: each failed run), and re-runs handed out (retry).
+    task_count task_errors() const noexcept { return task_errors_; }
+    task_count retried_tasks() const noexcept { return farmer_.retried_tasks(); }
 
 private:
     struct held_chunk {
@@ -168,6 +185,7 @@ private:
         task_count tasks = 0;
         chunk_sizes chunks;
         double busy = 0.0, finish = 0.0;
+        std::vector<task_failure> failures;  ///< failed tasks of the chunks it holds (on_task_error retry, skip)
     };
 
     const std::vector<farmer_action>& handle(int worker, const request_message& m);
@@ -190,6 +208,8 @@ private:
     void answer(int worker, const decision& d, bool direct);
     void accept(int worker, const request_message& m);
     void release(int worker, chunk given, bool reask);  ///< a victim gave back `given` (count 0: nothing)
+    void task_error(int worker, const request_message& m);       ///< a `task_error` request
+    void accept_failures(int worker, const request_message& m);  ///< accept() of a chunk with failed tasks
     void discard(int worker);  ///< its oldest chunk, cancelled, is gone: from its records and the farmer's
     double request_time() { return options_.reclaim || farmer_.stragglers() ? now() : 0.0; }
     void shrink(int worker, chunk given);
@@ -210,6 +230,8 @@ private:
     int retired_count_ = 0;
     bool aborting_ = false;
     farm_outcome outcome_;
+    std::vector<task_failure> failed_;
+    task_count task_errors_ = 0;
     double last_result_ = 0.0, calibration_end_ = 0.0;
     double now_ = 0.0, arrived_ = 0.0;  ///< the message being handled: its times, once known
     bool timed_ = false;                ///< now_ and arrived_ are known

@@ -4,7 +4,8 @@
 //
 // File: a header, then records. Header: "PFARMJ1\n", then u64 fingerprint (what the journal belongs to: task
 // count, output shape, inputs, and the caller's key, farm.hpp), u64 tasks, u64 checksum of the two. Record:
-// u32 magic 0x4a524543 ("CERJ"), u32 reserved, u64 index, u64 size, `size` bytes, u64 checksum (FNV-1a 64 of
+// u32 magic 0x4a524543 ("CERJ"), u32 flags (0: an output; 1: the task failed and was skipped, on_task_error skip:
+// the bytes are its error's text, and a later record of the task replaces it), u64 index, u64 size, `size` bytes, u64 checksum (FNV-1a 64 of
 // index, size and bytes). Little-endian (the machine's; a journal is read where it was written).
 // Loss window: records are written to the file (write(2)) in batches: a record is written with those pending
 // when 64 are pending or when it comes 1 second or more after the last write, and every pending record when the
@@ -34,6 +35,7 @@ struct journal_contents {
     std::uint64_t fingerprint = 0;
     task_count tasks = 0;
     std::unordered_map<task_count, std::vector<std::byte>> outputs;
+    std::unordered_map<task_count, std::string> failed;  ///< tasks recorded failed (skipped), their error: not in outputs
     std::size_t valid_bytes = 0;    ///< the file's length up to its last whole record
     std::size_t dropped_bytes = 0;  ///< a torn or corrupt tail, dropped
 };
@@ -56,12 +58,16 @@ public:
     journal_writer& operator=(const journal_writer&) = delete;
 
     /// Task `index` finished with output `bytes`: recorded, written with its batch (see the loss window).
-    void append(task_count index, const void* bytes, std::size_t size);
+    void append(task_count index, const void* bytes, std::size_t size) { append(index, bytes, size, 0); }
+    /// Task `index` failed with `error` and was skipped: recorded so, replacing an output recorded before (its fill);
+    /// a rerun computes it again.
+    void append_failure(task_count index, const std::string& error);
     /// Writes what is pending and syncs the file (the farm's end). Throws pfarm::error when a write fails.
     void close();
     std::size_t records() const noexcept { return records_; }
 
 private:
+    void append(task_count index, const void* bytes, std::size_t size, std::uint32_t flags);
     void write_pending(bool sync);
 
     int fd_ = -1;

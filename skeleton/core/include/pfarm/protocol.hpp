@@ -22,6 +22,9 @@ struct request_message {
         released = 4,  ///< "I gave back `done`, the end of a chunk I hold" (count 0: nothing) after a reclaim
         results = 5,   ///< "here are my results; I ask for nothing now" (prefetch: its next chunk came already)
         dropped = 6,   ///< "I dropped `done`, as told (cancel), without its results"
+        /// "task failed_task, of a chunk I hold, threw `text`; I go on with the chunk" (on_task_error retry or skip:
+        /// its results in the chunk's are the fill); sent when it fails, before the chunk's results
+        task_error = 7,
     };
     kind what = kind::ask;
     chunk done;                 ///< ask/final: the chunk whose results travel with it (count 0: none)
@@ -30,8 +33,8 @@ struct request_message {
     double finished = 0.0;
     bool has_sample = false;    ///< `sample` holds the readings the request must carry
     resource_sample sample;
-    task_count failed_task = -1;
-    std::string text;           ///< failure: the message
+    task_count failed_task = -1;  ///< failure, task_error: the task
+    std::string text;           ///< failure, task_error: the message
 };
 
 /// Farmer -> worker.

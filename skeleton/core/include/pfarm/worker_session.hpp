@@ -18,6 +18,8 @@
 //   a cancel (stragglers), between two tasks or when computing nothing: perform(s.on_reply(r)), then compute
 //                                  current() from its start if it changed, nothing if !computing()
 //   a task threw (or a monitor failed: task -1):  perform(s.on_failure(task, what));
+//   a task threw, with on_task_error retry or skip: its outputs made the fill, perform(s.on_task_error(task, what)),
+//                                  and the chunk goes on (from any state that computes it, compute first included)
 //   the worker is done when        s.ended()
 //
 // Actions, in order:
@@ -131,6 +133,9 @@ public:
     }
     actions on_reclaim(const reply_message& r, task_count next_task, double seconds_per_task);
     actions on_failure(task_count task, const std::string& what);
+    /// Task `task` of the chunk computed threw `what`, and the farm goes on (on_task_error retry or skip): the report
+    /// (`task_error`) goes now, before the chunk's results; nothing else changes.
+    actions on_task_error(task_count task, const std::string& what);
     /// The chunk computed reached task `next_task` (>= ask_at()): the request ahead goes now.
     actions on_boundary(task_count next_task);
     /// Before which task of the chunk computed the request ahead goes (-1: none pending).

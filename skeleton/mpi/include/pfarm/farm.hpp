@@ -18,6 +18,7 @@
 #include "pfarm/chunk_sizes.hpp"
 #include "pfarm/registry.hpp"
 #include "pfarm/error.hpp"
+#include "pfarm/farmer.hpp"
 #include "pfarm/schedule.hpp"
 #include "pfarm/sample.hpp"
 #include "pfarm/technique.hpp"
@@ -134,6 +135,14 @@ struct protocol_options {
     /// same results each time and have no side effect that a second run would harm. Flat farmer only.
     double stragglers = 0.0;
     bool replicated_input = false;  ///< every rank holds the input: only task indices travel
+    /// What a task that throws leads to (docs/reliability.md "Task errors"): stop (the default: the farm stops on
+    /// every rank with worker_error), retry (the task runs again, on another worker where there is one, up to
+    /// `attempts` runs in all; then the farm stops as with stop, naming the task and its last error; not in the
+    /// decentralised farm), or skip (the farm goes on: the task is listed in farm_report::failed_tasks and in the
+    /// journal, and its outputs are the fill: each output element value-initialised, Out{}; a result of any size
+    /// empty). A retried task may run twice: its function must give the same results each time. A task's process
+    /// that crashes is not a task error: it ends the job (docs/reliability.md).
+    task_error_rule on_task_error;
 };
 
 /// What the farm shows and records beside the results.
@@ -170,6 +179,13 @@ struct farm_options {
     std::shared_ptr<const testing::emulation> emulation;
 };
 
+/// A task that failed and was skipped (protocol_options::on_task_error skip).
+struct failed_task {
+    task_count task = -1;  ///< its index (an index range's: from range.first)
+    int rank = -1;         ///< the rank it failed on
+    std::string error;     ///< what it threw (its what(); "unknown exception" for another type)
+};
+
 /// What a farm did. Per-rank vectors have one entry per rank (rank 0 is the farmer).
 struct farm_report {
     std::string technique;
@@ -196,6 +212,10 @@ struct farm_report {
     task_count reclaimed_tasks = 0;  ///< tasks they moved
     task_count reruns = 0;           ///< overdue chunks re-executed (protocol_options::stragglers)
     task_count rerun_tasks = 0;      ///< tasks handed out again for them (tasks_per_rank counts what each computed)
+    /// on_task_error skip: the tasks that failed, their outputs the fill, by task index (rank 0). Empty otherwise.
+    std::vector<failed_task> failed_tasks;
+    task_count task_errors = 0;      ///< on_task_error retry or skip: failed runs of tasks (each retry's included)
+    task_count retried_tasks = 0;    ///< on_task_error retry: runs handed out again for failed tasks
     std::vector<chunk_trace> trace;  ///< every chunk, on rank 0, when `trace` or `record_trace` was asked for
     /// Requests for work (asks) that reached rank 0 over MPI: the flat farmer's from its workers, the hierarchical
     /// supermaster's from the masters (its load); 0 in the decentralised farm (no rank serves requests).
@@ -281,6 +301,11 @@ struct task_kernel {
     /// What the user's function computes beyond the task's index and input (an index range's first index): part
     /// of a journal's fingerprint.
     std::string identity;
+    /// Fixed-size outputs: the out_bytes a failed task's outputs become with on_task_error skip (its Out{} each);
+    /// empty: zero bytes. Variable results: a failed task's result is empty.
+    std::vector<std::byte> fill;
+    /// The first index the user sees (an index range's range.first): failed_tasks are reported from it.
+    task_count index_base = 0;
     /// Set on rank 0 when the caller's arguments are wrong: the engine makes every rank throw
     /// invalid_argument(bad_argument, bad_message) together, so nobody hangs.
     std::string bad_argument, bad_message;
@@ -340,6 +365,18 @@ void check_result_type() {
     }
 }
 
+/// The fill of a failed task's `count` outputs of type Out (on_task_error skip): each Out{} where Out can be
+/// value-initialised, zero bytes otherwise.
+template <class Out>
+std::vector<std::byte> fill_of(std::size_t count) {
+    std::vector<std::byte> bytes(sizeof(Out) * count);
+    if constexpr (std::is_default_constructible_v<Out>) {
+        const Out value{};
+        for (std::size_t i = 0; i < count; ++i) std::memcpy(bytes.data() + i * sizeof(Out), &value, sizeof(Out));
+    }
+    return bytes;
+}
+
 /// A kernel for tasks that return a value (R): fixed size (out_bytes) or, for std::vector<T>, any size.
 /// `call(index, in)` runs the user's function on task `index` (0-based) and input bytes `in`.
 template <class R, class Call>
@@ -356,6 +393,7 @@ task_kernel returning_kernel(std::size_t in_bytes, Call call) {
         };
     } else {
         k.out_bytes = sizeof(R);
+        k.fill = fill_of<R>(1);
         k.run = [call](task_count i, const std::byte* in, std::byte* out) {
             const R r = call(i, in);
             std::memcpy(out, &r, sizeof(R));
@@ -386,6 +424,7 @@ std::function<void(const results_view&)> result_sink(task_count first, Sink& on_
 /// identity (a journal's fingerprint).
 inline void check_range(int rank, const index_range& range, task_kernel& kernel) {
     kernel.identity = "index range from " + std::to_string(range.first);
+    kernel.index_base = range.first;
     if (rank == 0 && range.last <= range.first)
         kernel.bad_argument = "range", kernel.bad_message = "is [" + std::to_string(range.first) + ", " +
                                                            std::to_string(range.last) + "): no tasks; expected first < last";
@@ -414,7 +453,7 @@ inline std::size_t outputs_per_task(MPI_Comm comm, int rank, task_count tasks, s
 /// out.size() == in.size(), or fn(const In&, std::span<Out>) with out.size() / in.size() outputs per task;
 /// either form may take the task's index first: fn(task_count index, const In&, ...).
 /// Throws pfarm::invalid_argument (bad sizes, zero tasks, unknown technique: on every rank) and
-/// pfarm::worker_error (a task threw: on every rank).
+/// pfarm::worker_error (a task threw: on every rank; unless protocol_options::on_task_error retries or skips it).
 template <class InRange, class OutRange, class F>
     requires detail::task_inputs<InRange> && detail::task_outputs<OutRange>
 farm_report farm(MPI_Comm comm, const InRange& inputs, OutRange&& outputs, F&& fn, const farm_options& options = {}) {
@@ -428,6 +467,7 @@ farm_report farm(MPI_Comm comm, const InRange& inputs, OutRange&& outputs, F&& f
     const std::size_t ratio = detail::outputs_per_task(comm, rank, static_cast<task_count>(in.size()), out.size(), kernel);
     kernel.in_bytes = sizeof(In);
     kernel.out_bytes = sizeof(Out) * ratio;
+    kernel.fill = detail::fill_of<Out>(ratio);
     kernel.run = [&fn, ratio](task_count i, const std::byte* x, std::byte* y) {
         In input;
         std::memcpy(&input, x, sizeof(In));
@@ -464,6 +504,7 @@ farm_report farm(MPI_Comm comm, index_range range, OutRange&& outputs, F&& fn, c
     detail::check_range(rank, range, kernel);
     const std::size_t ratio = detail::outputs_per_task(comm, rank, tasks, out.size(), kernel);
     kernel.out_bytes = sizeof(Out) * ratio;
+    kernel.fill = detail::fill_of<Out>(ratio);
     const task_count first = range.first;
     kernel.run = [&fn, ratio, first](task_count i, const std::byte*, std::byte* y) {
         if constexpr (std::is_invocable_v<F&, task_count, Out&>) {
