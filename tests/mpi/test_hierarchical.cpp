@@ -22,6 +22,11 @@
 //               groups, and during multi's calibration; a streamed result's callback that
 //               throws on rank 0 ends it too (with farmer_computes too); the next farm on the same communicator runs; with farmer_computes, a
 //               task that throws on rank 0's own worker or on a master's names that rank
+//   sink_stop   (argv[2] runs, default 40; argv[3] -v: each run's shape and time on standard error) rank 0's result
+//               callback throws from a call drawn per run on (the first, an early or a late one), on tasks that take no time (rank 0's
+//               slower in some runs), results of any size or fixed, with and without farmer_computes and prefetch, one
+//               or two masters: every run stops on every rank with the callback's message, nobody left in a send
+//               that crossed the abort (a worker's or a master's results sent after the request the abort answered)
 //   errors      what the mode refuses, the same invalid_argument on every rank: too many masters, a learned
 //               schedule, an unknown supermaster technique, fewer than 3 ranks, weights not one per computing rank
 //   nodes       masters = 0: one master per node; on one node, one master (rank 1) over every other rank
@@ -476,6 +481,66 @@ void failure() {
         for (std::size_t i = 0; i < out.size(); ++i) CHECK(out[i] == static_cast<double>(i), "after the failures: out[%zu]", i);
 }
 
+/// Rank 0's result callback throws from its n-th call on (n drawn on rank 0 per run: the first call, early, or late),
+/// on tasks that take no time, the pattern of imap_unordered's early close: `runs` farms over shapes that vary
+/// (results of any size or fixed, farmer_computes or not, one or two masters, prefetch), each of which must stop on
+/// every rank with the callback's message, every rank then meeting in a collective. A rank left inside the farm
+/// shows as the test's timeout.
+void sink_stop(int runs, bool verbose) {
+    std::uint32_t seed = 12345;
+    auto draw = [&seed](std::uint32_t below) {
+        seed = seed * 1664525u + 1013904223u;
+        return (seed >> 8) % below;
+    };
+    int stopped = 0;
+    for (int run = 0; run < runs; ++run) {
+        auto o = hierarchical(run % 3 == 0 ? "ss" : "gss", size_ >= 7 && run % 2 == 0 ? 2 : 1);
+        o.topology.farmer_computes = (run / 2) % 2 == 0;
+        o.protocol.prefetch = run % 5 == 1;
+        const bool variable = run % 4 != 3;
+        const bool slow0 = run % 7 >= 3;  // rank 0 answers the masters only between two of its own (slower) tasks
+        // ss: one task per worker's request, fewer tasks (the stop comes once a master's first chunk is complete)
+        const pfarm::task_count tasks = (run % 3 == 0 ? 2000 : 20000) + 1000 * static_cast<pfarm::task_count>(draw(30));
+        long long at = draw(4) == 0 ? 0 : static_cast<long long>(draw(3) == 0 ? draw(5000) : draw(50));
+        at = std::min<long long>(at, tasks - 1);  // a call that comes
+        MPI_Bcast(&at, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+        long long calls = 0;
+        std::string what;
+        const double start = MPI_Wtime();
+        if (verbose && rank_ == 0)
+            std::fprintf(stderr, "run %d: %s, %lld tasks, computes %d, masters %d, prefetch %d, slow rank 0 %d, stop at call %lld\n", run,
+                         variable ? "any size" : "fixed", static_cast<long long>(tasks), int(o.topology.farmer_computes),
+                         o.topology.masters, int(o.protocol.prefetch), int(slow0), at);
+        try {
+            if (variable)
+                pfarm::farm_stream(MPI_COMM_WORLD, pfarm::index_range{0, tasks},
+                                   [&](pfarm::task_count i) {
+                                       if (slow0 && rank_ == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
+                                       return std::vector<std::uint8_t>(static_cast<std::size_t>(i % 17) + 16, 7);
+                                   },
+                                   [&](pfarm::task_count, std::span<const std::uint8_t>) {
+                                       if (calls++ >= at) throw std::runtime_error("iterator closed");
+                                   },
+                                   o);
+            else
+                pfarm::farm_stream(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, [](pfarm::task_count i) { return i; },
+                                   [&](pfarm::task_count, const pfarm::task_count&) {
+                                       if (calls++ >= at) throw std::runtime_error("iterator closed");
+                                   },
+                                   o);
+        } catch (const pfarm::error& e) {
+            what = e.what();
+        }
+        CHECK(what.find("iterator closed") != std::string::npos, "sink stop, run %d (callback's call %lld): '%s'", run, at,
+              what.c_str());
+        int one = 1, all = 0;
+        MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        stopped += all == size_;
+        if (verbose && rank_ == 0) std::fprintf(stderr, "run %d: %.2f s\n", run, MPI_Wtime() - start);
+    }
+    if (rank_ == 0) std::printf("sink stop: %d of %d runs stopped on every rank\n", stopped, runs);
+}
+
 void expect_invalid(MPI_Comm comm, const std::string& label, const pfarm::farm_options& o, const std::string& argument) {
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
@@ -604,6 +669,7 @@ int main(int argc, char** argv) {
     else if (scenario == "errors") errors();
     else if (scenario == "nodes") nodes();
     else if (scenario == "following") following();
+    else if (scenario == "sink_stop") sink_stop(argc > 2 ? std::atoi(argv[2]) : 40, argc > 3 && std::string(argv[3]) == "-v");
     else {
         if (rank_ == 0) std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
         return 2;

@@ -61,6 +61,7 @@ public:
         payloads_.complete(true, [](const auto&) {});  // the farm failed: received, and nobody's results are kept
         sends_.complete(true);
         inbox_.close();
+        end_traffic(up_, true, setup_.config.gentle_wait != 0);  // what the masters sent after their abort, dropped
         outcome o;
         const farm_outcome& f = session_.outcome();
         o.what = f.what;
@@ -151,7 +152,12 @@ private:
             throw;
         }
         following_ = nullptr;
-        if (!payloads_.empty()) payloads_.complete(false, [this](const auto& p) { deliver_following(p); });
+        // Once the farm fails nobody's results are kept: a sink that failed is not called again (it would throw
+        // again, out of the abort that must still stop every master).
+        if (!payloads_.empty())
+            payloads_.complete(false, [this](const auto& p) {
+                if (!session_.aborting()) deliver_following(p);
+            });
     }
 
     /// A master's results that followed its request, in now: streamed as the session said when it was handled.

@@ -149,10 +149,7 @@ def imap_unordered(fn, tasks, *, comm=None, window=65536, **options):
     closed = threading.Event()
     end = object()
 
-    # Closing early stops the farm by failing it from rank 0's sink (every rank stops at once), but in the hierarchical
-    # farm, whose engine does not stop cleanly on that failure yet: there the window's results are dropped as they
-    # come and no further window starts.
-    drain = options.get("farmer") == "hierarchical"
+    # Closing early stops the farm by failing it from rank 0's sink: every rank stops at once, in every mode.
     pending = []  # pieces (first, [result, ...]) not handed over yet: one batch when the caller waits or at 1,024
     held = [0]
 
@@ -162,8 +159,6 @@ def imap_unordered(fn, tasks, *, comm=None, window=65536, **options):
         held[0] = 0
         while True:
             if closed.is_set():
-                if drain:
-                    return
                 raise _errors.IteratorClosed()
             try:
                 batches.put(batch, timeout=0.1)
@@ -172,8 +167,6 @@ def imap_unordered(fn, tasks, *, comm=None, window=65536, **options):
                 pass
 
     def sink(first, objs):
-        if closed.is_set() and drain:
-            return
         pending.append((first, objs))
         held[0] += len(objs)
         if held[0] >= 1024 or batches.empty():
