@@ -27,6 +27,7 @@
 //               slower in some runs), results of any size or fixed, with and without farmer_computes and prefetch, one
 //               or two masters: every run stops on every rank with the callback's message, nobody left in a send
 //               that crossed the abort (a worker's or a master's results sent after the request the abort answered)
+//   flat_sink_stop   the same over the flat farmer (prefetch in every other run)
 //   errors      what the mode refuses, the same invalid_argument on every rank: too many masters, a learned
 //               schedule, an unknown supermaster technique, fewer than 3 ranks, weights not one per computing rank
 //   nodes       masters = 0: one master per node; on one node, one master (rank 1) over every other rank
@@ -485,8 +486,9 @@ void failure() {
 /// on tasks that take no time, the pattern of imap_unordered's early close: `runs` farms over shapes that vary
 /// (results of any size or fixed, farmer_computes or not, one or two masters, prefetch), each of which must stop on
 /// every rank with the callback's message, every rank then meeting in a collective. A rank left inside the farm
-/// shows as the test's timeout.
-void sink_stop(int runs, bool verbose) {
+/// shows as the test's timeout. `flat`: the same over the flat farmer (with prefetch a worker's results may cross
+/// the abort that answers its request ahead).
+void sink_stop(int runs, bool verbose, bool flat = false) {
     std::uint32_t seed = 12345;
     auto draw = [&seed](std::uint32_t below) {
         seed = seed * 1664525u + 1013904223u;
@@ -495,8 +497,9 @@ void sink_stop(int runs, bool verbose) {
     int stopped = 0;
     for (int run = 0; run < runs; ++run) {
         auto o = hierarchical(run % 3 == 0 ? "ss" : "gss", size_ >= 7 && run % 2 == 0 ? 2 : 1);
+        if (flat) o.topology.farmer = pfarm::farmer_mode::flat, o.topology.masters = 0;
         o.topology.farmer_computes = (run / 2) % 2 == 0;
-        o.protocol.prefetch = run % 5 == 1;
+        o.protocol.prefetch = flat ? run % 2 == 1 : run % 5 == 1;
         const bool variable = run % 4 != 3;
         const bool slow0 = run % 7 >= 3;  // rank 0 answers the masters only between two of its own (slower) tasks
         // ss: one task per worker's request, fewer tasks (the stop comes once a master's first chunk is complete)
@@ -538,7 +541,7 @@ void sink_stop(int runs, bool verbose) {
         stopped += all == size_;
         if (verbose && rank_ == 0) std::fprintf(stderr, "run %d: %.2f s\n", run, MPI_Wtime() - start);
     }
-    if (rank_ == 0) std::printf("sink stop: %d of %d runs stopped on every rank\n", stopped, runs);
+    if (rank_ == 0) std::printf("sink stop%s: %d of %d runs stopped on every rank\n", flat ? " (flat)" : "", stopped, runs);
 }
 
 void expect_invalid(MPI_Comm comm, const std::string& label, const pfarm::farm_options& o, const std::string& argument) {
@@ -670,6 +673,8 @@ int main(int argc, char** argv) {
     else if (scenario == "nodes") nodes();
     else if (scenario == "following") following();
     else if (scenario == "sink_stop") sink_stop(argc > 2 ? std::atoi(argv[2]) : 40, argc > 3 && std::string(argv[3]) == "-v");
+    else if (scenario == "flat_sink_stop")
+        sink_stop(argc > 2 ? std::atoi(argv[2]) : 40, argc > 3 && std::string(argv[3]) == "-v", true);
     else {
         if (rank_ == 0) std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
         return 2;

@@ -92,6 +92,7 @@ public:
         o.task = f.task;
         o.text = f.what == farm_outcome::kind::worker_failed ? "rank " + std::to_string(o.rank) + ": " + f.text : f.text;
         share_outcome(comm_, o);
+        end_traffic(comm_, true, setup_.config.gentle_wait != 0);  // what workers sent after their abort, dropped
         if (o.what != farm_outcome::kind::ok) throw_outcome(o);
         return report(cpu_seconds() - cpu0);
     }
@@ -152,6 +153,7 @@ private:
 
     /// Results that followed their request, in now: delivered as the session said when the request was handled.
     void deliver_following(const following_payloads::payload& p) {
+        if (session_.aborting()) return;  // the farm failed: nobody's results are kept, and a sink that threw is not called again
         for (const chunk& c : p.deliveries) deliver_from(c, p.buffer.data(), p.index_bytes, p.first);
     }
 

@@ -18,9 +18,6 @@
 #include "pfarm/registry.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <exception>
-#include <thread>
 
 namespace pfarm::detail {
 
@@ -43,33 +40,6 @@ struct owned_comm {
 
 }  // namespace
 
-void end_traffic(MPI_Comm comm, bool receives, bool gentle) {
-    MPI_Request barrier = MPI_REQUEST_NULL;
-    mpi::check(MPI_Ibarrier(comm, &barrier), "MPI_Ibarrier");
-    if (!receives) {
-        mpi::check(MPI_Wait(&barrier, MPI_STATUS_IGNORE), "MPI_Wait");
-        return;
-    }
-    std::vector<std::byte> dropped;
-    for (;;) {
-        int entered = 0;
-        mpi::check(MPI_Test(&barrier, &entered, MPI_STATUS_IGNORE), "MPI_Test");
-        if (entered) return;
-        int flag = 0;
-        MPI_Message message;
-        MPI_Status status;
-        mpi::check(MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, &message, &status), "MPI_Improbe");
-        if (!flag) {
-            if (gentle) std::this_thread::sleep_for(std::chrono::microseconds(20));
-            continue;
-        }
-        int bytes = 0;
-        mpi::check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
-        dropped.resize(static_cast<std::size_t>(std::max(bytes, 1)));
-        mpi::check(MPI_Mrecv(dropped.data(), bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
-    }
-}
-
 farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out,
                              const task_kernel& kernel, const farm_options& options, const shared_setup& setup, double t0,
                              std::vector<double> offsets, double round_trip, sampler& monitors) {
@@ -91,18 +61,8 @@ farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte
     owned_comm down, up;
     down.split(comm, g < 0 ? MPI_UNDEFINED : g, rank);         // a group: its master is rank 0 there
     up.split(comm, rank == 0 || is_master ? 0 : MPI_UNDEFINED, rank);  // rank 0 and the masters, in rank order
-    if (g >= 0 && !is_master) {  // a worker, as in the flat farm; its master is its farmer
-        farm_report report;
-        std::exception_ptr failed;
-        try {
-            report = run_worker_side(down.comm, rank, ranks, in, kernel, options, setup, t0, monitors, round_trip);
-        } catch (const error&) {  // the farm's outcome, on every rank: its group's traffic ends first
-            failed = std::current_exception();
-        }
-        end_traffic(down.comm, false, setup.config.gentle_wait != 0);
-        if (failed) std::rethrow_exception(failed);
-        return report;
-    }
+    if (g >= 0 && !is_master)  // a worker, as in the flat farm; its master is its farmer
+        return run_worker_side(down.comm, rank, ranks, in, kernel, options, setup, t0, monitors, round_trip);
 
     if (rank == 0)
         return run_supermaster(up.comm, ranks, in, out, kernel, options, setup, h,

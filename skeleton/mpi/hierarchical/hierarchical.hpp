@@ -69,12 +69,6 @@ private:
     std::vector<send> sends_;
 };
 
-/// The end of one level's traffic (a group, or rank 0 and the masters), collective over `comm`, once the rank's farm
-/// is over and its own sends are complete. A rank stopped by an abort may have sent messages after the request that
-/// the abort answered (results that crossed it; each level's sessions retire it at the abort): those are received
-/// and dropped by the level's receiving rank (`receives`: rank 0 of `comm`) until every rank of the level has
-/// entered, so that no rank is left in a send that nobody receives.
-void end_traffic(MPI_Comm comm, bool receives, bool gentle);
 
 /// A master's failure message up carries, before the text, the rank whose failure it is (the worker's, or its own).
 constexpr std::size_t failure_rank_bytes = sizeof(std::int64_t);

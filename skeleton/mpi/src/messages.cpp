@@ -201,4 +201,31 @@ void farmer_inbox::close() {
     request_.request() = MPI_REQUEST_NULL;
 }
 
+void end_traffic(MPI_Comm comm, bool receives, bool gentle) {
+    MPI_Request barrier = MPI_REQUEST_NULL;
+    mpi::check(MPI_Ibarrier(comm, &barrier), "MPI_Ibarrier");
+    if (!receives) {
+        mpi::check(MPI_Wait(&barrier, MPI_STATUS_IGNORE), "MPI_Wait");
+        return;
+    }
+    std::vector<std::byte> dropped;
+    for (;;) {
+        int entered = 0;
+        mpi::check(MPI_Test(&barrier, &entered, MPI_STATUS_IGNORE), "MPI_Test");
+        if (entered) return;
+        int flag = 0;
+        MPI_Message message;
+        MPI_Status status;
+        mpi::check(MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, &message, &status), "MPI_Improbe");
+        if (!flag) {
+            if (gentle) std::this_thread::sleep_for(std::chrono::microseconds(20));
+            continue;
+        }
+        int bytes = 0;
+        mpi::check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
+        dropped.resize(static_cast<std::size_t>(std::max(bytes, 1)));
+        mpi::check(MPI_Mrecv(dropped.data(), bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+    }
+}
+
 }  // namespace pfarm::detail

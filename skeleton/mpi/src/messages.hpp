@@ -160,4 +160,12 @@ private:
     received_message message_;
 };
 
+/// The end of one level's traffic (the flat farm, a group, or rank 0 and the masters), collective over `comm`, once the rank's farm
+/// is over and its own sends are complete. A rank stopped by an abort may have sent messages after the request that
+/// the abort answered (results that crossed it; each level's sessions retire it at the abort): those are received
+/// and dropped by the level's receiving rank (`receives`: rank 0 of `comm`) until every rank of the level has
+/// entered, so that no rank is left in a send that nobody receives. Called after the outcome is shared (a rank stuck
+/// in such a send meanwhile is freed here; the outcome is small enough to go without waiting for it).
+void end_traffic(MPI_Comm comm, bool receives, bool gentle);
+
 }  // namespace pfarm::detail
