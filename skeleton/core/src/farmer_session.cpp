@@ -79,9 +79,7 @@ const std::vector<farmer_action>& farmer_session::on_message(int worker, const r
 
 bool farmer_session::answers_first(int worker, const request_message& m) const {
     check(worker);
-    const auto& w = workers_[static_cast<std::size_t>(worker)];
-    return replies_first_ && m.what == request_message::kind::ask && m.done.count > 0 && !m.has_sample && !aborting_ &&
-           !w.retired && !w.awaiting && !w.release_inferred && !farmer_.calibrating() && farmer_.holds_one_unasked(worker);
+    return answers_first_unchecked(worker, m);
 }
 
 void farmer_session::begin_settling(int worker, const request_message& m) {
@@ -103,7 +101,7 @@ const std::vector<farmer_action>& farmer_session::receive(int worker, const requ
     return receive_at(worker, m);
 }
 
-const std::vector<farmer_action>& farmer_session::receive(int worker, const request_message& m) {
+const std::vector<farmer_action>& farmer_session::receive_untimed(int worker, const request_message& m) {
     unstamped();
     return receive_at(worker, m);
 }
@@ -115,14 +113,8 @@ const std::vector<farmer_action>& farmer_session::receive_at(int worker, const r
         settling_ = worker;
         return actions_;
     }
+    if (const chunk c = farmer_.upcoming(worker); c.count > 0) return answer_known(worker, m, c);  // the farmer decides in settle()
     begin_settling(worker, m);
-    if (const chunk c = farmer_.upcoming(worker); c.count > 0) {  // the reply only: the farmer decides in settle()
-        reply_message r = reply(reply_message::kind::assign);
-        r.work = c;
-        send(worker, r);
-        settling_sent_ = c;
-        return actions_;
-    }
     auto& w = workers_[static_cast<std::size_t>(worker)];
     w.awaiting = true;
     answer(worker, farmer_.request(worker, request_time(), true), true);  // assign or stop (nothing parks here)

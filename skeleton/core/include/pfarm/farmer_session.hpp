@@ -123,7 +123,17 @@ public:
     /// only sends it, and settle() makes the request (checked to decide that chunk), then accepts the results.
     const std::vector<farmer_action>& receive(int worker, const request_message& m, double now, double arrived = -1.0);
     /// The same, the time read from options.clock only where it is needed (handled as it arrives): off the fast path.
-    const std::vector<farmer_action>& receive(int worker, const request_message& m);
+    /// The chunk known ahead is answered inline (the round trip's path of ss and css).
+    const std::vector<farmer_action>& receive(int worker, const request_message& m) {
+        if (settling_ < 0 && worker >= 0 && worker < workers() && options_.clock && answers_first_unchecked(worker, m))
+            [[likely]] {
+            if (const chunk c = farmer_.upcoming(worker); c.count > 0) [[likely]] {
+                timed_ = false;
+                return answer_known(worker, m, c);
+            }
+        }
+        return receive_untimed(worker, m);
+    }
     /// Second phase of receive(): the results to deliver, and what depends on them (none where receive() did it all).
     const std::vector<farmer_action>& settle();
     /// receive() and settle() in one call, the deliveries before the replies.
@@ -196,6 +206,22 @@ private:
     const worker_state& state(int worker) const;
     /// receive()'s fast path: whether worker's message m may be answered before its results are accounted.
     bool answers_first(int worker, const request_message& m) const;
+    /// answers_first() for a worker in range, nothing left to settle.
+    bool answers_first_unchecked(int worker, const request_message& m) const noexcept {
+        const auto& w = workers_[static_cast<std::size_t>(worker)];
+        return replies_first_ && m.what == request_message::kind::ask && m.done.count > 0 && !m.has_sample && !aborting_ &&
+               !w.retired && !w.awaiting && !w.release_inferred && !farmer_.calibrating() && farmer_.holds_one_unasked(worker);
+    }
+    /// receive()'s answer with the chunk known ahead, `c`: the reply only; settle() makes the request and checks it.
+    const std::vector<farmer_action>& answer_known(int worker, const request_message& m, chunk c) {
+        actions_.clear();
+        settling_ = worker;
+        settling_message_ = &m;
+        settling_sent_ = c;
+        actions_.push_back({farmer_action::kind::send, worker, {reply_message::kind::assign, false, c}, {}});
+        return actions_;
+    }
+    const std::vector<farmer_action>& receive_untimed(int worker, const request_message& m);
     const std::vector<farmer_action>& receive_at(int worker, const request_message& m);  ///< receive() once timed_ is set
     void begin_settling(int worker, const request_message& m);  ///< receive() answers first; settle() follows
     double straggler_deadline() const;  ///< deadline() with stragglers
