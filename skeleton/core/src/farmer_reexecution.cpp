@@ -1,0 +1,198 @@
+// pfarm scheduling core: the farmer's decisions that run work again (farmer.hpp "Stragglers", "Retry"): overdue
+// chunks re-executed on idle workers, and failed tasks handed out again or listed (on_task_error).
+#include "pfarm/farmer.hpp"
+
+#include "pfarm/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace pfarm {
+
+void farmer::set_stragglers(const straggler_rule& rule) {
+    if (rule.factor != 0.0 && (!(rule.factor > 1.0) || !std::isfinite(rule.factor)))
+        throw invalid_argument("stragglers", "factor is " + std::to_string(rule.factor) +
+                                                 "; expected 0 (off) or a finite value > 1");
+    if (!(rule.slack >= 0.0) || !std::isfinite(rule.slack))
+        throw invalid_argument("stragglers", "slack is " + std::to_string(rule.slack) + "; expected a finite value >= 0");
+    if (rule.factor > 0.0 && pool_)
+        throw invalid_argument("stragglers", "are not handled by a hierarchical master (pool mode)");
+    if (rule.factor > 0.0 && max_outstanding_ > 2)
+        throw invalid_argument("stragglers", "re-execute one of two chunks at most; max_outstanding is " +
+                                                 std::to_string(max_outstanding_));
+    straggle_ = rule;
+}
+
+double farmer::overdue_at(int v) const {
+    const auto& x = workers_[static_cast<std::size_t>(v)];
+    constexpr double never = std::numeric_limits<double>::infinity();
+    if (x.held == 0 || x.cancelled || x.rerun_of >= 0 || x.piece_of >= 0 || x.thief >= 0) return never;
+    const double t = seconds_per_task(v);
+    if (t <= 0.0) return never;
+    const double start = std::max(x.assigned_at[0], x.free_at);
+    return start + straggle_.factor * static_cast<double>(x.in_flight[0].count) * t + straggle_.slack;
+}
+
+double farmer::straggler_deadline(double after) const {
+    double at = std::numeric_limits<double>::infinity();
+    if (!stragglers() || remaining() > 0) return at;
+    for (int v = 0; v < workers(); ++v) {
+        const double t = overdue_at(v);
+        if (t > after) at = std::min(at, t);
+    }
+    return at;
+}
+
+farmer::rerun& farmer::rerun_by_id(int id) {
+    for (auto& r : reruns_)
+        if (r.id == id) return r;
+    throw internal_error("farmer: no re-execution " + std::to_string(id));
+}
+
+void farmer::end_rerun(int id) {
+    std::erase_if(reruns_, [id](const rerun& r) { return r.id == id; });
+}
+
+decision farmer::hand_piece(int worker, rerun& r, double now) {
+    const task_count end = r.work.first + r.work.count;
+    const chunk c{r.next, std::min(r.piece, end - r.next)};
+    r.next += c.count;
+    r.out.emplace_back(worker, c);
+    rerun_tasks_ += c.count;
+    const decision d = assign(worker, c.first, c.count, false, now);
+    auto& w = workers_[static_cast<std::size_t>(worker)];
+    w.reclaimable = false;
+    w.piece_of = r.id;
+    return d;
+}
+
+decision farmer::rerun_or_stop(int worker, double now) {
+    for (auto& r : reruns_)  // pieces of a chunk being re-executed are left
+        if (r.next < r.work.first + r.work.count) return hand_piece(worker, r, now);
+    int late = -1;
+    double most = 0.0, first = std::numeric_limits<double>::infinity();
+    for (int v = 0; v < workers(); ++v) {
+        if (v == worker) continue;
+        const double at = overdue_at(v);
+        first = std::min(first, at);
+        if (at <= now && (late < 0 || now - at > most)) late = v, most = now - at;
+    }
+    if (late >= 0) {
+        auto& v = workers_[static_cast<std::size_t>(late)];
+        rerun r;
+        r.id = next_rerun_id_++;
+        r.victim = late;
+        r.work = v.in_flight[0];
+        r.next = r.work.first;
+        const auto helpers = static_cast<task_count>(std::max(1, active_ - 1));
+        r.piece = std::max(min_chunk_, (r.work.count + helpers - 1) / helpers);
+        v.rerun_of = r.id;
+        v.reclaimable = false;
+        ++reruns_started_;
+        reruns_.push_back(std::move(r));
+        return hand_piece(worker, reruns_.back(), now);
+    }
+    if (first < std::numeric_limits<double>::infinity()) return {decision::kind::wait, {}, false};  // asked again later
+    return idle_end(worker);
+}
+
+decision farmer::retry_for(int worker, double now) {
+    bool others = false;  // another worker that has not stopped may take what this one failed
+    for (int v = 0; v < workers() && !others; ++v) others = v != worker && !workers_[static_cast<std::size_t>(v)].stopped;
+    for (auto it = retry_queue_.begin(); it != retry_queue_.end(); ++it) {
+        if (it->last == worker && others) continue;
+        const task_count task = it->task;
+        retry_queue_.erase(it);
+        ++retried_;
+        auto& w = workers_[static_cast<std::size_t>(worker)];
+        const decision d = assign(worker, task, 1, false, now);
+        w.reclaimable = false;  // one task: nothing to give back
+        return d;
+    }
+    return {decision::kind::stop, {}, false};
+}
+
+decision farmer::idle_end(int worker) {
+    if (!retry_) return stop_worker(worker);
+    // Queued tasks left here are another (running) worker's to take; a chunk in flight may still fail tasks.
+    if (!retry_queue_.empty()) return {decision::kind::wait, {}, false};
+    for (int v = 0; v < workers(); ++v) {  // a chunk cancelled (computed elsewhere) fails nothing more
+        const auto& o = workers_[static_cast<std::size_t>(v)];
+        if (v != worker && o.held > (o.cancelled ? 1 : 0)) return {decision::kind::wait, {}, false};
+    }
+    return stop_worker(worker);
+}
+
+task_count farmer::retry_failed(int worker, std::span<const task_count> failed) {
+    task_count queued = 0;
+    for (const task_count t : failed) {
+        // Only a task whose results this completion would deliver failed for good here (a re-executed chunk's other
+        // copy may have delivered it already).
+        auto& d = completion_.deliver;
+        const auto in = std::find_if(d.begin(), d.end(), [t](chunk c) { return t >= c.first && t < c.first + c.count; });
+        if (in == d.end()) continue;
+        const chunk c = *in;
+        const auto at = d.erase(in);
+        std::vector<chunk> parts;
+        if (t > c.first) parts.push_back({c.first, t - c.first});
+        if (t + 1 < c.first + c.count) parts.push_back({t + 1, c.first + c.count - t - 1});
+        d.insert(at, parts.begin(), parts.end());
+        const int n = ++failures_[t];
+        retry_queue_.push_back({t, n, worker});
+        ++queued;
+    }
+    return queued;
+}
+
+int farmer::failures_of(task_count task) const {
+    const auto it = failures_.find(task);
+    return it == failures_.end() ? 0 : it->second;
+}
+
+task_error_rule parse_task_error_rule(const std::string& text, const std::string& argument) {
+    task_error_rule r;
+    if (text == "stop") return r;
+    if (text == "skip") {
+        r.what = task_error_rule::kind::skip;
+        return r;
+    }
+    const std::string expected = "; expected stop, skip, retry or retry=N (N attempts in all, 2.." +
+                                 std::to_string(task_error_rule::max_attempts) + ")";
+    if (text == "retry") {
+        r.what = task_error_rule::kind::retry;
+        return r;
+    }
+    if (text.rfind("retry=", 0) == 0) {
+        const std::string n = text.substr(6);
+        const bool digits = !n.empty() && n.size() <= 9 && n.find_first_not_of("0123456789") == std::string::npos;
+        const long attempts = digits ? std::stol(n) : -1;
+        if (attempts >= 2 && attempts <= task_error_rule::max_attempts) {
+            r.what = task_error_rule::kind::retry;
+            r.attempts = static_cast<int>(attempts);
+            return r;
+        }
+    }
+    throw invalid_argument(argument, "is '" + text + "'" + expected);
+}
+
+std::string to_string(const task_error_rule& rule) {
+    switch (rule.what) {
+    case task_error_rule::kind::stop: return "stop";
+    case task_error_rule::kind::skip: return "skip";
+    case task_error_rule::kind::retry: return "retry=" + std::to_string(rule.attempts);
+    }
+    return "stop";
+}
+
+void check_task_error_rule(const task_error_rule& rule, const std::string& argument) {
+    const int what = static_cast<int>(rule.what);
+    if (what < 0 || what > 2)
+        throw invalid_argument(argument, "kind is " + std::to_string(what) + "; expected stop, retry or skip");
+    if (rule.what == task_error_rule::kind::retry && (rule.attempts < 2 || rule.attempts > task_error_rule::max_attempts))
+        throw invalid_argument(argument, "retry attempts are " + std::to_string(rule.attempts) + "; expected 2.." +
+                                             std::to_string(task_error_rule::max_attempts) + " runs of a task in all");
+}
+
+}  // namespace pfarm
