@@ -91,8 +91,8 @@ public:
         o.rank = f.worker + first_worker_rank_;
         o.task = f.task;
         o.text = f.what == farm_outcome::kind::worker_failed ? "rank " + std::to_string(o.rank) + ": " + f.text : f.text;
-        share_outcome(comm_, o);
         end_traffic(comm_, true, setup_.config.gentle_wait != 0);  // what workers sent after their abort, dropped
+        share_outcome(comm_, o);
         if (o.what != farm_outcome::kind::ok) throw_outcome(o);
         return report(cpu_seconds() - cpu0);
     }

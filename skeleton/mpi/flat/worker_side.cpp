@@ -41,9 +41,9 @@ public:
             else receive_one();
         }
         finish_transport();
+        end_traffic(comm_, false, setup_.config.gentle_wait != 0);  // its farmer (or master) drops what crossed the abort
         outcome o;
         share_outcome(comm_, o);
-        end_traffic(comm_, false, setup_.config.gentle_wait != 0);  // its farmer (or master) drops what crossed the abort
         if (o.what != farm_outcome::kind::ok) throw_outcome(o);
         return std::move(report_);
     }

@@ -70,11 +70,11 @@ public:
         sends_.complete(true);
         for (posted_receive* p : {&reply_, &answer_, &request_}) p->cancel();
         const bool gentle = setup_.config.gentle_wait != 0;
+        end_traffic(down_, true, gentle);  // what its workers sent after their abort, dropped
         end_traffic(up_, false, gentle);
         outcome o;
         share_outcome(up_, o);    // rank 0's verdict...
-        share_outcome(down_, o);  // ...for the group (the workers end their traffic after it: worker_side.cpp's order)
-        end_traffic(down_, true, gentle);  // what its workers sent after their abort, dropped
+        share_outcome(down_, o);  // ...for the group
         return o;
     }
 

@@ -164,8 +164,8 @@ private:
 /// is over and its own sends are complete. A rank stopped by an abort may have sent messages after the request that
 /// the abort answered (results that crossed it; each level's sessions retire it at the abort): those are received
 /// and dropped by the level's receiving rank (`receives`: rank 0 of `comm`) until every rank of the level has
-/// entered, so that no rank is left in a send that nobody receives. Called after the outcome is shared (a rank stuck
-/// in such a send meanwhile is freed here; the outcome is small enough to go without waiting for it).
+/// entered, so that no rank is left in a send that nobody receives. Called before the outcome is shared, so that no
+/// send is pending while it is.
 void end_traffic(MPI_Comm comm, bool receives, bool gentle);
 
 }  // namespace pfarm::detail
