@@ -59,6 +59,12 @@ CASES = [
     ("env", [["--env", "FOO", "echo $FOO {}", ":::", "1"]], None, {}, {"FOO": "bar"}),
     ("results", [["--results", "res", "echo", ":::", "a", "b/c", ":::", "1", "2"]], None, {}, {}),
     ("redirect_per_job", [["echo {} > {.}.out", ":::", "a.txt", "b.txt"]], None, {}, {}),
+    ("jobs_2", [["-j", "2", "echo", ":::", "a", "b", "c", "d", "e", "f", "g"]], None, {}, {}),
+    ("jobs_4_keep_order", [["-k", "--jobs", "4", "seq", ":::", "3", "1", "2", "4", "2", "5"]], None, {}, {}),
+    ("jobs_4_tag_stderr", [["--tag", "-j", "4", "echo out {}; echo err {} >&2", ":::", "a", "b", "c", "d", "e"]], None, {}, {}),
+    ("jobs_4_exit_status", [["-j", "4", "exit {}", ":::", "0", "1", "2", "0", "3", "0"]], None, {}, {}),
+    ("jobs_4_retries", [["-j", "4", "--retries", "2", "echo {} >> t{}; test $(wc -l < t{}) -ge 2", ":::", "1", "2", "3"]],
+     None, {}, {}),
     ("resume_grown", [["--joblog", "log", "echo {} >> ran", ":::", "a", "b"],
                       ["--resume", "--joblog", "log", "echo {} >> ran", ":::", "a", "b", "c"]], None, {}, {}),
     ("resume_failed", [["--joblog", "log", "echo {} >> ran; exit {}", ":::", "0", "1"],
@@ -71,7 +77,7 @@ REFUSED = [
     ("pipe", ["--pipe", "wc", "-l"], "--pipe"),
     ("multiple_arguments", ["-X", "echo", ":::", "a", "b"], "-X"),
     ("line_buffer", ["--line-buffer", "echo", ":::", "a"], "--line-buffer"),
-    ("jobs_per_rank", ["-j", "4", "echo", ":::", "a"], "--jobs"),
+    ("jobs_zero", ["-j", "0", "echo", ":::", "a"], "--jobs"),
     ("shuffle", ["--shuf", "echo", ":::", "a"], "--shuf"),
 ]
 

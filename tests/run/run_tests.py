@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """pfarm-run under mpiexec (docs/run.md), one scenario per call:
 
-  run_tests.py farm|kill|halt|hierarchical WORKDIR PFARM_RUN LAUNCHER... --
+  run_tests.py farm|kill|halt|hierarchical|jobs WORKDIR PFARM_RUN LAUNCHER... --
 
 farm  200 commands of random durations on 4 ranks, some failing, some killed by a signal, some failing once then
       succeeding on their retry, some timing out: every command runs exactly once per attempt, on the rank the job
@@ -15,6 +15,10 @@ halt  --halt-on-error: the first failure stops every rank from starting commands
       logged as not run, and a rerun with the journal runs exactly them.
 hierarchical  --farmer hierarchical --masters 2 --farmer-computes on 5 ranks: 60 commands of 20 ms, each run exactly
       once, on the rank the job log names; every rank ran some (the supermaster and the masters compute too).
+jobs  --jobs 3: each command writes its start and end times; on every rank that runs commands, at most 3 ran at
+      once and 3 did at some moment (the maximum overlap of the intervals, not a timing threshold), each in its own
+      slot; every command ran exactly once per attempt (some fail once and run again with --retries 2); the same
+      with --farmer decentralised and on one rank.
 """
 import json
 import os
@@ -278,5 +282,64 @@ def scenario_hierarchical():
     print(f"run_tests.py hierarchical: {n} commands, each once; per rank {report['tasks_per_rank']}")
 
 
-{"farm": scenario_farm, "kill": scenario_kill, "halt": scenario_halt, "hierarchical": scenario_hierarchical}[mode]()
+def scenario_jobs():
+    n, per_rank, sleep = 36, 3, 0.6
+    marker, flags = path("marker"), path("flags")
+    os.makedirs(flags)
+    flaky = set(range(0, n, 7))
+    commands = []
+    for i in range(n):
+        again = f"; if [ ! -e {flags}/{i} ]; then touch {flags}/{i}; exit 3; fi" if i in flaky else ""
+        commands.append(f'echo "S {i} $PFARM_TASK $PFARM_ATTEMPT $PFARM_RANK $PARALLEL_JOBSLOT $(date +%s.%N)" >> {marker}; '
+                        f'sleep {sleep}; echo "E {i} $PFARM_TASK $PFARM_ATTEMPT $PFARM_RANK $PARALLEL_JOBSLOT $(date +%s.%N)" '
+                        f'>> {marker}{again}')
+    write_commands(commands)
+
+    def check_run(label, args, ranks, expect_slots):
+        for f in os.listdir(flags):
+            os.remove(os.path.join(flags, f))
+        open(marker, "w").close()
+        report = pfarm(args + ["-j", str(per_rank), "--retries", "2", "--joblog-full", path("joblog"), "--quiet",
+                               path("commands")], 0, ranks)
+        log = read_log("joblog")
+        check(sorted(log) == list(range(n)), f"{label}: the job log has {len(log)} commands, expected {n}")
+        starts, ends = {}, {}
+        for kind, i, task, attempt, rank, slot, t in marker_lines():
+            key = (int(i), int(attempt))
+            check(i == task, f"{label}: command {i} ran with PFARM_TASK={task}")
+            check(key not in (starts if kind == "S" else ends), f"{label}: command {i} attempt {attempt} ran twice")
+            (starts if kind == "S" else ends)[key] = (float(t), rank, int(slot))
+            check(rank == log[int(i)]["rank"], f"{label}: command {i} ran on rank {rank}; the job log says {log[int(i)]['rank']}")
+        expected = {(i, a) for i in range(n) for a in ((1, 2) if i in flaky else (1,))}
+        check(set(starts) == expected and set(ends) == expected, f"{label}: attempts run: {sorted(set(starts) ^ expected)}")
+        check(all(log[i]["status"] == "ok" and int(log[i]["attempts"]) == (2 if i in flaky else 1) for i in range(n)),
+              f"{label}: job log statuses or attempts wrong")
+        overlap = {}
+        for rank in {r for _, r, _ in starts.values()}:
+            events = sorted([(starts[k][0], 1, starts[k][2]) for k in starts if starts[k][1] == rank] +
+                            [(ends[k][0], -1, ends[k][2]) for k in ends if ends[k][1] == rank])
+            now, most, busy = 0, 0, set()
+            for _, step, slot in events:  # an end before a start at the same instant
+                now += step
+                most = max(most, now)
+                if step == 1:
+                    check(slot not in busy, f"{label}: rank {rank} ran two commands at once in slot {slot}")
+                    busy.add(slot)
+                else:
+                    busy.discard(slot)
+            overlap[rank] = most
+        check(all(v == per_rank for v in overlap.values()), f"{label}: commands at once per rank {overlap}, expected {per_rank}")
+        slots = {s for _, _, s in starts.values()}
+        check(slots <= set(range(1, expect_slots + 1)), f"{label}: slots {sorted(slots)}, expected 1 to {expect_slots}")
+        check(report["succeeded"] == n, f"{label}: JSON report {report}")
+        print(f"run_tests.py jobs: {label}: at most and at some moment {per_rank} at once on each rank {overlap}; "
+              f"{len(starts)} attempts, each once; slots {sorted(slots)}")
+
+    check_run("flat, 3 ranks", ["--technique", "fss"], 3, 2 * per_rank)
+    check_run("decentralised, 3 ranks", ["--farmer", "decentralised", "--technique", "gss"], 3, 3 * per_rank)
+    check_run("one rank", [], 1, per_rank)
+
+
+{"farm": scenario_farm, "kill": scenario_kill, "halt": scenario_halt, "hierarchical": scenario_hierarchical,
+ "jobs": scenario_jobs}[mode]()
 print(f"run_tests.py {mode}: passed")

@@ -15,6 +15,7 @@
 #include "run_policy.hpp"
 #include "run_process.hpp"
 #include "run_records.hpp"
+#include "run_slots.hpp"
 #include "run_summary.hpp"
 
 #include "pfarm/error.hpp"
@@ -32,6 +33,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <random>
 #include <set>
@@ -115,6 +117,33 @@ void check_output(const std::string& dir, int rank) {
     ::unlink(probe.c_str());
 }
 
+/// After the farm, every rank's `bytes` (packed job items: the commands that were still running when the farm
+/// ended) reach rank 0, which hands each rank's to `arrive` in rank order. Collective.
+template <class Arrive>
+void send_rest(const std::vector<char>& bytes, int rank, MPI_Comm comm, Arrive&& arrive) {
+    int ranks = 1;
+    pfarm::mpi::check(MPI_Comm_size(comm, &ranks), "MPI_Comm_size");
+    unsigned long long size = bytes.size();
+    std::vector<unsigned long long> sizes(static_cast<std::size_t>(rank == 0 ? ranks : 0));
+    pfarm::mpi::check(MPI_Gather(&size, 1, MPI_UNSIGNED_LONG_LONG, sizes.data(), 1, MPI_UNSIGNED_LONG_LONG, 0, comm),
+                      "MPI_Gather");
+    constexpr std::size_t piece = std::size_t{1} << 30;
+    if (rank != 0) {
+        for (std::size_t at = 0; at < bytes.size(); at += piece)
+            pfarm::mpi::check(MPI_Send(bytes.data() + at, static_cast<int>(std::min(piece, bytes.size() - at)), MPI_CHAR,
+                                       0, 0, comm), "MPI_Send");
+        return;
+    }
+    arrive(std::span<const char>(bytes));
+    for (int r = 1; r < ranks; ++r) {
+        std::vector<char> theirs(static_cast<std::size_t>(sizes[static_cast<std::size_t>(r)]));
+        for (std::size_t at = 0; at < theirs.size(); at += piece)
+            pfarm::mpi::check(MPI_Recv(theirs.data() + at, static_cast<int>(std::min(piece, theirs.size() - at)), MPI_CHAR,
+                                       r, 0, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+        arrive(std::span<const char>(theirs));
+    }
+}
+
 std::string task_file(const std::string& dir, task_count task, task_count tasks, const char* suffix) {
     std::string digits = std::to_string(task);
     const std::size_t width = std::max<std::size_t>(6, std::to_string(std::max<task_count>(tasks - 1, 0)).size());
@@ -153,11 +182,14 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
     const auto tasks = static_cast<task_count>(commands.size());
     int ranks = 1;
     pfarm::mpi::check(MPI_Comm_size(MPI_COMM_WORLD, &ranks), "MPI_Comm_size");
-    // {%} and PARALLEL_JOBSLOT: the rank's slot, 1 to the number of ranks that run commands on the flat farmer.
+    // --jobs: the commands this rank runs at once; every rank numbers its slots by the largest count.
+    const int per_rank = run::parse_jobs(s.jobs, run::rank_cpus());
+    int jobs_max = per_rank;
+    pfarm::mpi::check(MPI_Allreduce(&per_rank, &jobs_max, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+    // {%} and PARALLEL_JOBSLOT: the slot, 1 to (ranks that run commands on the flat farmer) x --jobs.
     const long slot_base = options.topology.farmer_computes || ranks == 1 ? 1 : 0;
-    const auto shown = [&](task_count i, int on_rank) {
-        return run::fill_slot(commands[static_cast<std::size_t>(i)], on_rank + slot_base);
-    };
+    const auto slot_of = [&](int on_rank, int slot) { return (on_rank + slot_base - 1) * jobs_max + slot + 1; };
+    const auto shown = [&](task_count i, long slot) { return run::fill_slot(commands[static_cast<std::size_t>(i)], slot); };
 
     // What is done already: the journal's records (keyed by the commands), or --resume's job log.
     run::resume_plan plan;
@@ -227,8 +259,10 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
     ::gethostname(host, sizeof host - 1);
     const std::vector<std::uint64_t> keys = run::record_keys(commands);
 
-    // A worker's task: run the command (up to --retries runs), record it, halt the others when --halt says so.
-    run::process_runner runner;
+    // A worker's task: start its command in a free slot (up to --jobs at once, each with up to --retries runs), and
+    // return the records and output of the commands that ended meanwhile: with --jobs 1, its own; with more, those
+    // of the rank's commands that ended while it waited for a slot (after the farm, the rank sends those still
+    // running then). Each is recorded the moment it ends and halts the others when --halt says so.
     run::halt_channel halt(MPI_COMM_WORLD);
     std::vector<std::string> environment = run::command_environment();
     for (const std::string& e : env_values) {
@@ -239,20 +273,10 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
     const std::string shell = run::command_shell();
     std::vector<double> runtimes;  // of this rank's commands that succeeded (--timeout N%)
     task_count local_failed = 0, local_succeeded = 0;
-    auto command = [&](task_count k) {
+    const auto prepare = [&](task_count k, int slot, int attempt) {
         const task_count i = todo[static_cast<std::size_t>(k)];
-        task_result r;
-        r.command_hash = keys[static_cast<std::size_t>(i)];
-        r.run = run_id;
-        r.rank = rank;
-        std::memcpy(r.host, host, sizeof r.host);
-        if (halt.halted()) {
-            r.status = static_cast<std::uint8_t>(outcome::not_run);
-            r.start = r.end = run::unix_time();
-            return run::pack(r, "", "");
-        }
         run::command_spec spec;
-        spec.command = run::fill_slot(commands[static_cast<std::size_t>(i)], rank + slot_base);
+        spec.command = run::fill_slot(commands[static_cast<std::size_t>(i)], slot_of(rank, slot));
         spec.shell = shell;
         spec.timeout = timeout.limit(runtimes);
         spec.capture = capture;
@@ -263,48 +287,61 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
         } else if (s.quiet) {
             spec.stdout_path = spec.stderr_path = "/dev/null";
         }
-        run::command_status st;
-        const int runs = std::max(s.retries, 1);
-        for (int attempt = 1; attempt <= runs; ++attempt) {
-            spec.environment = environment;
-            spec.environment.push_back("PFARM_TASK=" + std::to_string(i));
-            spec.environment.push_back("PFARM_RANK=" + std::to_string(rank));
-            spec.environment.push_back("PFARM_ATTEMPT=" + std::to_string(attempt));
-            spec.environment.push_back("PARALLEL_SEQ=" + std::to_string(i + 1));
-            spec.environment.push_back("PARALLEL_JOBSLOT=" + std::to_string(rank + slot_base));
-            st = runner.run(spec);
-            if (attempt == 1) r.start = st.start;
-            r.end = st.end;
-            r.attempts = attempt;
-            r.exit_code = st.exit_code;
-            r.signal = st.signal;
-            r.status = static_cast<std::uint8_t>(st.what);
-            if (!st.error.empty())
-                std::cerr << "pfarm-run: task " << i << " (rank " << rank << "): " << st.error << "\n";
-            if (st.what == outcome::ok || st.what == outcome::killed || halt.halted()) break;
-        }
-        if (r.what() == outcome::ok) runtimes.push_back(st.end - st.start), ++local_succeeded;
+        spec.environment = environment;
+        spec.environment.push_back("PFARM_TASK=" + std::to_string(i));
+        spec.environment.push_back("PFARM_RANK=" + std::to_string(rank));
+        spec.environment.push_back("PFARM_ATTEMPT=" + std::to_string(attempt));
+        spec.environment.push_back("PARALLEL_SEQ=" + std::to_string(i + 1));
+        spec.environment.push_back("PARALLEL_JOBSLOT=" + std::to_string(slot_of(rank, slot)));
+        return spec;
+    };
+    run::job_slots slots(per_rank, s.retries, prepare, [&] { return halt.halted(); }, [&](const run::slot_job& j) {
+        std::cerr << "pfarm-run: task " << todo[static_cast<std::size_t>(j.task)] << " (rank " << rank
+                  << "): " << j.status.error << "\n";
+    });
+    const auto ended = [&](run::slot_job& j, std::vector<run::job_item>& items) {
+        const task_count i = todo[static_cast<std::size_t>(j.task)];
+        const task_result& r = j.record;
+        if (r.what() == outcome::ok) runtimes.push_back(j.status.end - j.status.start), ++local_succeeded;
         else if (r.what() != outcome::killed) ++local_failed;
         if (records) records->append(i, r);  // before the result leaves this rank: a kill now loses nothing
         // This rank's own count decides at once; rank 0 decides on the counts of every rank as records arrive.
         if (halt_policy.reached(halt_policy.on_done ? local_succeeded + local_failed
                                 : halt_policy.on_success ? local_succeeded : local_failed, tasks))
             halt.raise();
-        return run::pack(r, st.out, st.err);
+        items.push_back({j.task, slot_of(rank, j.slot), {r, std::move(j.status.out), std::move(j.status.err)}});
+    };
+    auto command = [&](task_count k) {
+        const task_count i = todo[static_cast<std::size_t>(k)];
+        task_result r;
+        r.command_hash = keys[static_cast<std::size_t>(i)];
+        r.run = run_id;
+        r.rank = rank;
+        std::memcpy(r.host, host, sizeof r.host);
+        std::vector<run::job_item> items;
+        if (halt.halted()) {
+            r.status = static_cast<std::uint8_t>(outcome::not_run);
+            r.start = r.end = run::unix_time();
+            items.push_back({k, slot_of(rank, 0), {r, "", ""}});
+        } else {
+            slots.start(k, r);
+        }
+        for (run::slot_job& j : slots.wait_below(static_cast<std::size_t>(per_rank))) ended(j, items);
+        return run::pack_items(items);
     };
 
     const std::string& tag_template = s.tagstring;
     run::tally counts;
     task_count failed_here = 0, succeeded_here = 0;
     int halt_status = 1;
-    const auto logged = [&](task_count i, const task_result& r, std::size_t received, bool restored) {
+    const auto logged = [&](task_count i, const task_result& r, std::size_t received, bool restored, long slot) {
         counts.add(i, r, restored);
         if (restored && (s.resume || s.resume_failed)) return;  // already in the log
         const outcome o = r.what();
-        if (o != outcome::not_run && o != outcome::killed) log.add(i, r, received, restored, shown(i, r.rank));
-        full_log.add(i, r, received, restored, shown(i, r.rank));
+        if (o != outcome::not_run && o != outcome::killed) log.add(i, r, received, restored, shown(i, slot));
+        full_log.add(i, r, received, restored, shown(i, slot));
     };
-    auto arrived = [&](task_count k, run::job_output j) {  // rank 0, once per command run
+    auto arrived = [&](task_count k, run::job_output j, long slot) {  // rank 0, once per command run
         const task_count i = todo[static_cast<std::size_t>(k)];
         const outcome o = j.record.what();
         if (!tag_template.empty() && s.results.empty()) {  // --tagstring: the arguments unquoted, {%} the rank's slot
@@ -312,13 +349,13 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
             if (tag.find('{') != std::string::npos)
                 tag = run::fill_slot(run::command_template(tag_template, jobs.args[static_cast<std::size_t>(i)].size())
                                          .expand(jobs.args[static_cast<std::size_t>(i)], static_cast<std::size_t>(i) + 1, false),
-                                     j.record.rank + slot_base);
+                                     slot);
             j.out = run::tag_lines(j.out, tag + '\t');
             j.err = run::tag_lines(j.err, tag + '\t');
         }
         if (o == outcome::not_run || o == outcome::killed) printer.skip(static_cast<std::size_t>(i));
         else printer.add(static_cast<std::size_t>(i), j.out, j.err);
-        logged(i, j.record, j.out.size(), false);
+        logged(i, j.record, j.out.size(), false, slot);
         if (journal_out) journal_out->append(i, j.record);
         if (o == outcome::ok) ++succeeded_here;
         else if (o != outcome::not_run && o != outcome::killed) {
@@ -332,24 +369,44 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
     if (rank == 0)
         for (const auto& [i, r] : plan.done) {
             printer.skip(static_cast<std::size_t>(i));
-            logged(i, r, 0, true);
+            logged(i, r, 0, true, r.rank + slot_base);
         }
 
     pfarm::farm_options o = options;
     o.resume.journal.clear();  // pfarm-run keeps its own journal, keyed by the commands
     pfarm::farm_report report;
+    pfarm::mpi::communicator rest_comm(MPI_COMM_WORLD);  // the commands still running when the farm ends
+    const auto arrived_items = [&](std::span<const char> bytes) {
+        for (run::job_item& item : run::unpack_items(bytes)) arrived(item.task, std::move(item.job), item.slot);
+    };
     try {
+        std::vector<run::job_item> rest;
         if (todo.empty()) {
         } else if (o.topology.farmer == pfarm::farmer_mode::decentralised) {
             // Fixed-size records into rank 0's array (no output travels: checked above); logged when the farm ends.
+            // A task's slot holds its own record, or travels after the farm with the records of other commands.
+            constexpr std::uint8_t elsewhere = 255;
             std::vector<task_result> out(rank == 0 ? todo.size() : 0);
+            std::vector<long> out_slot(out.size(), 0);
             report = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, static_cast<task_count>(todo.size())},
-                                 std::span<task_result>(out), [&](task_count k, task_result& r) { r = run::unpack(command(k)).record; }, o);
-            for (std::size_t k = 0; k < out.size(); ++k) arrived(static_cast<task_count>(k), run::job_output{out[k], "", ""});
+                                 std::span<task_result>(out), [&](task_count k, task_result& r) {
+                                     std::vector<run::job_item> items = run::unpack_items(command(k));
+                                     r = task_result{};
+                                     r.status = elsewhere;
+                                     if (items.size() == 1 && items.front().task == k && items.front().slot == slot_of(rank, 0))
+                                         r = items.front().job.record;
+                                     else
+                                         std::move(items.begin(), items.end(), std::back_inserter(rest));
+                                 }, o);
+            for (std::size_t k = 0; k < out.size(); ++k)
+                if (out[k].status != elsewhere)
+                    arrived(static_cast<task_count>(k), run::job_output{out[k], "", ""}, slot_of(out[k].rank, 0));
         } else {
             report = pfarm::farm_stream(MPI_COMM_WORLD, pfarm::index_range{0, static_cast<task_count>(todo.size())},
-                                        command, [&](task_count k, std::span<const char> bytes) { arrived(k, run::unpack(bytes)); }, o);
+                                        command, [&](task_count, std::span<const char> bytes) { arrived_items(bytes); }, o);
         }
+        for (run::slot_job& j : slots.wait_below(1)) ended(j, rest);
+        send_rest(run::pack_items(rest), rank, rest_comm.get(), arrived_items);
     } catch (...) {
         halt.abandon();
         if (records) records->remove_if_empty();
@@ -399,7 +456,7 @@ int main(int argc, char** argv) {
         if (s.eta) options.output.progress = pfarm::progress_mode::plain;
         if (s.bar) options.output.progress = pfarm::progress_mode::automatic;
         const std::vector<std::string> words = app.remaining();
-        run::check_command_line(s, words);
+        run::check_command_line(s, options, words);
         env.emplace(&argc, &argv);
         const int status = run_commands(s, options, words);
         ran = true;

@@ -8,9 +8,11 @@
 
 #include "pfarm/error.hpp"
 
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -91,7 +93,8 @@ void add_run_options(CLI::App& app, settings& s, farm_options& options) {
     app.add_option("-a,--arg-file", s.arg_files, "an input source: each line of FILE is a value (repeatable)")
         ->allow_extra_args(false);
     app.add_option("--colsep", s.colsep, "split each value into columns {1} {2}... at this regular expression");
-    app.add_option("-j,--jobs", s.jobs, "commands at once per rank (1; start more ranks for more)");
+    app.add_option("-j,--jobs", s.jobs,
+                   "commands at once per rank: N, or +N, -N, N% of the CPUs the rank may run on (default 1)");
     app.add_option("--env", s.env, "pass rank 0's value of this environment variable to every command (repeatable)")
         ->allow_extra_args(false);
     add_farm_options(app, options);
@@ -139,13 +142,14 @@ bool commands_file(const std::vector<std::string>& words, const settings& s) {
 
 /// What the command line alone decides, checked by every rank alike before MPI starts (bad input costs no MPI
 /// start-up).
-void check_command_line(const settings& s, const std::vector<std::string>& words) {
+void check_command_line(const settings& s, const farm_options& options, const std::vector<std::string>& words) {
     if (!s.timeout.empty()) parse_timeout(s.timeout);
     parse_halt(s.halt);
     if (s.retries < 0) throw invalid_argument("--retries", "is " + std::to_string(s.retries) + "; expected >= 0");
-    if (s.jobs != 1)
-        throw invalid_argument("--jobs", "is " + std::to_string(s.jobs) + "; pfarm-run runs one command at a time "
-                                      "per rank: start N ranks per node for N commands at once (mpiexec --map-by ppr:N:node)");
+    parse_jobs(s.jobs, 1);
+    if (s.jobs != "1" && options.protocol.stragglers > 0)
+        throw invalid_argument("--jobs", "is '" + s.jobs + "'; with --stragglers a rank runs one command at a time (a "
+                                         "re-executed chunk's dropped copy would carry the records of other commands)");
     if (s.resume && s.resume_failed)
         throw invalid_argument("--resume", "and --resume-failed exclude each other; give one");
     if ((s.resume || s.resume_failed) && (s.joblog.empty() || s.joblog == "-"))
@@ -168,6 +172,36 @@ void check_command_line(const settings& s, const std::vector<std::string>& words
                                                            " (expected a commands file, or a command and its input sources)");
     const job_words w = split_words(words, s.arg_files);
     command_template(w.command, static_cast<std::size_t>(-1));  // refuses {= =}; positions are checked with the jobs
+}
+
+int parse_jobs(const std::string& text, int cpus) {
+    const auto bad = [&](const std::string& why) { return invalid_argument("--jobs", "is '" + text + "'; " + why); };
+    const char* expected = "expected N (commands at once per rank, >= 1), or +N, -N or N% of the CPUs the rank may "
+                           "run on";
+    std::string digits = text;
+    const bool plus = !digits.empty() && digits.front() == '+', minus = !digits.empty() && digits.front() == '-';
+    const bool percent = !digits.empty() && digits.back() == '%';
+    if (plus || minus) digits.erase(0, 1);
+    if (percent) digits.pop_back();
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos ||
+        (percent && (plus || minus)))
+        throw bad(expected);
+    const long n = std::stol(digits);
+    if (!plus && !minus && !percent) {
+        if (n == 0) throw bad("GNU parallel's 0 (as many as possible) has no per-rank meaning here; give a number >= 1");
+        return static_cast<int>(n);
+    }
+    const long c = std::max(cpus, 1);
+    const long jobs = plus ? c + n : minus ? c - n : c * n / 100;
+    return static_cast<int>(std::clamp<long>(jobs, 1, 1L << 20));
+}
+
+int rank_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(CPU_COUNT(&set), 1);
+    const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? static_cast<int>(n) : 1;
 }
 
 /// The jobs of the command line (rank 0): their commands and arguments.

@@ -36,7 +36,7 @@ struct settings {
     bool null = false;             ///< -0: NUL-delimited
     bool no_run_if_empty = false;  ///< -r: skip values of nothing but blanks
     std::string tagstring;         ///< --tagstring STR: lines tagged with STR expanded (arguments unquoted)
-    int jobs = 1;                  ///< --jobs N per rank
+    std::string jobs = "1";        ///< --jobs N|+N|-N|N% per rank (parse_jobs)
     std::vector<std::string> env;  ///< --env NAME
     bool eta = false, bar = false;  ///< --eta, --bar: the farm's progress, plain or automatic
     bool group = false, will_cite = false;  ///< accepted for GNU parallel's command lines; no effect
@@ -57,7 +57,16 @@ bool commands_file(const std::vector<std::string>& words, const settings& s);
 
 /// What the command line alone decides, checked by every rank alike before MPI starts (bad input costs no MPI
 /// start-up). Throws invalid_argument naming the argument.
-void check_command_line(const settings& s, const std::vector<std::string>& words);
+void check_command_line(const settings& s, const farm_options& options, const std::vector<std::string>& words);
+
+/// The commands a rank runs at once for --jobs `text`, given the CPUs the rank may run on: N (N >= 1); +N and -N,
+/// that many more or fewer than `cpus`; N%, N percent of `cpus` (rounded down); the last three at least 1. GNU
+/// parallel's 0 (as many as possible) and a file holding the number are refused: throws invalid_argument naming
+/// --jobs.
+int parse_jobs(const std::string& text, int cpus);
+
+/// The CPUs this process may run on (its affinity mask: the cores an MPI launcher bound the rank to, or the node's).
+int rank_cpus();
 
 /// The jobs of the command line (rank 0 reads the sources or the commands file): commands and arguments.
 job_list read_jobs(const settings& s, const std::vector<std::string>& words);

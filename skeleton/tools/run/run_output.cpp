@@ -36,6 +36,44 @@ job_output unpack(std::span<const char> bytes) {
     return j;
 }
 
+std::vector<char> pack_items(const std::vector<job_item>& items) {
+    std::vector<char> bytes(sizeof(std::uint64_t));
+    const std::uint64_t count = items.size();
+    std::memcpy(bytes.data(), &count, sizeof count);
+    for (const job_item& item : items) {
+        const std::vector<char> job = pack(item.job.record, item.job.out, item.job.err);
+        const std::int64_t head[3] = {item.task, item.slot, static_cast<std::int64_t>(job.size())};
+        const char* h = reinterpret_cast<const char*>(head);
+        bytes.insert(bytes.end(), h, h + sizeof head);
+        bytes.insert(bytes.end(), job.begin(), job.end());
+    }
+    return bytes;
+}
+
+std::vector<job_item> unpack_items(std::span<const char> bytes) {
+    std::uint64_t count = 0;
+    if (bytes.size() < sizeof count) throw error("pfarm-run: a task's result is too short");
+    std::memcpy(&count, bytes.data(), sizeof count);
+    std::vector<job_item> items;
+    std::size_t at = sizeof count;
+    for (std::uint64_t n = 0; n < count; ++n) {
+        std::int64_t head[3] = {};
+        if (bytes.size() - at < sizeof head) throw error("pfarm-run: a task's result is cut short");
+        std::memcpy(head, bytes.data() + at, sizeof head);
+        at += sizeof head;
+        if (head[2] < 0 || bytes.size() - at < static_cast<std::uint64_t>(head[2]))
+            throw error("pfarm-run: a task's result is cut short");
+        job_item item;
+        item.task = head[0];
+        item.slot = static_cast<long>(head[1]);
+        item.job = unpack(bytes.subspan(at, static_cast<std::size_t>(head[2])));
+        at += static_cast<std::size_t>(head[2]);
+        items.push_back(std::move(item));
+    }
+    if (at != bytes.size()) throw error("pfarm-run: a task's result has the wrong size");
+    return items;
+}
+
 void write_all(int fd, const std::string& text, const char* what) {
     const char* p = text.data();
     std::size_t left = text.size();

@@ -18,6 +18,19 @@ struct job_output {
     std::string out, err;
 };
 
+/// A finished command with the farm's task it ran for and the slot that ran it ({%}): several travel together in
+/// one task's result when a rank runs commands at once (--jobs), and after the farm those still running then.
+struct job_item {
+    task_count task = 0;  ///< the farm's task
+    long slot = 1;        ///< {%}: from 1
+    job_output job;
+};
+
+/// The bytes of `items` (a task's result: the commands that ended on the rank while it ran, any number).
+std::vector<char> pack_items(const std::vector<job_item>& items);
+/// Back from those bytes; throws pfarm::error when they are not packed items.
+std::vector<job_item> unpack_items(std::span<const char> bytes);
+
 /// The bytes of `j` (the farm's result of its task).
 std::vector<char> pack(const task_result& record, const std::string& out, const std::string& err);
 /// Back from those bytes; throws pfarm::error when they are not a packed job (a short message).

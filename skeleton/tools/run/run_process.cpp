@@ -1,5 +1,5 @@
-// pfarm-run: one shell command as a child process, its timeout, and the guard that kills it if the rank dies
-// (run_process.hpp).
+// pfarm-run: shell commands as child processes, one or several at once, their timeouts, and the guard that kills
+// them if the rank dies (run_process.hpp).
 #include "run_process.hpp"
 
 #include "pfarm/error.hpp"
@@ -28,19 +28,19 @@ namespace pfarm::tools::run {
 
 namespace {
 
-/// The guard: remembers the process group of the running command ("+PGID" when one starts, "-" once it has
-/// ended, before it is reaped) and, when its input closes with a command still running, kills that group. It
+/// The guard: remembers the process groups of the running commands ("+PGID" when one starts, "-PGID" once it has
+/// ended, before it is reaped) and, when its input closes with commands still running, kills those groups. It
 /// ignores the signals a dying job sends around, and sits in its own process group.
 constexpr const char* guard_script =
     "trap '' HUP INT TERM PIPE\n"
-    "current=\n"
+    "running=' '\n"
     "while read -r line; do\n"
     "  case $line in\n"
-    "    +*) current=${line#+} ;;\n"
-    "    -) current= ;;\n"
+    "    +*) running=\"$running${line#+} \" ;;\n"
+    "    -*) g=${line#-}; running=\"${running%% $g *} ${running#* $g }\" ;;\n"
     "  esac\n"
     "done\n"
-    "if [ -n \"$current\" ]; then kill -s KILL -- \"-$current\" 2>/dev/null; fi\n"
+    "for g in $running; do kill -s KILL -- \"-$g\" 2>/dev/null; done\n"
     "exit 0\n";
 
 double monotonic() {
@@ -99,39 +99,22 @@ struct spawn_setup {
     }
 };
 
-/// Waits until process `pid` has ended (left as a zombie, not reaped: its process group stays valid) or
-/// `deadline` (monotonic seconds; infinity: no limit) has passed. Returns whether it ended.
-bool wait_until(pid_t pid, double deadline) {
-    // A pidfd wakes us exactly when it ends; without one (kernels before 5.3), poll waitid a few times a second.
-    static bool no_pidfd = false;
-    int pidfd = -1;
+/// Whether process `pid` has ended (left as a zombie, not reaped: its process group stays valid).
+bool has_ended(pid_t pid) {
+    siginfo_t info{};
+    info.si_pid = 0;
+    if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0) return info.si_pid == pid;
+    return errno == ECHILD;  // already reaped: SIGCHLD ignored in this process (the kernel reaps)
+}
+
+/// A pidfd of `pid` (readable once it ends), or -1 where the kernel has none (before 5.3).
+int open_pidfd(pid_t pid) {
 #ifdef SYS_pidfd_open
-    if (!no_pidfd) {
-        pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-        if (pidfd < 0 && errno == ENOSYS) no_pidfd = true;
-    }
+    return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+#else
+    (void)pid;
+    return -1;
 #endif
-    fd_holder holder(pidfd);
-    double pause = 0.0005;
-    for (;;) {
-        siginfo_t info{};
-        info.si_pid = 0;
-        if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0) {
-            if (info.si_pid == pid) return true;
-        } else if (errno == ECHILD) {
-            return true;  // already reaped: SIGCHLD ignored in this process (the kernel reaps), nothing to wait for
-        }
-        const double left = deadline - monotonic();
-        if (left <= 0) return false;
-        if (pidfd >= 0) {
-            pollfd p{pidfd, POLLIN, 0};
-            const double ms = std::min(left * 1000.0 + 1.0, 3600e3);
-            ::poll(&p, 1, static_cast<int>(ms));
-        } else {
-            std::this_thread::sleep_for(std::chrono::duration<double>(std::min(pause, left)));
-            pause = std::min(pause * 1.5, 0.05);
-        }
-    }
 }
 
 /// The whole content of file `fd`, from its start.
@@ -190,6 +173,23 @@ std::vector<std::string> command_environment() {
     return env;
 }
 
+/// A command started and not yet returned by wait: its process, its output files, and where its end stands.
+struct process_runner::child {
+    std::uint64_t id = 0;
+    pid_t pid = -1;
+    fd_holder out, err, pidfd;
+    bool capture = false;
+    std::function<bool()> stop;
+    double deadline = INFINITY;  ///< monotonic seconds: its timeout
+    double grace = 1.0;
+    enum class phase { running, terminating, killed } now = phase::running;
+    double kill_at = INFINITY;  ///< terminating: when SIGKILL follows the SIGTERM
+    bool timed_out = false, stopped = false;
+    command_status st;
+};
+
+process_runner::process_runner() = default;
+
 process_runner::~process_runner() {
     if (guard_socket_ >= 0) ::close(guard_socket_);
     if (guard_ > 0) {
@@ -232,18 +232,29 @@ void process_runner::tell_guard(const std::string& line) {
 }
 
 command_status process_runner::run(const command_spec& spec) {
+    if (!children_.empty()) throw error("pfarm-run: process_runner::run with commands running");
+    command_status failed;
+    if (!start(0, spec, failed)) return failed;
+    for (;;)
+        if (auto ended = wait(INFINITY); !ended.empty()) return std::move(ended.front().second);
+}
+
+bool process_runner::start(std::uint64_t id, const command_spec& spec, command_status& failed) {
     if (guard_ < 0) start_guard();
-    command_status st;
-    st.start = unix_time();
+    auto c = std::make_unique<child>();
+    c->id = id;
+    c->st.start = unix_time();
     const auto not_started = [&](const std::string& why) {
-        st.what = outcome::not_started;
-        st.error = why;
-        st.end = unix_time();
-        return st;
+        failed = command_status{};
+        failed.what = outcome::not_started;
+        failed.error = why;
+        failed.start = c->st.start;
+        failed.end = unix_time();
+        return false;
     };
     // The output files are opened here, so that a failure names the file.
     const auto open_output = [](const std::string& path) {
-        return fd_holder(path.empty() ? -1 : ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+        return path.empty() ? -1 : ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     };
     // Captured output goes to unlinked files in $TMPDIR (a pipe would need reading while the command runs).
     const auto temporary = []() {
@@ -251,61 +262,105 @@ command_status process_runner::run(const command_spec& spec) {
         std::string path = std::string(dir && *dir ? dir : "/tmp") + "/pfarm-run-XXXXXX";
         const int fd = ::mkostemp(path.data(), O_CLOEXEC);
         if (fd >= 0) ::unlink(path.c_str());
-        return fd_holder(fd);
+        return fd;
     };
-    fd_holder out = spec.capture ? temporary() : open_output(spec.stdout_path);
-    fd_holder err = spec.capture ? temporary() : open_output(spec.stderr_path);
-    if (spec.capture && (out.fd < 0 || err.fd < 0))
+    c->capture = spec.capture;
+    c->out.fd = spec.capture ? temporary() : open_output(spec.stdout_path);
+    c->err.fd = spec.capture ? temporary() : open_output(spec.stderr_path);
+    if (spec.capture && (c->out.fd < 0 || c->err.fd < 0))
         return not_started(std::string("cannot create a file in $TMPDIR for its output: ") + std::strerror(errno));
-    if (!spec.capture && !spec.stdout_path.empty() && out.fd < 0)
+    if (!spec.capture && !spec.stdout_path.empty() && c->out.fd < 0)
         return not_started("cannot open '" + spec.stdout_path + "' for writing: " + std::strerror(errno));
-    if (!spec.capture && !spec.stderr_path.empty() && err.fd < 0)
+    if (!spec.capture && !spec.stderr_path.empty() && c->err.fd < 0)
         return not_started("cannot open '" + spec.stderr_path + "' for writing: " + std::strerror(errno));
 
     spawn_setup s;
     posix_spawn_file_actions_addopen(&s.actions, 0, "/dev/null", O_RDONLY, 0);
-    if (out.fd >= 0) posix_spawn_file_actions_adddup2(&s.actions, out.fd, 1);
-    if (err.fd >= 0) posix_spawn_file_actions_adddup2(&s.actions, err.fd, 2);
+    if (c->out.fd >= 0) posix_spawn_file_actions_adddup2(&s.actions, c->out.fd, 1);
+    if (c->err.fd >= 0) posix_spawn_file_actions_adddup2(&s.actions, c->err.fd, 2);
     s.close_the_rest();
     std::vector<char*> env;
     for (const auto& e : spec.environment) env.push_back(const_cast<char*>(e.c_str()));
     env.push_back(nullptr);
-    pid_t pid = -1;
-    if (const int rc = s.spawn(pid, spec.command, env.data(), spec.shell); rc != 0)
+    if (const int rc = s.spawn(c->pid, spec.command, env.data(), spec.shell); rc != 0)
         return not_started("cannot start the shell '" + spec.shell + "': " + std::strerror(rc));
-    std::string started = std::to_string(pid);  // "+PGID\n" (appended: GCC 12 warns about "+" + string, bug 105329)
+    std::string started = std::to_string(c->pid);  // "+PGID\n" (appended: GCC 12 warns about "+" + string, bug 105329)
     started.insert(started.begin(), '+');
     started.push_back('\n');
     tell_guard(started);
+    c->pidfd.fd = open_pidfd(c->pid);
+    c->stop = spec.stop;
+    c->grace = spec.grace;
+    c->deadline = spec.timeout > 0 ? monotonic() + spec.timeout : INFINITY;
+    children_.push_back(std::move(c));
+    return true;
+}
 
-    const double begun = monotonic();
-    const double deadline = spec.timeout > 0 ? begun + spec.timeout : INFINITY;
-    bool timed_out = false, killed = false;
-    bool ended = false;
-    while (!ended) {
-        const double until = spec.stop ? std::min(deadline, monotonic() + 0.05) : deadline;
-        ended = wait_until(pid, until);
-        if (ended || monotonic() >= deadline) break;
-        if (spec.stop && spec.stop()) {
-            killed = true;
-            break;
+std::vector<std::pair<std::uint64_t, command_status>> process_runner::wait(double limit) {
+    std::vector<std::pair<std::uint64_t, command_status>> done;
+    const double until = monotonic() + limit;
+    double pause = 0.0005;  // without pidfds: poll waitid, more slowly as the wait goes on
+    for (;;) {
+        double next = until;  // the next moment something is due
+        for (std::size_t k = 0; k < children_.size();) {
+            child& c = *children_[k];
+            bool ended = has_ended(c.pid);
+            const double now = monotonic();
+            if (c.now == child::phase::running && !ended) {
+                if (now >= c.deadline) c.timed_out = true;
+                else if (c.stop && c.stop()) c.stopped = true;
+                if (c.timed_out || c.stopped) {
+                    ::kill(-c.pid, SIGTERM);  // the whole group: the shell and what it started
+                    c.now = child::phase::terminating;
+                    c.kill_at = now + c.grace;
+                }
+            }
+            if (c.now == child::phase::terminating && (ended || now >= c.kill_at)) {
+                ::kill(-c.pid, SIGKILL);  // what ignored SIGTERM, or outlived the shell; the group is still ours (not reaped)
+                c.now = child::phase::killed;
+                ended = has_ended(c.pid);
+            }
+            if (ended && c.now != child::phase::terminating) {
+                done.emplace_back(c.id, reap(c));
+                children_.erase(children_.begin() + static_cast<std::ptrdiff_t>(k));
+                continue;
+            }
+            if (c.now == child::phase::running) {
+                next = std::min(next, c.deadline);
+                if (c.stop) next = std::min(next, now + 0.05);  // the stop is polled every 50 ms
+            } else if (c.now == child::phase::terminating) {
+                next = std::min(next, c.kill_at);
+            }
+            ++k;
+        }
+        const double now = monotonic();
+        if (!done.empty() || now >= until || children_.empty()) return done;
+        const double left = std::max(next - now, 0.0);
+        std::vector<pollfd> fds;
+        for (const auto& c : children_)
+            if (c->pidfd.fd >= 0) fds.push_back(pollfd{c->pidfd.fd, POLLIN, 0});
+        if (fds.size() == children_.size()) {
+            ::poll(fds.data(), fds.size(), static_cast<int>(std::min(left * 1000.0 + 1.0, 3600e3)));
+        } else {
+            std::this_thread::sleep_for(std::chrono::duration<double>(std::min(pause, left)));
+            pause = std::min(pause * 1.5, 0.05);
         }
     }
-    if (!ended) {
-        timed_out = !killed;
-        ::kill(-pid, SIGTERM);  // the whole group: the shell and what it started
-        wait_until(pid, monotonic() + spec.grace);
-        ::kill(-pid, SIGKILL);  // what ignored SIGTERM, or outlived the shell; the group is still ours (not reaped)
-        wait_until(pid, INFINITY);
-    }
-    tell_guard("-\n");  // before reaping: the guard never kills a group whose leader is gone
+}
+
+command_status process_runner::reap(child& c) {
+    command_status st = std::move(c.st);
+    std::string ended = std::to_string(c.pid);  // "-PGID\n": before reaping, the guard never kills a group whose leader is gone
+    ended.insert(ended.begin(), '-');
+    ended.push_back('\n');
+    tell_guard(ended);
     siginfo_t info{};
     int reaped = 0;
-    while ((reaped = ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED)) != 0 && errno == EINTR) {
+    while ((reaped = ::waitid(P_PID, static_cast<id_t>(c.pid), &info, WEXITED)) != 0 && errno == EINTR) {
     }
     st.end = unix_time();
     if (reaped != 0) {  // reaped by the kernel (SIGCHLD ignored): its status is lost
-        st.what = timed_out ? outcome::timed_out : outcome::failed;
+        st.what = c.timed_out ? outcome::timed_out : outcome::failed;
         st.error = "its exit status was lost (SIGCHLD is ignored in this process)";
         return st;
     }
@@ -314,10 +369,13 @@ command_status process_runner::run(const command_spec& spec) {
     } else {
         st.signal = info.si_status;
     }
-    st.what = killed ? outcome::killed : timed_out ? outcome::timed_out : st.exit_code == 0 ? outcome::ok : outcome::failed;
-    if (spec.capture) {
-        st.out = read_all(out.fd);
-        st.err = read_all(err.fd);
+    st.what = c.stopped     ? outcome::killed
+              : c.timed_out ? outcome::timed_out
+              : st.exit_code == 0 ? outcome::ok
+                                  : outcome::failed;
+    if (c.capture) {
+        st.out = read_all(c.out.fd);
+        st.err = read_all(c.err.fd);
     }
     return st;
 }

@@ -1,13 +1,15 @@
-// pfarm-run: running one shell command as a child process. posix_spawn (safe in an MPI process: no fork of
+// pfarm-run: running shell commands as child processes, one or several at once. posix_spawn (safe in an MPI process: no fork of
 // the rank's registered memory), SHELL -c COMMAND in its own process group, stdin from /dev/null, stdout and
 // stderr to files, captured (for grouped output), inherited or discarded; a timeout that kills the whole group; and a guard per rank that kills
-// the running command's group when the rank dies (a job killed with SIGKILL leaves no command behind). No MPI.
+// the running commands' groups when the rank dies (a job killed with SIGKILL leaves no command behind). No MPI.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -48,26 +50,38 @@ struct command_status {
     double start = 0.0, end = 0.0;  ///< Unix time, seconds
 };
 
-/// Runs commands one at a time. Owns the guard: a /bin/sh process in its own
-/// process group that reads the group of the running command from a socket; when the socket closes without the
-/// command having been reaped (the rank died, SIGKILL included), it kills that group with SIGKILL.
+/// Runs commands, one at a time (run) or several at once (start, then wait). Owns the guard: a /bin/sh process in
+/// its own process group that reads the groups of the running commands from a socket; when the socket closes
+/// while commands have not been reaped (the rank died, SIGKILL included), it kills those groups with SIGKILL.
 class process_runner {
 public:
-    process_runner() = default;
-    ~process_runner();  ///< closes the guard's socket (the guard exits) and reaps the guard
+    process_runner();
+    ~process_runner();  ///< closes the guard's socket (the guard exits, killing what still runs) and reaps the guard
     process_runner(const process_runner&) = delete;
     process_runner& operator=(const process_runner&) = delete;
 
-    /// Runs `spec` to its end (or its timeout's). Never throws for the command's own failures (they are in the
-    /// status); throws pfarm::error when the guard cannot be started.
+    /// Runs `spec` to its end (or its timeout's), with no other command running. Never throws for the command's
+    /// own failures (they are in the status); throws pfarm::error when the guard cannot be started.
     command_status run(const command_spec& spec);
 
+    /// Starts `spec` as command `id` (the caller's number for it) beside those running. Returns false when it could
+    /// not start: `failed` then holds its not_started status. Throws pfarm::error when the guard cannot be started.
+    bool start(std::uint64_t id, const command_spec& spec, command_status& failed);
+    /// Waits until one running command or more have ended (each by its end, its timeout's or its stop), or `limit`
+    /// seconds have passed (infinity: no limit); returns those that ended, with their ids.
+    std::vector<std::pair<std::uint64_t, command_status>> wait(double limit);
+    /// The commands started and not yet returned by wait.
+    std::size_t running() const noexcept { return children_.size(); }
+
 private:
+    struct child;
     void start_guard();
     void tell_guard(const std::string& line);
+    command_status reap(child& c);
 
     int guard_socket_ = -1;
     pid_t guard_ = -1;
+    std::vector<std::unique_ptr<child>> children_;
 };
 
 /// This process's environment for a command: without the variables of the MPI launch (Open MPI's OMPI_COMM_WORLD_*,
