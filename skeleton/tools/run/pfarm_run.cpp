@@ -1,9 +1,10 @@
 // pfarm-run: the tool that farms shell commands over MPI ranks with pfarm's scheduling, speaking GNU parallel's
 // command line (docs/run.md is its manual; the command line itself is run_cli.hpp). Its one job is the run on the
-// ranks: the ranks' agreement before the farm, and the farm of the commands: each task runs one command on a worker rank
-// (run_process.hpp) under the --halt, --timeout and --retries policy (run_policy.hpp, run_halt.hpp), and sends its
-// record and output to rank 0 (run_output.hpp), which prints the output, writes the job logs (run_joblog.hpp) and
-// the journal (run_records.hpp), and the summary (run_summary.hpp). The commands come from GNU parallel's input
+// ranks: the ranks' agreement before the farm, and the farm of the commands: each task starts one command on a worker
+// rank, up to --jobs at once (run_slots.hpp, run_process.hpp), under the --halt, --timeout and --retries policy
+// (run_policy.hpp, run_halt.hpp), and sends the records and output of the commands that ended to rank 0
+// (run_output.hpp), which prints the output, writes the job logs (run_joblog.hpp) and the journal
+// (run_records.hpp), and the summary (run_summary.hpp). The commands come from GNU parallel's input
 // sources and replacement strings (run_inputs.hpp), or a commands file (run_commands.hpp).
 #include "farm_cli.hpp"
 #include "options.hpp"
