@@ -1,7 +1,6 @@
 // pfarm MPI engine, the hierarchical farm: what its files share. The ranks' roles (rank_layout) and the hierarchy
-// plan over the computing ranks (grouping.cpp), sends without blocking, the failure message's layout, each role's
-// entry point (supermaster.cpp, master.cpp) and the report's parts (report.cpp); run_hierarchical
-// (hierarchical.cpp) puts them together.
+// plan over the computing ranks (grouping.cpp), sends without blocking, each role's entry point (supermaster.cpp,
+// master.cpp) and the report's parts (report.cpp); run_hierarchical (hierarchical.cpp) puts them together.
 #pragma once
 
 #include "engine.hpp"
@@ -69,9 +68,6 @@ private:
     std::vector<send> sends_;
 };
 
-
-/// A master's failure message up carries, before the text, the rank whose failure it is (the worker's, or its own).
-constexpr std::size_t failure_rank_bytes = sizeof(std::int64_t);
 
 /// Rank 0: the supermaster over the masters (upper communicator `up`); once the farm is over and good, rank 0's
 /// report, with the masters' parts (supermaster.cpp).

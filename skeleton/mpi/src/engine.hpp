@@ -1,10 +1,10 @@
 // pfarm MPI engine, internal: what the engine's files share. farm.cpp is the entry (run_farm), setup.cpp the
-// agreement before the farm and the outcome after it, farmer_side.cpp and worker_side.cpp the two transports of
-// the core's sessions (farmer_session.hpp, worker_session.hpp), results.hpp a chunk's results (fixed or any
-// size) in their message buffer, journaled.cpp a farm with a journal (only the tasks it lacks), decentralised.cpp
-// the farm without a farmer, hierarchical/ the farm with a supermaster and masters, progress.cpp the progress
-// line, wire.hpp the bytes on the wire, messages.hpp the tags and how a rank waits, clock.hpp the farm's clock
-// (now()).
+// agreement before the farm and the outcome after it, farmer_transport.cpp and worker_side.cpp the two transports of
+// the core's sessions (farmer_session.hpp, worker_session.hpp), farmer_side.cpp the flat farm's rank 0 on the
+// first, results.hpp a chunk's results (fixed or any size) in their message buffer, journaled.cpp a farm with a
+// journal (only the tasks it lacks), decentralised.cpp the farm without a farmer, hierarchical/ the farm with a
+// supermaster and masters, progress.cpp the progress line, wire.hpp the bytes on the wire, messages.hpp the tags
+// and how a rank waits, clock.hpp the farm's clock (now()).
 #pragma once
 
 #include "clock.hpp"

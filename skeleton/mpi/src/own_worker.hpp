@@ -1,10 +1,11 @@
 // pfarm MPI engine, internal: a scheduling rank's own worker (farm_options::topology.farmer_computes), the in-process
-// transport of a worker_session for the rank that also serves requests: the flat farmer (farmer_side.cpp), the
-// supermaster and each master (hierarchical/supermaster.cpp, master.cpp). It is worker 0 of that rank's session. It computes its chunk one
-// task per compute_one() call, so the driver serves the other ranks' messages between two of its tasks; its
-// requests wait here until the driver hands them to its session (serve()); the replies the session gives worker 0
-// come back through on_reply(), a reclaim answered at once (the rank is between two of its tasks). It asks nothing
-// ahead: in process, a request costs nothing to wait for. Every rule (prefetch, reclaim, failure) is the session's.
+// transport of a worker_session for the rank that also serves requests: the farmer's transport (farmer_transport.cpp:
+// the flat farmer and the supermaster) and each master (hierarchical/master.cpp). It is worker 0 of that rank's
+// session. It computes its chunk one task per compute_one() call, so the driver serves the other ranks' messages
+// between two of its tasks; its requests wait here until the driver hands them to its session (serve()); the
+// replies the session gives worker 0 come back through on_reply(), a reclaim answered at once (the rank is between
+// two of its tasks). It asks nothing ahead: in process, a request costs nothing to wait for. Every rule (prefetch,
+// reclaim, failure) is the session's.
 #pragma once
 
 #include "engine.hpp"

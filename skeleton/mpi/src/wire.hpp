@@ -53,6 +53,9 @@ struct reply_header {
 static_assert(sizeof(request_header) <= 2 * payload_offset && sizeof(reply_header) <= payload_offset);
 constexpr std::size_t request_payload_offset = 2 * payload_offset;  ///< the request header needs 120 bytes
 constexpr std::size_t reply_payload_offset = payload_offset;
+/// A hierarchical master's failure message up carries, before the text, the rank whose failure it is (the worker's,
+/// or its own).
+constexpr std::size_t failure_rank_bytes = sizeof(std::int64_t);
 
 inline wire_sample to_wire(const resource_sample& s) {
     wire_sample w;

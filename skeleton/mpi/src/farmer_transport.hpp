@@ -1,0 +1,52 @@
+// pfarm MPI engine, internal: the MPI transport of a farmer_session, for the rank that farms (rank 0 of the flat
+// farm's communicator, or of the upper communicator of the hierarchical farm, whose workers are the masters). It
+// receives the workers' messages, hands them to the session, performs its actions and sends its replies, runs the
+// rank's own worker when it computes, and ends with the outcome every rank of the communicator learns
+// (farmer_transport.cpp). It keeps no rule of the protocol and builds no report: each driver makes its session and
+// its report around it (flat/farmer_side.cpp, hierarchical/supermaster.cpp).
+#pragma once
+
+#include "engine.hpp"
+
+#include "pfarm/farmer_session.hpp"
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace pfarm::detail {
+
+/// How the session's workers sit on the communicator, and whom a failure names.
+struct farmer_ranks {
+    MPI_Comm comm = MPI_COMM_NULL;
+    /// Communicator rank of the session's worker 0, worker w being rank w + first: 0 when this rank computes
+    /// (its own worker is worker 0), else 1.
+    int first = 1;
+    /// Per communicator rank: its clock minus this rank's (clock_offsets; zeros where the times are on this
+    /// rank's clock already).
+    std::vector<double> offsets;
+    /// Per session worker: the rank the outcome names when that worker's failure is the farm's.
+    std::vector<int> named;
+    /// A failure message carries, before its text, the rank whose failure it is (failure_rank_bytes, wire.hpp):
+    /// the outcome names that rank instead.
+    bool failure_names_rank = false;
+    /// Victims' answers to a reclaim are served first (farmer_inbox).
+    bool reclaim = false;
+};
+
+/// What the transport leaves once the farm is over: the outcome, learned by every rank of the communicator
+/// (collective: end_traffic then share_outcome), and the requests (asks) the workers sent.
+struct farmer_transport_result {
+    outcome result;
+    task_count requests = 0;
+};
+
+/// Runs `session` over the communicator's ranks until it is over. Results land in `out` (task i at i x out_bytes)
+/// or go to the kernel's sink; inputs are read from `in`. `t0`: the farm's start on this rank's clock. It does not
+/// throw the outcome: the driver does, after anything it must do first.
+farmer_transport_result run_farmer_transport(const farmer_ranks& ranks, farmer_session& session, const std::byte* in,
+                                             std::byte* out, const task_kernel& kernel, const shared_setup& setup,
+                                             progress_mode progress, sampler& monitors, double t0);
+
+}  // namespace pfarm::detail
