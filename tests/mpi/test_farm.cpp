@@ -539,10 +539,9 @@ std::pair<std::vector<pfarm::task_count>, std::vector<pfarm::task_count>> one_wo
     pfarm::sim::workload wl;
     wl.tasks = 300;
     const auto s = pfarm::sim::simulate(pl, wl, technique, o);
-    std::vector<pfarm::task_count> simulated;
-    if (s.calibration) simulated.push_back(1);  // the simulator lists chunks without the calibration task
-    simulated.insert(simulated.end(), s.workers[0].chunks.begin(), s.workers[0].chunks.end());
-    return {r.chunks_per_rank.size() > 1 ? r.chunks_per_rank[1].to_vector() : std::vector<pfarm::task_count>{}, simulated};
+    // One chunk count in both drivers: every chunk handed out, the calibration chunk included.
+    return {r.chunks_per_rank.size() > 1 ? r.chunks_per_rank[1].to_vector() : std::vector<pfarm::task_count>{},
+            s.workers[0].chunks.to_vector()};
 }
 
 void drivers() {

@@ -2,7 +2,6 @@
 #include "pfarm/farmer_session.hpp"
 
 #include "pfarm/error.hpp"
-#include "pfarm/metrics.hpp"
 
 #include <algorithm>
 
@@ -548,18 +547,6 @@ const std::vector<farmer_action>& farmer_session::close_pool(double now) {
     farmer_.close_pool();
     if (!aborting_) reask_pool();  // those still waiting are stopped, or take tasks back
     return actions_;
-}
-
-double farmer_session::percent_imbalance() const {
-    std::vector<double> finish;
-    for (const auto& w : workers_) finish.push_back(w.finish);
-    return pfarm::percent_imbalance(finish);
-}
-
-double farmer_session::cov() const {
-    std::vector<double> finish;
-    for (const auto& w : workers_) finish.push_back(w.finish);
-    return coefficient_of_variation(finish);
 }
 
 }  // namespace pfarm

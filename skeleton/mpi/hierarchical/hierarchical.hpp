@@ -84,8 +84,6 @@ farm_report run_master(MPI_Comm up, MPI_Comm down, int rank, int ranks, const st
 
 // The report (report.cpp).
 
-/// A master's part of the report (`workers`: its workers' ranks; `served`: the requests its workers sent it).
-report_part group_part(const master_session& s, const std::vector<int>& workers, task_count served);
 /// A master's part, sent to rank 0 (collective over `up` with gather_report).
 void send_group_part(MPI_Comm up, const report_part& part);
 /// A master's report: its group's entries.

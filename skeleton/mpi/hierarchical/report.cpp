@@ -1,18 +1,10 @@
-// pfarm MPI engine, the hierarchical farm: its report from the parts (report.hpp). Each master's part is its group's
-// session (its workers' entries, reclaims, k, records) with the requests its workers sent it and its own requests
-// up; rank 0 gathers the parts over the upper communicator once the outcome is known and good, beside its own (its
+// pfarm MPI engine, the hierarchical farm: its report from the parts (pfarm/report_merge.hpp; a master's part is the
+// core's group_part: its group's session with the requests its workers sent it and its own requests up). Rank 0
+// gathers the parts over the upper communicator (report.hpp) once the outcome is known and good, beside its own (its
 // own worker's entries), and merges them; each master's report holds its group's entries.
 #include "hierarchical.hpp"
 
 namespace pfarm::detail {
-
-report_part group_part(const master_session& s, const std::vector<int>& workers, task_count served) {
-    report_part p = part_of(s.group(), workers);
-    p.served = served;
-    p.up_requests = s.up_requests();
-    p.merged = s.merged_requests();
-    return p;
-}
 
 void send_group_part(MPI_Comm up, const report_part& part) { (void)gather_parts(up, 0, part); }
 
@@ -21,6 +13,7 @@ farm_report group_report(const farm_options& options, int ranks, task_count task
     farm_report r = empty_report(options, ranks, tasks);
     report_part p = part_of(group, h.members.at(static_cast<std::size_t>(g)));
     p.records.clear();  // the trace is rank 0's
+    p.calibration.reset();  // the group's own, indexed by its workers: no farm-wide calibration (group_part's rule)
     add_part(r, p);
     r.workers = h.workers;
     r.master_ranks = h.master;

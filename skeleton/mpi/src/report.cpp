@@ -1,38 +1,16 @@
-// pfarm MPI engine: the farm's report in every mode (report.hpp): a session's part, its one serialiser over MPI
-// (doubles, gathered on rank 0), the merge and what derives from it.
+// pfarm MPI engine: the farm's report over MPI (report.hpp): a session's part's one serialiser (doubles, gathered on
+// rank 0) and the report the merge (pfarm/report_merge.hpp) fills.
 #include "report.hpp"
 
-#include "pfarm/metrics.hpp"
 #include "pfarm/mpi.hpp"
 
-#include <algorithm>
 #include <array>
-#include <cstdio>
 #include <span>
 #include <string>
 
 namespace pfarm::detail {
 
 namespace {
-
-/// Calibration tasks shorter than this (seconds) measure the machine's timing noise about as much as the workers'
-/// speeds: on the 2-core development VM a 5 us task reads 4 to 16 us from run to run (docs/calibration.md).
-constexpr double short_calibration_task = 1e-4;
-
-/// Says so in the calibration's note when its longest task was that short and no calibration span made each
-/// worker's measurement longer (the times are real seconds here; the simulator's are in the platform's units, so
-/// the note is the MPI farm's).
-void note_short_calibration(calibration_result& c) {
-    if (c.times.empty() || c.span >= short_calibration_task) return;
-    const double longest = *std::max_element(c.times.begin(), c.times.end());
-    if (!(longest < short_calibration_task)) return;
-    char text[256];
-    std::snprintf(text, sizeof text,
-                  "calibration tasks of at most %.3g us are too short to tell the workers' speeds from timing noise: "
-                  "F may be noise (give --weights, or a loop whose first tasks are longer)",
-                  longest * 1e6);
-    c.note = c.note.empty() ? std::string(text) : c.note + "; " + text;
-}
 
 /// The readings a trace record keeps (trace.hpp: cores and node_key are not stored), in the order they are packed.
 std::array<const std::optional<double>*, 5> readings_of(const resource_sample& s) {
@@ -120,20 +98,6 @@ report_part unpack(std::span<const double> v) {
 
 }  // namespace
 
-report_part part_of(const farmer_session& s, const std::vector<int>& ranks) {
-    report_part p;
-    for (int w = 0; w < s.workers(); ++w)
-        p.workers.push_back({ranks.at(static_cast<std::size_t>(w)), s.tasks_of(w), s.chunks_of(w), s.busy_of(w), s.finish_of(w)});
-    const farmer& f = s.decisions();
-    p.reclaims = f.reclaims(), p.reclaimed_tasks = f.reclaimed_tasks(), p.reruns = f.reruns(), p.rerun_tasks = f.rerun_tasks();
-    p.k = f.policy().installment_factor();
-    p.records = s.records();
-    for (chunk_trace& c : p.records) c.rank = ranks.at(static_cast<std::size_t>(c.rank));
-    p.task_errors = s.task_errors(), p.retried_tasks = s.retried_tasks();
-    for (const task_failure& f : s.failed()) p.failed.push_back({f.task, ranks.at(static_cast<std::size_t>(f.worker)), f.text});
-    return p;
-}
-
 std::vector<report_part> gather_parts(MPI_Comm comm, int root, const report_part& mine) {
     int rank = 0, ranks = 1;
     mpi::check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
@@ -160,41 +124,8 @@ farm_report empty_report(const farm_options& options, int ranks, task_count task
     r.ranks = ranks;
     r.first_worker_rank = ranks == 1 || options.topology.farmer_computes ? 0 : 1;
     r.tasks = tasks;
-    r.tasks_per_rank.assign(static_cast<std::size_t>(ranks), 0);
-    r.chunks_per_rank.assign(static_cast<std::size_t>(ranks), {});
-    r.busy_per_rank.assign(static_cast<std::size_t>(ranks), 0.0);
-    r.finish_per_rank.assign(static_cast<std::size_t>(ranks), 0.0);
+    size_entries(r, ranks);
     return r;
-}
-
-void add_part(farm_report& r, const report_part& p) {
-    for (const worker_part& w : p.workers) {
-        const auto q = static_cast<std::size_t>(w.rank);
-        r.tasks_per_rank.at(q) = w.tasks;
-        r.chunks_per_rank.at(q) = w.chunks;
-        r.busy_per_rank.at(q) = w.busy;
-        r.finish_per_rank.at(q) = w.finish;
-    }
-    r.reclaims += p.reclaims, r.reclaimed_tasks += p.reclaimed_tasks;
-    r.reruns += p.reruns, r.rerun_tasks += p.rerun_tasks;
-    if (!r.k && p.k) r.k = p.k;
-    r.trace.insert(r.trace.end(), p.records.begin(), p.records.end());
-    r.failed_tasks.insert(r.failed_tasks.end(), p.failed.begin(), p.failed.end());
-    r.task_errors += p.task_errors, r.retried_tasks += p.retried_tasks;
-}
-
-void finish_report(farm_report& r, const std::vector<int>& computing, trace_order order) {
-    std::vector<double> finish;
-    for (int q : computing) finish.push_back(r.finish_per_rank.at(static_cast<std::size_t>(q)));
-    r.percent_imbalance = percent_imbalance(finish);
-    r.cov = coefficient_of_variation(finish);
-    if (order == trace_order::sent)
-        std::stable_sort(r.trace.begin(), r.trace.end(), [](const chunk_trace& a, const chunk_trace& b) { return a.sent < b.sent; });
-    else
-        std::sort(r.trace.begin(), r.trace.end(), [](const chunk_trace& a, const chunk_trace& b) { return a.first < b.first; });
-    if (r.calibration) note_short_calibration(*r.calibration);
-    std::sort(r.failed_tasks.begin(), r.failed_tasks.end(),
-              [](const failed_task& a, const failed_task& b) { return a.task < b.task; });
 }
 
 }  // namespace pfarm::detail

@@ -35,7 +35,8 @@
 //     is integrated piecewise over w's load changes (a per-worker cursor keeps it amortised O(1)). The
 //     seconds passed to farmer.complete() are the elapsed compute time, load changes included.
 //
-// Metrics (makespan, imbalance, COV: docs/architecture.md "Conventions every driver shares"): the farmer session's, as under MPI
+// Metrics (makespan, imbalance, COV: docs/architecture.md "Conventions every driver shares"): the report the core
+// merges from the sessions' parts (pfarm/report_merge.hpp, merge_report()), as under MPI
 //   - makespan: the time the last result reaches the farmer (with prefetch, results that waited at the worker
 //     for the reply asked ahead arrive later than their chunk's end + latency).
 //   - lower_bound: the fluid bound, the T at which the work all workers could do in [0, T] at speed
@@ -44,7 +45,8 @@
 //   - finish t_j: the end of worker j's last chunk (calibration task included), 0 when it got none;
 //     percent imbalance = (max - mean) / max * p/(p-1) * 100 (0 when p = 1); COV = population stddev / mean.
 //   - calibration_end: the simulated time at which the farmer served the result that passed the barrier
-//     (0 when the technique needs no calibration). chunks counts calibration tasks too.
+//     (0 when the technique needs no calibration). A worker's chunks are every chunk it was handed, its calibration
+//     chunk included (the one chunk count of every mode and driver); `chunks` is their total.
 //
 // Workload shapes (every one has mean cost exactly 1, so total work = tasks)
 //   - uniform: c_i = 1.   increasing: c_i = 2 (i + 0.5) / S.   decreasing: c_i = 2 (S - i - 0.5) / S.
@@ -74,6 +76,7 @@
 #include "pfarm/farmer_session.hpp"
 #include "pfarm/worker_session.hpp"
 #include "pfarm/registry.hpp"
+#include "pfarm/report_merge.hpp"
 #include "pfarm/sample.hpp"
 #include "pfarm/trace.hpp"
 
@@ -194,6 +197,31 @@ std::vector<double> task_costs(const workload& w) {
     return costs;
 }
 
+namespace model {
+
+void merge_report(result& out, const std::vector<report_part>& parts, trace_order order) {
+    const int p = static_cast<int>(out.workers.size());
+    report_entries r;
+    size_entries(r, p);
+    for (const report_part& part : parts) add_part(r, part);
+    std::vector<int> computing(out.workers.size());
+    for (int j = 0; j < p; ++j) computing[static_cast<std::size_t>(j)] = j;
+    finish_report(r, computing, order, report_clock::simulated);
+    for (std::size_t j = 0; j < out.workers.size(); ++j)
+        out.workers[j] = {std::move(r.chunks_per_rank[j]), r.tasks_per_rank[j], r.finish_per_rank[j]};
+    out.chunks = chunk_total(r);
+    out.percent_imbalance = r.percent_imbalance;
+    out.cov = r.cov;
+    out.k = r.k;
+    out.calibration = std::move(r.calibration);
+    out.calibration_note = out.calibration ? out.calibration->note : std::string();
+    out.reclaims = r.reclaims;
+    out.reclaimed_tasks = r.reclaimed_tasks;
+    out.trace = std::move(r.trace);
+}
+
+}  // namespace model
+
 farmer_kind parse_farmer(const std::string& name) {
     if (name == "flat") return farmer_kind::flat;
     if (name == "hierarchical") return farmer_kind::hierarchical;
@@ -261,30 +289,16 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         else workers.handle(e);
     }
     const farmer& f = farm.decisions();
-    out.reclaims = f.reclaims();
-    out.reclaimed_tasks = f.reclaimed_tasks();
     if (!f.done() || !farm.over())
         throw internal_error("simulator: no request left with " + std::to_string(f.tasks() - f.completed_tasks()) +
                              " tasks not completed (technique '" + technique + "')");
 
-    // Metrics and records: the farmer session's.
-    const bool calibrated = needs.calibration != calibration_mode::none;
-    for (int w = 0; w < p; ++w) {
-        auto& r = out.workers[static_cast<std::size_t>(w)];
-        const auto& sizes = farm.chunks_of(w);
-        r.chunks = sizes.drop_front(calibrated && !sizes.empty() ? 1 : 0);
-        r.tasks = farm.tasks_of(w);
-        r.finish = farm.finish_of(w);
-        out.chunks += static_cast<task_count>(sizes.size());
-    }
-    out.trace = farm.records();
+    // Its report: the farmer session's part, merged.
+    std::vector<int> ranks(up);
+    for (int w = 0; w < p; ++w) ranks[static_cast<std::size_t>(w)] = w;
+    merge_report(out, {part_of(farm, ranks)}, trace_order::sent);
     out.makespan = farm.last_result();
     out.calibration_end = farm.calibration_end();
-    out.percent_imbalance = farm.percent_imbalance();
-    out.cov = farm.cov();
-    out.k = f.policy().installment_factor();
-    if (f.calibration() != nullptr) out.calibration = *f.calibration();
-    if (const auto* c = f.calibration()) out.calibration_note = c->note;
     return out;
 }
 

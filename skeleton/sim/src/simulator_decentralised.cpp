@@ -25,15 +25,17 @@
 //   - Metrics: the makespan is when the host holds every result, the last end message's arrival (rank 0 then
 //     answers each rank with the outcome, not modelled). A trace record per chunk, in hand-out order (the order of
 //     first task): `sent` when its claim was issued, `started`/`finished` its compute, `received` when the flush that
-//     completed its batch's put returned on the worker, as the MPI driver records. Finish times, imbalance, the
-//     fluid bound as in the flat model; host_atomics and lost_swaps count the host's work.
+//     completed its batch's put returned on the worker, as the MPI driver records. Each worker's entries and records
+//     are its part of the report, merged by the core as the MPI driver's ranks' (pfarm/report_merge.hpp: imbalance,
+//     COV, k, the trace's order). The fluid bound as in the flat model; host_atomics and lost_swaps count the host's
+//     work.
 //   - Left out: the puts' bandwidth and their cost at the host (no result sizes, as the flat model's messages); the
 //     input fetch (MPI_Get and a flush per chunk) of a rank whose input is neither replicated nor an index range;
 //     each claim's local work on the worker (the task call, two clock reads, staging: about 1 us a claim on the
 //     development machine, docs/skeleton.md "Claim rate"), which runs in parallel on the workers.
 #include "pfarm/claim_schedule.hpp"
-#include "pfarm/metrics.hpp"
 #include "pfarm/registry.hpp"
+#include "pfarm/report_merge.hpp"
 
 #include "simulated_worker.hpp"
 #include "simulator_events.hpp"
@@ -81,7 +83,12 @@ result simulate_decentralised(const platform& given, const workload& wl, const s
 
     worker_compute compute(pl, costs);
     result out = result_for(pl, compute.total_work());
-    out.k = k;
+    // Each worker's part of the report, as an MPI rank's (its entries, its records, the technique's k).
+    std::vector<report_part> parts(up);
+    for (std::size_t j = 0; j < up; ++j) {
+        parts[j].workers.push_back({static_cast<int>(j), 0, {}, 0.0, 0.0});
+        parts[j].k = k;
+    }
     std::vector<claimant> workers;
     workers.reserve(up);
     for (int j = 0; j < p; ++j) workers.emplace_back(schedule, j);
@@ -114,7 +121,7 @@ result simulate_decentralised(const platform& given, const workload& wl, const s
     std::vector<std::vector<std::size_t>> batches(run.keep_trace ? up : 0);  // per worker: its batch's records
     const auto batch_received = [&](std::size_t j, double t) {
         if (!run.keep_trace) return;
-        for (std::size_t i : batches[j]) out.trace[i].received = t;
+        for (std::size_t i : batches[j]) parts[j].records[i].received = t;
         batches[j].clear();
     };
 
@@ -199,14 +206,14 @@ result simulate_decentralised(const platform& given, const workload& wl, const s
             break;
         case event::kind::chunk_end: {
             auto& w = workers[j];
-            auto& r = out.workers[j];
+            auto& r = parts[j].workers.front();
             r.chunks.push_back(w.current.count);
             r.tasks += w.current.count;
+            r.busy += w.end - w.start;
             r.finish = w.end;
-            ++out.chunks;
             if (run.keep_trace) {
-                batches[j].push_back(out.trace.size());
-                out.trace.push_back({static_cast<int>(j), w.current.first, w.current.count, w.current_sent, w.start, w.end,
+                batches[j].push_back(parts[j].records.size());
+                parts[j].records.push_back({static_cast<int>(j), w.current.first, w.current.count, w.current_sent, w.start, w.end,
                                      0.0, false, {}});
             }
             if (++w.batch == decentralised_batch_chunks) {  // the batch is full: put now, completed by the next flush
@@ -229,18 +236,14 @@ result simulate_decentralised(const platform& given, const workload& wl, const s
     }
 
     task_count total = 0;
-    for (const auto& r : out.workers) total += r.tasks;
+    for (const auto& part : parts) total += part.workers.front().tasks;
     for (const auto& w : workers) out.lost_swaps += w.session.lost_swaps();
     for (const auto& w : workers)
         if (w.waiting || host.busy()) throw internal_error("simulator: a decentralised worker waits with no event left");
     if (total != wl.tasks)
         throw internal_error("simulator: the decentralised farm computed " + std::to_string(total) + " of " +
                              std::to_string(wl.tasks) + " tasks (technique '" + technique + "')");
-    std::sort(out.trace.begin(), out.trace.end(), [](const chunk_trace& a, const chunk_trace& b) { return a.first < b.first; });
-    std::vector<double> finish(up);
-    for (std::size_t j = 0; j < up; ++j) finish[j] = out.workers[j].finish;
-    out.percent_imbalance = pfarm::percent_imbalance(finish);
-    out.cov = pfarm::coefficient_of_variation(finish);
+    merge_report(out, parts, trace_order::first);
     return out;
 }
 

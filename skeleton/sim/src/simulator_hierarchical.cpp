@@ -14,18 +14,20 @@
 //     serves the masters' messages with farmer_session::on_message(), each answer taking `supermaster_overhead`
 //     (default `overhead`). Messages between a master and the supermaster take `master_latency` (default `latency`).
 //   - At t = 0 every worker asks its master and every master asks the supermaster (at no cost).
-//   - Metrics: the makespan is when the supermaster holds the last result; finish times, chunks and imbalance are
-//     the workers', from their masters' sessions (calibration_end: the last group's barrier; k: group 0's
-//     technique); the fluid bound is over the workers (masters and supermaster compute nothing).
+//   - Metrics: the makespan is when the supermaster holds the last result; the workers' entries, imbalance, COV,
+//     k (group 0's technique) and the trace are the report merged from the masters' parts (group_part,
+//     pfarm/report_merge.hpp, as the MPI driver's; no calibration: each group's is its own); calibration_end is the
+//     last group's barrier; the fluid bound is over the workers (masters and supermaster compute nothing).
 #include "pfarm/hierarchy_plan.hpp"
 #include "pfarm/master_session.hpp"
-#include "pfarm/metrics.hpp"
 #include "pfarm/registry.hpp"
+#include "pfarm/report_merge.hpp"
 
 #include "simulated_worker.hpp"
 #include "simulator_events.hpp"
 #include "simulator_model.hpp"
 
+#include <algorithm>
 #include <memory>
 
 namespace pfarm::sim {
@@ -145,36 +147,18 @@ result simulate_hierarchical(const platform& given, const workload& wl, const st
                              " tasks not completed at the supermaster (technique '" + technique + "', masters' '" +
                              top_name + "')");
 
-    const bool calibrated = needs.calibration != calibration_mode::none;
-    std::vector<double> finish(up);
+    // Its report: each master's part (its group's session), merged in group order (k: group 0's, as under MPI).
+    std::vector<report_part> parts;
     for (int m = 0; m < k; ++m) {
-        const farmer_session& g = masters[static_cast<std::size_t>(m)]->group();
-        for (int i = 0; i < plan.size(m); ++i) {
-            const auto jj = static_cast<std::size_t>(plan.members(m)[static_cast<std::size_t>(i)]);
-            auto& r = out.workers[jj];
-            const auto& sizes = g.chunks_of(i);
-            r.chunks = sizes.drop_front(calibrated && !sizes.empty() ? 1 : 0);
-            r.tasks = g.tasks_of(i);
-            r.finish = finish[jj] = g.finish_of(i);
-            out.chunks += static_cast<task_count>(sizes.size());
-        }
-        for (chunk_trace c : g.records()) {
-            c.rank = plan.members(m).at(static_cast<std::size_t>(c.rank));
-            out.trace.push_back(c);
-        }
-        out.reclaims += g.decisions().reclaims();
-        out.reclaimed_tasks += g.decisions().reclaimed_tasks();
-        out.calibration_end = std::max(out.calibration_end, g.calibration_end());
         const auto& master = *masters[static_cast<std::size_t>(m)];
+        parts.push_back(group_part(master, plan.members(m), 0));  // (served: master_messages counts them all)
+        out.calibration_end = std::max(out.calibration_end, master.group().calibration_end());
         out.master_requests.push_back(master.up_requests());
         out.master_merged.push_back(master.merged_requests());
         out.master_chunks.push_back(static_cast<task_count>(master.chunks_received().size()));
     }
-    std::stable_sort(out.trace.begin(), out.trace.end(), [](const chunk_trace& a, const chunk_trace& b) { return a.sent < b.sent; });
+    merge_report(out, parts, trace_order::sent);
     out.makespan = top.last_result();
-    out.percent_imbalance = pfarm::percent_imbalance(finish);
-    out.cov = pfarm::coefficient_of_variation(finish);
-    out.k = masters[0]->group().decisions().policy().installment_factor();
     return out;
 }
 

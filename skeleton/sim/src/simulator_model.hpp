@@ -1,10 +1,12 @@
-// pfarm simulator: what the flat, hierarchical and decentralised event loops start from (simulator.cpp documents
-// the model): the platform validated, the fluid bound, the result before the run, the loops' entry points.
+// pfarm simulator: what the flat, hierarchical and decentralised event loops start from and end with (simulator.cpp
+// documents the model): the platform validated, the fluid bound, the result before the run, the report merged from
+// the sessions' parts into it, the loops' entry points.
 // The simulated worker is in simulated_worker.hpp, the events and servers in simulator_events.hpp. Internal header.
 #pragma once
 
 #include "pfarm/emulation.hpp"
 #include "pfarm/error.hpp"
+#include "pfarm/report_merge.hpp"
 #include "pfarm/simulator.hpp"
 
 #include <algorithm>
@@ -108,6 +110,11 @@ inline result result_for(const platform& pl, double total_work) {
     out.workers.resize(pl.task_times.size());
     return out;
 }
+
+/// The run's report, from its sessions' parts (their ranks: worker indices), merged by the core as an MPI farm's
+/// (pfarm/report_merge.hpp) with every worker computing, in simulated time: the workers' entries, the chunk total,
+/// imbalance, COV, k, the calibration and its note, reclaims and the trace (in `order`) of `out` (simulator.cpp).
+void merge_report(result& out, const std::vector<report_part>& parts, trace_order order);
 
 /// The hierarchical farm's event loop (simulator_hierarchical.cpp); simulate() dispatches to it.
 result simulate_hierarchical(const platform& platform, const workload& workload, const std::string& technique,

@@ -6,7 +6,8 @@
 // accepted only for the chunk they belong to, reclaim on the farmer's side (asking the victim, shrinking its
 // chunk and its records, re-asking the thieves that waited), stop/final/retire, aborting every worker on a
 // failure, task errors that do not stop the farm (options.task_errors: retried or skipped and listed), the
-// readings a technique needs, the run-queue changes it is told, and the report's metrics and chunk records. A
+// readings a technique needs, the run-queue changes it is told, and its part of the report (per worker: tasks, chunk
+// sizes, busy and finish times; the chunk records), which pfarm/report_merge.hpp merges and derives metrics from. A
 // driver (MPI engine, simulator, round robin, tests) only moves messages and keeps time:
 //
 //   farmer_session s(tasks, workers, make_technique(...), {.prefetch = ..., .reclaim = ...});
@@ -164,15 +165,14 @@ public:
     const farmer& decisions() const noexcept { return farmer_; }
     const technique_needs& needs() const noexcept { return needs_; }
 
-    // The report, per worker index (docs/architecture.md, "Conventions every driver shares").
+    // Its part of the report, per worker index (pfarm/report_merge.hpp; docs/architecture.md, "Conventions every
+    // driver shares").
     task_count tasks_of(int worker) const { return state(worker).tasks; }
     const chunk_sizes& chunks_of(int worker) const { return state(worker).chunks; }  ///< sizes, hand-out order, calibration included
     double busy_of(int worker) const { return state(worker).busy; }
     double finish_of(int worker) const { return state(worker).finish; }  ///< end of its last chunk (0: none)
     double last_result() const noexcept { return last_result_; }        ///< the makespan: the last result arrived
     double calibration_end() const noexcept { return calibration_end_; }  ///< when the barrier passed (0: none)
-    double percent_imbalance() const;  ///< of every worker's finish time, an idle worker's being 0
-    double cov() const;
     const std::vector<chunk_trace>& records() const noexcept { return records_; }  ///< hand-out order
     /// on_task_error skip: the tasks whose results are the fill, in the order their chunks came in.
     const std::vector<task_failure>& failed() const noexcept { return failed_; }

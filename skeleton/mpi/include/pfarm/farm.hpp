@@ -19,6 +19,7 @@
 #include "pfarm/registry.hpp"
 #include "pfarm/error.hpp"
 #include "pfarm/farmer.hpp"
+#include "pfarm/report_merge.hpp"
 #include "pfarm/schedule.hpp"
 #include "pfarm/sample.hpp"
 #include "pfarm/technique.hpp"
@@ -179,44 +180,22 @@ struct farm_options {
     std::shared_ptr<const testing::emulation> emulation;
 };
 
-/// A task that failed and was skipped (protocol_options::on_task_error skip).
-struct failed_task {
-    task_count task = -1;  ///< its index (an index range's: from range.first)
-    int rank = -1;         ///< the rank it failed on
-    std::string error;     ///< what it threw (its what(); "unknown exception" for another type)
-};
-
-/// What a farm did. Per-rank vectors have one entry per rank (rank 0 is the farmer).
-struct farm_report {
+/// What a farm did. Per-rank vectors have one entry per rank (rank 0 is the farmer). The entries the scheduling
+/// sessions make (per rank: tasks, chunk sizes, busy and finish times; k, the calibration, imbalance, COV, reclaims,
+/// re-executions, task errors, the trace) are report_entries' (pfarm/report_merge.hpp), as in the simulator.
+struct farm_report : report_entries {
     std::string technique;
     int ranks = 0;
     int workers = 0;                 ///< the farm's workers: every rank but the farmer, or every rank when it computes
     bool sequential = false;         ///< one rank: the tasks ran in order on it
     task_count tasks = 0;
     double makespan = 0.0;           ///< start (calibration included) to the farmer holding the last result
-    std::vector<task_count> tasks_per_rank;
-    std::vector<chunk_sizes> chunks_per_rank;             ///< sizes in order, calibration task included
-    std::vector<double> busy_per_rank;                     ///< seconds computing (emulated slowdown included)
-    std::vector<double> finish_per_rank;                   ///< when its last chunk ended (farmer's clock)
     /// Rank of the farmer's worker 0: worker w is rank w + first_worker_rank (1; 0 when the farmer computes or the
     /// run is sequential). Entry w of the calibration's times and fitness belongs to that rank.
     int first_worker_rank = 1;
-    std::optional<calibration_result> calibration;  ///< F, CV, k of eq. 8, when the technique calibrated
     bool learned = false;           ///< the calibration came from schedule_options::learned: no calibration tasks ran
     task_count journaled = 0;       ///< tasks restored from resume_options::journal, not computed (the rest were farmed)
-    std::optional<double> k;                        ///< the installment factor the technique used, where it has one
-    double percent_imbalance = 0.0;  ///< of the workers' finish times (one that got no task: 0), as the simulator
-    double cov = 0.0;
     double farmer_cpu_seconds = 0.0; ///< CPU time the farmer process used (shows whether it spun idle)
-    task_count reclaims = 0;         ///< reclaims that moved tasks (protocol_options::reclaim)
-    task_count reclaimed_tasks = 0;  ///< tasks they moved
-    task_count reruns = 0;           ///< overdue chunks re-executed (protocol_options::stragglers)
-    task_count rerun_tasks = 0;      ///< tasks handed out again for them (tasks_per_rank counts what each computed)
-    /// on_task_error skip: the tasks that failed, their outputs the fill, by task index (rank 0). Empty otherwise.
-    std::vector<failed_task> failed_tasks;
-    task_count task_errors = 0;      ///< on_task_error retry or skip: failed runs of tasks (each retry's included)
-    task_count retried_tasks = 0;    ///< on_task_error retry: runs handed out again for failed tasks
-    std::vector<chunk_trace> trace;  ///< every chunk, on rank 0, when `trace` or `record_trace` was asked for
     /// Requests for work (asks) that reached rank 0 over MPI: the flat farmer's from its workers, the hierarchical
     /// supermaster's from the masters (its load); 0 in the decentralised farm (no rank serves requests).
     task_count farmer_requests = 0;

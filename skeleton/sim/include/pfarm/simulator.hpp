@@ -93,7 +93,7 @@ std::vector<double> load_costs(const std::string& path, const std::string& argum
 std::vector<double> task_costs(const workload& w);
 
 struct worker_result {
-    chunk_sizes chunks;              ///< sizes in order, calibration task excluded
+    chunk_sizes chunks;              ///< sizes in hand-out order, calibration chunk included (the one chunk count)
     task_count tasks = 0;            ///< tasks computed, calibration task included
     double finish = 0.0;             ///< absolute simulated time its last chunk ended (0 if it got none)
 };
@@ -104,7 +104,7 @@ struct result {
     double total_work = 0.0;         ///< sum of the task costs (= tasks, every shape has mean cost 1)
     double percent_imbalance = 0.0;  ///< (max - mean) / max * p/(p-1) * 100 of the finish times
     double cov = 0.0;                ///< stddev / mean of the finish times
-    task_count chunks = 0;           ///< chunks handed out, calibration tasks included
+    task_count chunks = 0;           ///< chunks handed out (the workers' chunks: calibration tasks included)
     std::optional<double> k;         ///< the technique's installment factor, where it has one
     double calibration_end = 0.0;    ///< simulated time of the calibration barrier, 0 when none
     std::string calibration_note;    ///< the calibration's note (a repair, a statistical fit's fallback), or empty
