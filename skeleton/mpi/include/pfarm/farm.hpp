@@ -143,6 +143,14 @@ struct protocol_options {
     /// empty). A retried task may run twice: its function must give the same results each time. A task's process
     /// that crashes is not a task error: it ends the job (docs/reliability.md).
     task_error_rule on_task_error;
+    /// A worker rank that is lost (it died: a kill, a crash, the OOM killer, its node; docs/reliability.md "A lost
+    /// worker"): off (a runtime that ends the whole job when a rank dies; the journal resumes it), stop (the farm
+    /// stops on the living ranks, naming it: pfarm::error), or continue (its unfinished tasks go to the others and the
+    /// farm ends with every result; farm_report::lost_ranks names it). A worker is presumed lost when it sends nothing
+    /// past 4 times its chunk's expected time plus a slack (5 s; parse_worker_loss_rule "continue=S"). Unset: continue
+    /// when the MPI runtime keeps the job running after a rank dies (Open MPI started with orte_enable_recovery) and
+    /// the farm is flat, else off. The flat farmer only.
+    std::optional<worker_loss_rule> on_worker_loss;
 };
 
 /// What the farm shows and records beside the results.
@@ -216,6 +224,9 @@ struct farm_report {
     std::vector<failed_task> failed_tasks;
     task_count task_errors = 0;      ///< on_task_error retry or skip: failed runs of tasks (each retry's included)
     task_count retried_tasks = 0;    ///< on_task_error retry: runs handed out again for failed tasks
+    /// on_worker_loss stop or continue, rank 0: the ranks presumed lost, in the order they were (their tasks were
+    /// computed elsewhere with continue). Empty otherwise.
+    std::vector<int> lost_ranks;
     std::vector<chunk_trace> trace;  ///< every chunk, on rank 0, when `trace` or `record_trace` was asked for
     /// Requests for work (asks) that reached rank 0 over MPI: the flat farmer's from its workers, the hierarchical
     /// supermaster's from the masters (its load); 0 in the decentralised farm (no rank serves requests).
