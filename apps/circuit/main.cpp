@@ -105,7 +105,7 @@ int run(const app_args& a, pfarm::farm_options farm) {
                   << expected.size() << " (" << against << ")\n";
         return 1;
     }
-    return 0;
+    return pfarm::tools::completed_status(report);  // 3: every result is in, but a worker rank was lost
 }
 
 }  // namespace

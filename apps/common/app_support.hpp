@@ -11,6 +11,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -73,8 +74,10 @@ private:
 /// Collective: runs `body` on rank 0 alone (the report, the files only rank 0 writes) and gives every rank its
 /// outcome: the exit code it returns, or what it threw, thrown again on every rank (a pfarm::invalid_argument as
 /// itself, naming its argument; anything else as a pfarm::error with its message). So a file that cannot be written
-/// (a full disk) fails the run on every rank, never on rank 0 alone while the others report success.
-inline int on_rank0(int rank, const std::function<int()>& body) {
+/// (a full disk) fails the run on every rank, never on rank 0 alone while the others report success. After a farm
+/// that lost ranks (`lost`: farm_report::lost_ranks, known on every rank) it goes point to point to the living ranks,
+/// with no collective that a lost rank would hold up.
+inline int on_rank0(int rank, const std::vector<int>& lost, const std::function<int()>& body) {
     std::int32_t head[2] = {0, 0};  // what happened (0 returned, 1 invalid_argument, 2 other), the exit code
     std::string argument, message;
     if (rank == 0) {
@@ -86,18 +89,32 @@ inline int on_rank0(int rank, const std::function<int()>& body) {
             head[0] = 2, message = e.what();
         }
     }
-    pfarm::mpi::check(MPI_Bcast(head, 2, MPI_INT32_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    int ranks = 1;
+    pfarm::mpi::check(MPI_Comm_size(MPI_COMM_WORLD, &ranks), "MPI_Comm_size");
+    constexpr int tag = 77;  // the apps' own message after the farm (MPI_COMM_WORLD: the farm used its own context)
+    const auto share = [&](void* data, int count, MPI_Datatype type) {
+        if (lost.empty()) {
+            pfarm::mpi::check(MPI_Bcast(data, count, type, 0, MPI_COMM_WORLD), "MPI_Bcast");
+        } else if (rank == 0) {
+            for (int r = 1; r < ranks; ++r)
+                if (std::find(lost.begin(), lost.end(), r) == lost.end())
+                    pfarm::mpi::check(MPI_Send(data, count, type, r, tag, MPI_COMM_WORLD), "MPI_Send");
+        } else {
+            pfarm::mpi::check(MPI_Recv(data, count, type, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+        }
+    };
+    share(head, 2, MPI_INT32_T);
     if (head[0] == 0) return head[1];
     for (std::string* text : {&argument, &message}) {
         auto length = static_cast<std::int64_t>(text->size());
-        pfarm::mpi::check(MPI_Bcast(&length, 1, MPI_INT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
+        share(&length, 1, MPI_INT64_T);
         text->resize(static_cast<std::size_t>(length));
-        if (length > 0)
-            pfarm::mpi::check(MPI_Bcast(text->data(), static_cast<int>(length), MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast");
+        if (length > 0) share(text->data(), static_cast<int>(length), MPI_CHAR);
     }
     if (head[0] == 1) throw pfarm::invalid_argument(argument, message);
     throw pfarm::error(message);
 }
+inline int on_rank0(int rank, const std::function<int()>& body) { return on_rank0(rank, {}, body); }
 
 /// Collective: rank 0 checks that `path` (an output file; none when empty) can be written, before any work, without
 /// touching what is there (pfarm/output_file.hpp); every rank throws its invalid_argument naming `flag`.

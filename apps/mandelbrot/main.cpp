@@ -94,7 +94,7 @@ int run(const app_args& a, pfarm::farm_options farm) {
         },
         farm);
     // Rank 0 verifies, writes the image and reports; every rank shares the outcome (a failed write included).
-    return pfarm::apps::on_rank0(rank, [&] { return finish(a, p, columns, tasks, by, out, report); });
+    return pfarm::apps::on_rank0(rank, report.lost_ranks, [&] { return finish(a, p, columns, tasks, by, out, report); });
 }
 
 /// Rank 0, after the farm: the image, its verification, the file and the report; the exit code.
@@ -176,7 +176,7 @@ int finish(const app_args& a, const mb::params& p, bool columns, int tasks, mb::
         std::cerr << tool << ": verification failed: " << mismatches << " points differ from the sequential MSetLSM\n";
         return 1;
     }
-    return 0;
+    return pfarm::tools::completed_status(report);  // 3: every result is in, but a worker rank was lost
 }
 
 }  // namespace

@@ -121,7 +121,7 @@ int run(const ca::sweep_config& c, const pfarm::farm_options& options, bool json
     const pfarm::farm_report report = pfarm::farm_stream(
         MPI_COMM_WORLD, pfarm::index_range{0, static_cast<pfarm::task_count>(experiments)}, experiment, arrived, o);
     // Rank 0 writes the sweep's files and reports; every rank shares the outcome (a failed write included).
-    return pfarm::apps::on_rank0(rank, [&] { return finish(c, out, report, json); });
+    return pfarm::apps::on_rank0(rank, report.lost_ranks, [&] { return finish(c, out, report, json); });
 }
 
 /// Rank 0, after the farm: the sweep's files and the report; the exit code.
@@ -148,7 +148,7 @@ int finish(const ca::sweep_config& c, const std::vector<ca::summary>& out, const
         std::cout << "output: " << c.output << " (summary.csv, iv.dat, iv.gp, iv.png, sweep.json"
                   << (c.summary_only ? "" : "; experiments/exp_*.dat and .gp") << ")\n";
     }
-    return 0;
+    return pfarm::tools::completed_status(report);  // 3: every result is in, but a worker rank was lost
 }
 
 }  // namespace

@@ -177,12 +177,13 @@ decision farmer::request(int worker, double now, bool completing) {
     if (!retry_queue_.empty()) {  // a failed task runs again before any new chunk
         if (const decision d = retry_for(worker, now); d.what == decision::kind::assign) return d;
     }
+    if (!returned_.empty()) [[unlikely]] return hand_returned(worker, now);  // a lost worker's tasks before new ones
     const task_count left = remaining();
     if (left == 0) {
         if (pool_ && !closed_)  // more is coming; one that asks ahead must not keep its results waiting for it
             return {w.held > 0 ? decision::kind::later : decision::kind::wait, {}, false};
         if (!reclaim_ && !stragglers()) {
-            if (!retry_) return stop_worker(worker);
+            if (!retry_ && !loss_tolerant_) return stop_worker(worker);
             // Retry: one that asks ahead asks again with nothing in hand, when a failed task may be there for it.
             return w.held > 0 ? decision{decision::kind::later, {}, false} : idle_end(worker);
         }
@@ -310,6 +311,15 @@ release_outcome farmer::released(int victim, chunk given, double now) {
     const int thief = v.thief;
     v.thief = -1;
     workers_[static_cast<std::size_t>(thief)].waiting_for_victim = false;
+    if (workers_[static_cast<std::size_t>(thief)].lost) [[unlikely]] {  // what it gives back goes back for the others
+        if (from) {
+            from->count -= given.count;
+            ++v.version;
+            returned_.push_back(given);
+            returned_tasks_ += given.count;
+        }
+        return {-1, {decision::kind::stop, {}, false}};
+    }
     if (!from) {
         // A thief still busy (it asked ahead) may be given nothing because it is busy: the victim keeps its tasks
         // for a later thief, and this one asks again with nothing in hand (`later`), or, when its results came in
@@ -381,11 +391,13 @@ const completion& farmer::complete(int worker, double seconds, const resource_sa
         r.finished.push_back(c);
         r.done += count;
         completion_.deliver.push_back(c);
-        if (r.done == r.work.count) {  // the pieces cover the chunk: its worker drops it
+        if (r.done == r.work.count) {  // the pieces cover the chunk: its worker drops it (a lost one holds it no more)
             auto& v = workers_[static_cast<std::size_t>(r.victim)];
-            v.rerun_of = -1;
-            v.cancelled = true;
-            completion_.cancel.emplace_back(r.victim, r.work);
+            if (!v.lost) {
+                v.rerun_of = -1;
+                v.cancelled = true;
+                completion_.cancel.emplace_back(r.victim, r.work);
+            }
             end_rerun(r.id);
         }
     } else if (w.rerun_of >= 0) {  // a chunk re-executed, its own results first: the tasks no piece delivered

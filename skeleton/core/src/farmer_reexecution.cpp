@@ -1,5 +1,6 @@
-// pfarm scheduling core: the farmer's decisions that run work again (farmer.hpp "Stragglers", "Retry"): overdue
-// chunks re-executed on idle workers, and failed tasks handed out again or listed (on_task_error).
+// pfarm scheduling core: the farmer's decisions that run work again (farmer.hpp "Stragglers", "Retry", "Lost
+// workers"): overdue chunks re-executed on idle workers, failed tasks handed out again or listed (on_task_error), and
+// the tasks of a lost worker handed out again (on_worker_loss).
 #include "pfarm/farmer.hpp"
 
 #include "pfarm/error.hpp"
@@ -7,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <cstdlib>
+#include <sstream>
 #include <string>
 
 namespace pfarm {
@@ -57,8 +60,13 @@ void farmer::end_rerun(int id) {
 
 decision farmer::hand_piece(int worker, rerun& r, double now) {
     const task_count end = r.work.first + r.work.count;
-    const chunk c{r.next, std::min(r.piece, end - r.next)};
-    r.next += c.count;
+    chunk c{r.next, std::min(r.piece, end - r.next)};
+    if (!r.again.empty()) {  // a piece whose holder was lost goes first
+        c = r.again.back();
+        r.again.pop_back();
+    } else {
+        r.next += c.count;
+    }
     r.out.emplace_back(worker, c);
     rerun_tasks_ += c.count;
     const decision d = assign(worker, c.first, c.count, false, now);
@@ -70,7 +78,7 @@ decision farmer::hand_piece(int worker, rerun& r, double now) {
 
 decision farmer::rerun_or_stop(int worker, double now) {
     for (auto& r : reruns_)  // pieces of a chunk being re-executed are left
-        if (r.next < r.work.first + r.work.count) return hand_piece(worker, r, now);
+        if (r.next < r.work.first + r.work.count || !r.again.empty()) return hand_piece(worker, r, now);
     int late = -1;
     double most = 0.0, first = std::numeric_limits<double>::infinity();
     for (int v = 0; v < workers(); ++v) {
@@ -115,14 +123,132 @@ decision farmer::retry_for(int worker, double now) {
 }
 
 decision farmer::idle_end(int worker) {
-    if (!retry_) return stop_worker(worker);
-    // Queued tasks left here are another (running) worker's to take; a chunk in flight may still fail tasks.
+    if (!retry_ && !loss_tolerant_) return stop_worker(worker);
+    // Queued tasks left here are another (running) worker's to take; a chunk in flight may still fail tasks, or be
+    // lost with its worker.
     if (!retry_queue_.empty()) return {decision::kind::wait, {}, false};
     for (int v = 0; v < workers(); ++v) {  // a chunk cancelled (computed elsewhere) fails nothing more
         const auto& o = workers_[static_cast<std::size_t>(v)];
         if (v != worker && o.held > (o.cancelled ? 1 : 0)) return {decision::kind::wait, {}, false};
     }
     return stop_worker(worker);
+}
+
+void farmer::set_loss_tolerant(bool on) {
+    if (on && pool_) throw invalid_argument("on_worker_loss", "is not handled by a hierarchical master (pool mode)");
+    loss_tolerant_ = on;
+    if (on) constant_ = 0;  // upcoming() knows no chunk ahead: a lost worker's tasks may go first
+}
+
+double farmer::silent_past(int worker, const worker_loss_rule& rule) const {
+    const auto& x = workers_.at(static_cast<std::size_t>(worker));
+    if (x.held == 0 || x.lost) return std::numeric_limits<double>::infinity();
+    const double t = seconds_per_task(worker);
+    if (t <= 0.0) return std::numeric_limits<double>::infinity();
+    const double start = std::max(x.assigned_at[0], x.free_at);
+    return start + rule.factor * static_cast<double>(x.in_flight[0].count) * t + rule.slack;
+}
+
+release_outcome farmer::lose(int worker, double now) {
+    check_worker(worker);
+    auto& w = workers_[static_cast<std::size_t>(worker)];
+    if (w.lost) return {};
+    if (!loss_tolerant_) throw internal_error("farmer: lose() without loss tolerance");
+    w.lost = true;
+    for (int i = 0; i < w.held; ++i) {
+        const chunk c = w.in_flight[i];
+        if (i == 0 && (w.cancelled || w.rerun_of >= 0)) continue;  // computed elsewhere, or being re-executed there
+        if (i == 0 && w.piece_of >= 0) {  // a piece of a re-execution: that re-execution hands it out again
+            rerun& r = rerun_by_id(w.piece_of);
+            std::erase_if(r.out, [worker](const auto& p) { return p.first == worker; });
+            r.again.push_back(c);
+            continue;
+        }
+        returned_.push_back(c);
+        returned_tasks_ += c.count;
+    }
+    for (int i = 0; i < w.held; ++i) w.in_flight[i] = {};
+    w.held = 0;
+    ++w.version;
+    w.cancelled = false, w.rerun_of = -1, w.piece_of = -1, w.reclaimable = false;
+    if (w.waiting_for_victim) w.waiting_for_victim = false;  // its victim's answer goes back (released())
+    if (phase_ == phase::calibrating && !w.calibrated && worker < static_cast<int>(calibration_times_.size())) {
+        double slowest = 0.0;  // its pace: the slowest measured, so that the technique gives it the least
+        for (std::size_t v = 0; v < workers_.size(); ++v) {
+            const auto& o = workers_[v];
+            if (o.calibration_tasks > 0) slowest = std::max(slowest, o.calibration_seconds / static_cast<double>(o.calibration_tasks));
+        }
+        w.calibration_tasks = 0, w.calibration_seconds = 0.0;
+        w.calibrated = true;
+        calibration_times_[static_cast<std::size_t>(worker)] = slowest;
+        if (--calibration_pending_ == 0) finish_calibration();
+    }
+    if (!w.stopped) {
+        w.stopped = true;
+        --active_;
+    }
+    release_outcome owed;
+    if (w.thief >= 0) {  // a victim asked for a reclaim: its thief is answered as if it gave nothing
+        owed.thief = w.thief;
+        w.thief = -1;
+        auto& t = workers_[static_cast<std::size_t>(owed.thief)];
+        t.waiting_for_victim = false;
+        owed.answer = t.held > 0 ? decision{decision::kind::later, {}, false} : take_back(owed.thief, now);
+    }
+    return owed;
+}
+
+decision farmer::hand_returned(int worker, double now) {
+    chunk& front = returned_.front();
+    const auto share = static_cast<task_count>(std::max(1, active_));
+    const task_count piece = std::min(front.count, std::max(min_chunk_, (front.count + share - 1) / share));
+    const chunk c{front.first, piece};
+    front.first += piece;
+    front.count -= piece;
+    if (front.count == 0) returned_.pop_front();
+    return assign(worker, c.first, c.count, false, now);
+}
+
+worker_loss_rule parse_worker_loss_rule(const std::string& text, const std::string& argument) {
+    worker_loss_rule r;
+    const std::string expected = "; expected off, stop, continue, stop=S or continue=S (S: seconds of silence past a "
+                                 "chunk's expected end before its worker is presumed lost, > 0)";
+    const auto eq = text.find('=');
+    const std::string word = text.substr(0, eq);
+    if (word == "off" && eq == std::string::npos) return r;
+    if (word == "stop") r.what = worker_loss_rule::kind::stop;
+    else if (word == "continue") r.what = worker_loss_rule::kind::go_on;
+    else throw invalid_argument(argument, "is '" + text + "'" + expected);
+    if (eq != std::string::npos) {
+        const std::string n = text.substr(eq + 1);
+        char* end = nullptr;
+        const double s = n.empty() ? -1.0 : std::strtod(n.c_str(), &end);
+        if (n.empty() || end != n.c_str() + n.size() || !(s > 0.0) || !std::isfinite(s))
+            throw invalid_argument(argument, "is '" + text + "'" + expected);
+        r.slack = s;
+    }
+    return r;
+}
+
+std::string to_string(const worker_loss_rule& rule) {
+    std::ostringstream s;
+    s << rule.slack;
+    switch (rule.what) {
+    case worker_loss_rule::kind::off: return "off";
+    case worker_loss_rule::kind::stop: return "stop=" + s.str();
+    case worker_loss_rule::kind::go_on: return "continue=" + s.str();
+    }
+    return "off";
+}
+
+void check_worker_loss_rule(const worker_loss_rule& rule, const std::string& argument) {
+    const int what = static_cast<int>(rule.what);
+    if (what < 0 || what > 2)
+        throw invalid_argument(argument, "kind is " + std::to_string(what) + "; expected off, stop or continue");
+    if (!(rule.factor > 1.0) || !std::isfinite(rule.factor))
+        throw invalid_argument(argument, "factor is " + std::to_string(rule.factor) + "; expected a finite value > 1");
+    if (!(rule.slack > 0.0) || !std::isfinite(rule.slack))
+        throw invalid_argument(argument, "slack is " + std::to_string(rule.slack) + "; expected a finite value > 0 (seconds)");
 }
 
 task_count farmer::retry_failed(int worker, std::span<const task_count> failed) {

@@ -29,6 +29,10 @@ farmer_session::farmer_session(task_count tasks, int workers, std::unique_ptr<te
     farmer_.set_retry(options.task_errors.what == task_error_rule::kind::retry);
     if (options.reclaim) farmer_.set_request_cost(options.request_cost);
     farmer_.set_stragglers(options.stragglers);
+    check_worker_loss_rule(options.worker_loss);
+    losing_ = options.worker_loss.what != worker_loss_rule::kind::off;
+    if (losing_) replies_first_ = false;  // every request is timed: a chunk's deadline starts when it is handed out
+    farmer_.set_loss_tolerant(options.worker_loss.what == worker_loss_rule::kind::go_on);
     workers_.resize(static_cast<std::size_t>(workers));
     parked_.reserve(static_cast<std::size_t>(workers));
 }
@@ -159,6 +163,10 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
     check(worker);
     actions_.clear();
     auto& w = workers_[static_cast<std::size_t>(worker)];
+    if (w.lost) [[unlikely]] {
+        from_lost(worker, m);
+        return actions_;
+    }
     if (w.retired) {
         // Aborting, a worker is retired by the abort that answers whatever it asked last; what it sent before
         // reading that abort may still come (a failure after asking ahead, an answer to a reclaim that crossed
@@ -210,7 +218,7 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
                                  "), which was not cancelled");
         discard(worker);
         if (w.stop_sent && farmer_.held(worker) == 0 && !farmer_.asked(worker) && !w.release_inferred) retire(worker);
-        if (farmer_.retrying()) reask_parked();  // those waiting for its chunk's end (farmer.hpp "Retry")
+        if (farmer_.retrying() || farmer_.loss_tolerant()) reask_parked();  // those waiting for its chunk's end (farmer.hpp "Retry")
         return actions_;
     }
     case request_message::kind::ask:
@@ -232,7 +240,8 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
             // Thieves that waited ask again once the chunk is in: asked before, they could pick the worker again
             // as a victim, for the chunk that has just ended. With stragglers, a chunk in may end a re-execution,
             // or the loop: those waiting for an overdue chunk ask again.
-            if (w.release_inferred || farmer_.stragglers() || farmer_.retrying()) reask_parked();
+            // With retry or loss tolerance, the idle wait for a chunk in flight elsewhere: it may have ended the loop.
+            if (w.release_inferred || farmer_.stragglers() || farmer_.retrying() || farmer_.loss_tolerant()) reask_parked();
         }
         // The run queue travels with every request that must carry readings (technique_needs), results or not.
         if (m.has_sample && m.sample.run_queue && *m.sample.run_queue >= 1.0 && *m.sample.run_queue != w.last_queue) {
@@ -411,11 +420,12 @@ void farmer_session::discard(int worker) {
         }
 }
 
-double farmer_session::straggler_deadline() const {
-    if (parked_.empty() || aborting_) return std::numeric_limits<double>::infinity();
+double farmer_session::timer_deadline() const {
+    double at = losing_ && retired_count_ < workers() ? loss_check_at_ : std::numeric_limits<double>::infinity();
+    if (parked_.empty() || aborting_ || !farmer_.stragglers()) return at;
     // A chunk overdue at the last timer and not re-executed then waits for an event (a completion, an answer to a
     // reclaim), after which the parked workers are asked again anyway: only later deadlines call for a timer.
-    return farmer_.straggler_deadline(timer_at_);
+    return std::min(at, farmer_.straggler_deadline(timer_at_));
 }
 
 const std::vector<farmer_action>& farmer_session::on_timer(double now) {
@@ -423,8 +433,58 @@ const std::vector<farmer_action>& farmer_session::on_timer(double now) {
     actions_.clear();
     stamp(now, now);
     timer_at_ = now;
+    if (losing_ && now >= loss_check_at_) check_losses(now);
     if (!aborting_ && farmer_.stragglers()) reask_parked();
     return actions_;
+}
+
+void farmer_session::check_losses(double now) {
+    const worker_loss_rule& rule = options_.worker_loss;
+    // Checked a few times per slack: a loss is seen within about 1.25 x the slack past its chunk's deadline.
+    loss_check_at_ = now + std::clamp(rule.slack / 4.0, 0.01, 1.0);
+    for (int v = 0; v < workers(); ++v) {
+        const auto& w = workers_[static_cast<std::size_t>(v)];
+        if (v == options_.own_worker || w.retired || w.lost) continue;
+        if (now > farmer_.silent_past(v, rule)) lose(v);
+    }
+}
+
+void farmer_session::lose(int worker) {
+    auto& w = workers_[static_cast<std::size_t>(worker)];
+    w.lost = true;
+    lost_.push_back(worker);
+    w.failures.clear();
+    std::erase(parked_, worker);
+    retire(worker);  // it is answered nothing more, and the end of the farm waits for it no more
+    if (aborting_) return;
+    if (options_.worker_loss.what == worker_loss_rule::kind::stop) {
+        outcome_.what = farm_outcome::kind::worker_lost;
+        outcome_.worker = worker;
+        outcome_.text = "no message within its deadline (on_worker_loss " + to_string(options_.worker_loss) +
+                        "): presumed lost";
+        abort_all();
+        return;
+    }
+    const bool calibrating = farmer_.calibrating();
+    const release_outcome owed = farmer_.lose(worker, now());
+    if (owed.thief >= 0) answer(owed.thief, owed.answer, false);
+    bool anyone = false;  // a worker left to compute what it held
+    for (int v = 0; v < workers() && !anyone; ++v) anyone = !farmer_.lost(v) && !workers_[static_cast<std::size_t>(v)].retired;
+    if (!anyone && !farmer_.done()) {
+        outcome_.what = farm_outcome::kind::worker_lost;
+        outcome_.worker = worker;
+        outcome_.text = "presumed lost, and no worker is left to compute its tasks";
+        abort_all();
+        return;
+    }
+    if (calibrating && !farmer_.calibrating()) calibration_end_ = now();  // the barrier waited for it only
+    reask_parked();  // its tasks, or the end of the calibration, for those that wait
+}
+
+void farmer_session::from_lost(int worker, const request_message& m) {
+    // Not counted: its tasks were handed out again. One that asks (still alive after all) is told to stop.
+    if (m.what == request_message::kind::ask) send(worker, reply(reply_message::kind::stop));
+    else if (m.what == request_message::kind::failure) send(worker, reply(reply_message::kind::abort));
 }
 
 void farmer_session::release(int worker, chunk given, bool reask) {

@@ -142,7 +142,9 @@ farmer_session_options hierarchy_plan::top_session() const {
             .pool = false,
             .stragglers = {},
             .task_errors = {},
-            .clock = {}};
+            .clock = {},
+            .worker_loss = {},
+            .own_worker = -1};
 }
 
 }  // namespace pfarm

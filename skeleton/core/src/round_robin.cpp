@@ -19,7 +19,7 @@ round_robin_schedule schedule_round_robin(const std::string& technique, task_cou
     if (!samples.empty() && static_cast<long>(samples.size()) != workers)
         throw invalid_argument("samples", "has " + std::to_string(samples.size()) + " entries; expected one per worker (" +
                                               std::to_string(workers) + ")");
-    farmer_session f(iterations, workers, make_technique(technique, options, workers), {.min_chunk = options.min_chunk, .stragglers = {}, .task_errors = {}, .clock = {}});
+    farmer_session f(iterations, workers, make_technique(technique, options, workers), {.min_chunk = options.min_chunk, .stragglers = {}, .task_errors = {}, .clock = {}, .worker_loss = {}, .own_worker = -1});
     const auto p = static_cast<std::size_t>(workers);
     std::vector<chunk> outstanding(p);
     std::vector<bool> asking(p, true), parked(p, false);

@@ -31,6 +31,7 @@ farm_report report_of(const farmer_session& session, const farm_options& options
     if (f.calibration()) r.calibration = *f.calibration();
     finish_report(r, computing, trace_order::sent);
     r.learned = learned.has_value();
+    for (int w : session.lost()) r.lost_ranks.push_back(w + first);
     if (options.schedule.learned)  // per worker: the report's per-rank entries from worker 0's rank on
         options.schedule.learned->learn(f.policy().needs_calibration(), !learned,
                                         {r.tasks_per_rank.begin() + first, r.tasks_per_rank.end()},
@@ -60,7 +61,9 @@ farm_report run_farmer_side(MPI_Comm comm, int ranks, const std::byte* in, std::
                             // A chunk is overdue past its predicted time x factor plus a few round trips (at least 1 ms).
                             .stragglers = {setup.config.straggler_factor, std::max(4.0 * round_trip, 1e-3)},
                             .task_errors = task_errors_of(setup.config),
-                            .clock = [t0] { return now() - t0; }});
+                            .clock = [t0] { return now() - t0; },
+                            .worker_loss = worker_loss_of(setup.config),
+                            .own_worker = first == 0 ? 0 : -1});
     farmer_ranks at{.comm = comm, .first = first, .offsets = std::move(offsets), .named = {},
                     .failure_names_rank = false, .reclaim = setup.config.reclaim != 0};
     for (int w = 0; w < workers; ++w) at.named.push_back(w + first);  // a worker's failure names its rank

@@ -41,9 +41,14 @@ public:
             else receive_one();
         }
         finish_transport();
-        end_traffic(comm_, false, setup_.config.gentle_wait != 0);  // its farmer (or master) drops what crossed the abort
         outcome o;
-        share_outcome(comm_, o);
+        if (setup_.config.worker_loss != 0) {  // no collective: a rank may be gone (on_worker_loss)
+            receive_outcome(comm_, o, setup_.config.gentle_wait != 0);
+            report_.lost_ranks = o.lost;  // every rank knows: what follows the farm must not wait for them
+        } else {
+            end_traffic(comm_, false, setup_.config.gentle_wait != 0);  // its farmer (or master) drops what crossed the abort
+            share_outcome(comm_, o);
+        }
         if (o.what != farm_outcome::kind::ok) throw_outcome(o);
         return std::move(report_);
     }

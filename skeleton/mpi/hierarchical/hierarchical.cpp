@@ -76,7 +76,9 @@ farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte
                                          .keep_records = keep_records != 0,
                                          .stragglers = {},
                                          .task_errors = task_errors_of(setup.config),
-                                         .clock = {}});
+                                         .clock = {},
+                                         .worker_loss = {},
+                                         .own_worker = -1});
     return run_master(up.comm, down.comm, rank, ranks, in, kernel, options, setup, h, plan, g, t0, offsets, monitors);
 }
 

@@ -137,6 +137,16 @@ typedef struct pfarm_resume_options {
     const char *journal_key;    /**< what else determines the outputs (a journal written with another is refused) */
 } pfarm_resume_options;
 
+/** A worker rank that dies (docs/reliability.md "A lost worker"). */
+typedef struct pfarm_loss_options {
+    const char *on_worker_loss; /**< NULL: "continue" when the MPI runtime keeps the job running after a rank dies
+                                     (Open MPI's orte_enable_recovery) and the farm is flat, else "off"; "off" (the
+                                     runtime ends the job), "stop" (the farm stops on the living ranks: PFARM_ERROR),
+                                     "continue" (its tasks go to the others; pfarm_lost_count names it); "stop=S" or
+                                     "continue=S": presumed lost S seconds (default 5) past 4 times its chunk's
+                                     expected time. The flat farmer only */
+} pfarm_loss_options;
+
 typedef struct pfarm_options {
     size_t size;                /**< sizeof(pfarm_options), set by pfarm_options_init; checked by every call */
     pfarm_schedule_options schedule;
@@ -144,6 +154,7 @@ typedef struct pfarm_options {
     pfarm_protocol_options protocol;
     pfarm_output_options output;
     pfarm_resume_options resume;
+    pfarm_loss_options loss;
     void *user_data;            /**< this rank's pointer, passed to every call of a pfarm_task_fn on this rank
                                      (pfarm_run's pfarm_worker_fn does not take it) */
 } pfarm_options;
@@ -200,7 +211,7 @@ int pfarm_status(void);               /**< the status of this thread's last call
  *  "count", "out_data", "out_length", "out_type", "comm", "sched", and "options" for an options struct whose
  *  `size` is not one this library knows), a field of pfarm_options by its name within its group ("technique", "min_chunk", "chunk",
  *  "factor", "first", "last", "stages", "static_percent", "k", "weights", "calibration", "trace", "journal", "farmer", "masters",
- *  "master_technique", "farmer_computes", "on_task_error"), or the
+ *  "master_technique", "farmer_computes", "on_task_error", "on_worker_loss"), or the
  *  environment variable a value came from ("PFARM_SLOWDOWN", "PFARM_LOAD_CHANGES"). pfarm_run_range's parameter
  *  `first` and the tss field `first` share a name; the message tells them apart. These are the C++ API's names
  *  of the same arguments (technique_options, farm_options), except in_length and out_length, which the C++
@@ -217,6 +228,15 @@ long long pfarm_failed_count(void);
 long long pfarm_failed_task(long long k);
 /** The k-th's error message (what it passed to pfarm_fail_task); "" when k is out of range. */
 const char *pfarm_failed_error(long long k);
+/** With on_worker_loss "continue", on rank 0: how many worker ranks of this thread's last call were presumed lost
+ *  (their tasks computed by the others); 0 on the other ranks and after any other call. */
+int pfarm_lost_count(void);
+/** The k-th of them (0 <= k < pfarm_lost_count()), in the order they were lost: its rank; -1 when k is out of range. */
+int pfarm_lost_rank(int k);
+/** MPI_Finalize, unless a farm of this process lost worker ranks (on_worker_loss): under Open MPI's recovery mode
+ *  MPI_Finalize can then wait forever for the dead rank; the process ends without it. Call it instead of
+ *  MPI_Finalize in a program that may lose ranks. */
+int pfarm_finalize(void);
 /** With PFARM_ERROR_WORKER, the failed task's index as the task function received it (for pfarm_run_range the
  *  absolute index, first + ...); else -1. */
 long long pfarm_error_task(void);

@@ -22,6 +22,7 @@ thread_local long long last_task = -1;
 thread_local bool task_failed = false;
 thread_local std::string task_failure;
 thread_local std::vector<pfarm::failed_task> last_failed;  ///< the last call's skipped tasks, by index
+thread_local std::vector<int> last_lost;                   ///< the last call's ranks presumed lost
 
 /// Thrown by the kernel when the worker called pfarm_fail_task.
 struct c_task_failure : std::runtime_error {
@@ -124,6 +125,8 @@ pfarm::farm_options settings(const c_call& c, void*& user_data) {
     options.protocol.replicated_input = o->protocol.replicated_input != 0;
     if (o->protocol.on_task_error)  // names "on_task_error"
         options.protocol.on_task_error = pfarm::parse_task_error_rule(o->protocol.on_task_error, "on_task_error");
+    if (o->loss.on_worker_loss)  // names "on_worker_loss"
+        options.protocol.on_worker_loss = pfarm::parse_worker_loss_rule(o->loss.on_worker_loss, "on_worker_loss");
     if (o->output.progress < 0 || o->output.progress > 2)
         throw pfarm::invalid_argument("progress", "is " + std::to_string(o->output.progress) + "; expected 0 (quiet), 1 (plain) or 2 (bar)");
     options.output.progress = o->output.progress == 1 ? pfarm::progress_mode::plain
@@ -177,6 +180,7 @@ int run(const c_call& c, pfarm_result* result) {
     last_message.clear();
     last_task = -1;
     last_failed.clear();
+    last_lost.clear();
     shape s;
     try {
         if (c.comm == MPI_COMM_NULL) throw pfarm::invalid_argument("comm", "is MPI_COMM_NULL");  // nobody to agree with
@@ -234,6 +238,7 @@ int run(const c_call& c, pfarm_result* result) {
             result->sequential = report.sequential ? 1 : 0;
         }
         last_failed = report.failed_tasks;
+        last_lost = report.lost_ranks;
     } catch (const pfarm::worker_error& e) {  // named by the index the task function received
         last_status = PFARM_ERROR_WORKER;
         last_task = e.task() + s.first;
@@ -321,6 +326,16 @@ void pfarm_fail_task(const char* message) {
 int pfarm_status(void) { return last_status; }
 const char* pfarm_error_message(void) { return last_message.c_str(); }
 long long pfarm_error_task(void) { return last_task; }
+int pfarm_finalize(void) {
+    try {
+        pfarm::mpi::finalize();
+        return 0;
+    } catch (...) {
+        return 1;
+    }
+}
+int pfarm_lost_count(void) { return static_cast<int>(last_lost.size()); }
+int pfarm_lost_rank(int k) { return k >= 0 && k < pfarm_lost_count() ? last_lost[static_cast<std::size_t>(k)] : -1; }
 long long pfarm_failed_count(void) { return static_cast<long long>(last_failed.size()); }
 long long pfarm_failed_task(long long k) {
     return k >= 0 && k < pfarm_failed_count() ? last_failed[static_cast<std::size_t>(k)].task : -1;

@@ -66,7 +66,15 @@ struct config_header {
     double calibration_span = 0.0;
     std::int32_t task_errors = 0;           ///< task_error_rule::kind: 0 stop, else a worker goes on after a failed task
     std::int32_t task_attempts = 0;         ///< retry: runs of a task in all
+    std::int32_t worker_loss = 0;           ///< worker_loss_rule::kind: 0 off, else the farm ends point to point
+    double worker_loss_factor = 0.0;
+    double worker_loss_slack = 0.0;
 };
+
+/// The run's on_worker_loss, as agreed.
+inline worker_loss_rule worker_loss_of(const config_header& c) {
+    return {static_cast<worker_loss_rule::kind>(c.worker_loss), c.worker_loss_factor, c.worker_loss_slack};
+}
 
 /// The run's on_task_error, as agreed.
 inline task_error_rule task_errors_of(const config_header& c) {
@@ -82,6 +90,9 @@ struct shared_setup {
 
 /// Rank 0's `text` on every rank (collective).
 void broadcast_string(MPI_Comm comm, std::string& text);
+/// The same after a farm that lost ranks (`lost`, known on every rank: farm_report::lost_ranks): point to point to
+/// the living ones, no collective; broadcast_string when none was lost.
+void broadcast_string(MPI_Comm comm, std::string& text, const std::vector<int>& lost);
 
 /// The run's description, agreed by every rank (rank 0's view wins), or an invalid_argument on every rank.
 /// `policy` is made on rank 0.
@@ -125,8 +136,17 @@ struct outcome {
     int rank = 0;
     task_count task = -1;
     std::string text;
+    std::vector<int> lost;  ///< on_worker_loss: the ranks presumed lost (send_outcome carries them to every rank)
 };
 void share_outcome(MPI_Comm comm, outcome& o);
+/// With on_worker_loss on, the outcome goes point to point, with no collective that a lost rank would hold up: rank 0
+/// sends it to every other rank of `comm` (a rank in `lost` is sent it too, in case it lives, and not waited for);
+/// each of them receives it, dropping the farmer's messages that come before it.
+void send_outcome(MPI_Comm comm, const outcome& o, const std::vector<int>& lost);
+void receive_outcome(MPI_Comm comm, outcome& o, bool gentle);
+/// Whether the MPI runtime keeps a job running after one of its ranks dies (Open MPI started with
+/// orte_enable_recovery: its environment variable in every rank's environment).
+bool runtime_survives_a_lost_rank();
 [[noreturn]] void throw_outcome(const outcome& o);
 
 /// Progress on one rank's standard error (progress.cpp): a bar on a terminal, plain lines otherwise, nothing when

@@ -106,7 +106,7 @@ void finish_trace(MPI_Comm comm, int rank, bool wanted, const std::string& path,
             failed = e.what();
         }
     }
-    broadcast_string(comm, failed);
+    broadcast_string(comm, failed, r.lost_ranks);
     if (!failed.empty()) throw invalid_argument("trace", failed);
 }
 
@@ -142,6 +142,7 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
                             round_trip);
     else
         r = run_worker_side(comm.get(), rank, ranks, in, kernel, options, setup, t0, monitors, round_trip);
+    if (!r.lost_ranks.empty()) mpi::note_lost_ranks();
     finish_trace(comm.get(), rank, trace, options.output.trace, r);
     for (failed_task& f : r.failed_tasks) f.task += kernel.index_base;  // as the user counts them
     return r;

@@ -55,9 +55,9 @@ public:
                     handle(*m);
                 } else if (clock() >= due) {
                     on_timer();
-                } else {
+                } else if (setup_.config.gentle_wait != 0) {  // more ranks than cores: the core is another's meanwhile
                     std::this_thread::sleep_for(std::chrono::duration<double>(std::min(due - clock(), 1e-4)));
-                }
+                }  // else polled again at once, as a blocking receive would
             }
             finish_transport();
         } catch (const std::exception& e) {
@@ -80,9 +80,28 @@ public:
         o.what = f.what;
         o.rank = f.what == farm_outcome::kind::farmer_failed || f.worker < 0 ? 0 : named_.at(static_cast<std::size_t>(f.worker));
         o.task = f.task;
-        o.text = f.what == farm_outcome::kind::worker_failed ? "rank " + std::to_string(o.rank) + ": " + f.text : f.text;
-        end_traffic(comm_, true, setup_.config.gentle_wait != 0);  // what workers sent after their abort, dropped
-        share_outcome(comm_, o);
+        o.text = f.what == farm_outcome::kind::worker_failed || f.what == farm_outcome::kind::worker_lost
+                     ? "rank " + std::to_string(o.rank) + ": " + f.text
+                     : f.text;
+        if (o.what == farm_outcome::kind::ok && !results_missing_.empty()) {
+            o.what = farm_outcome::kind::worker_lost;
+            o.text = results_missing_;
+        }
+        if (setup_.config.worker_loss != 0) {  // no collective: a rank may be gone (on_worker_loss)
+            o.lost = lost_ranks();
+            for (int lost : o.lost) {  // one presumed lost that lives and waits for a reply is told to stop
+                reply_message stop;
+                stop.what = reply_message::kind::stop;
+                const reply_header h = encode(stop);
+                std::vector<std::byte> bytes(sizeof h);
+                std::memcpy(bytes.data(), &h, sizeof h);
+                send_detached(comm_, std::move(bytes), lost, tag_reply);
+            }
+            send_outcome(comm_, o, o.lost);
+        } else {
+            end_traffic(comm_, true, setup_.config.gentle_wait != 0);  // what workers sent after their abort, dropped
+            share_outcome(comm_, o);
+        }
         r.requests = requests_;
         return r;
     }
@@ -240,6 +259,7 @@ private:
             h.inputs_follow = 1;
             mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, rank, tag_reply, comm_), "MPI_Send");
             pending_.emplace_back();
+            pending_to_.push_back(rank);
             mpi::check(MPI_Isend(in_ + static_cast<std::size_t>(r.work.first) * kernel_.in_bytes, static_cast<int>(payload),
                                  MPI_BYTE, rank, tag_inputs, comm_, &pending_.back()),
                        "MPI_Isend");
@@ -247,19 +267,37 @@ private:
         }
     }
 
-    /// The inputs sent without blocking: drops those delivered (`all`: waits for every one).
+    /// The ranks presumed lost (on_worker_loss).
+    std::vector<int> lost_ranks() const {
+        std::vector<int> ranks;
+        for (int w : session_.lost()) ranks.push_back(named_.at(static_cast<std::size_t>(w)));
+        return ranks;
+    }
+
+    /// The inputs sent without blocking: drops those delivered (`all`: waits for every one; those to a rank presumed
+    /// lost are let go, never received).
     void complete_sends(bool all) {
         if (pending_.empty()) return;
+        if (all && !session_.lost().empty()) {
+            const std::vector<int> lost = lost_ranks();
+            for (std::size_t i = 0; i < pending_.size(); ++i)
+                if (std::find(lost.begin(), lost.end(), pending_to_[i]) != lost.end())
+                    mpi::check(MPI_Request_free(&pending_[i]), "MPI_Request_free");
+        }
         if (all) {
             mpi::check(MPI_Waitall(static_cast<int>(pending_.size()), pending_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
             pending_.clear();
+            pending_to_.clear();
             return;
         }
         int done = 0;
         std::vector<int> indices(pending_.size());
         mpi::check(MPI_Testsome(static_cast<int>(pending_.size()), pending_.data(), &done, indices.data(), MPI_STATUSES_IGNORE),
                    "MPI_Testsome");
-        std::erase(pending_, MPI_REQUEST_NULL);
+        std::size_t kept = 0;  // pending_to_ beside pending_
+        for (std::size_t i = 0; i < pending_.size(); ++i)
+            if (pending_[i] != MPI_REQUEST_NULL) pending_[kept] = pending_[i], pending_to_[kept] = pending_to_[i], ++kept;
+        pending_.resize(kept), pending_to_.resize(kept);
     }
 
     /// The farm is over: every input sent has been received (each worker reads every reply before it ends),
@@ -269,9 +307,23 @@ private:
         inbox_.close();
         // Results still on their way are received; delivered unless the farm failed (nobody's results are kept then).
         const bool deliver = !session_.aborting();
-        payloads_.complete(true, [&](const auto& p) {
+        const auto arrived = [&](const auto& p) {
             if (deliver) deliver_following(p);
-        });
+        };
+        if (setup_.config.worker_loss == 0) {
+            payloads_.complete(true, arrived);
+            return;
+        }
+        // A rank may be gone with its results on their way: waited for a slack's time at most, then the farm fails.
+        const double slack = worker_loss_of(setup_.config).slack;
+        const double until = clock() + slack;
+        while (!payloads_.empty() && clock() < until) payloads_.complete(false, arrived);
+        if (!payloads_.empty()) {
+            payloads_.cancel();
+            results_missing_ = "results that followed their request did not arrive within " + std::to_string(slack) +
+                               " s (a rank lost with its results on their way); rerun with the journal to compute what "
+                               "is missing";
+        }
     }
 
     // --- this rank's own worker (it computes) ------------------------------------------------------------
@@ -320,6 +372,8 @@ private:
     chunk written_ahead_;                      ///< send_ holds the assign of this chunk (write_ahead(); count 0: none)
     std::size_t written_ahead_bytes_ = 0;      ///< and its bytes
     std::vector<MPI_Request> pending_;    ///< inputs sent without blocking
+    std::vector<int> pending_to_;         ///< beside pending_: the rank each goes to
+    std::string results_missing_;         ///< on_worker_loss: results on their way that never came (the farm fails)
 };
 
 }  // namespace

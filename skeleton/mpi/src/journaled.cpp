@@ -194,7 +194,7 @@ farm_report run_journaled(MPI_Comm comm, const std::byte* in, std::byte* out, ta
             failed = e.what();
         }
     }
-    broadcast_string(comm, failed);
+    broadcast_string(comm, failed, report.lost_ranks);
     if (!failed.empty()) throw error(failed);
     report.journaled = restored;
     return report;

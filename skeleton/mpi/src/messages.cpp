@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <list>
+#include <mutex>
 #include <thread>
 
 namespace pfarm::detail {
@@ -83,6 +85,26 @@ bool receive(MPI_Comm comm, int source, int tag, wire_buffer& buffer, bool block
 following_payloads::~following_payloads() {
     for (MPI_Request& r : requests_)  // an exception unwinds the farm: the worker's send is received and dropped
         if (r != MPI_REQUEST_NULL) MPI_Wait(&r, MPI_STATUS_IGNORE);
+}
+
+void send_detached(MPI_Comm comm, std::vector<std::byte> bytes, int to, int tag) {
+    static std::mutex guard;
+    static std::list<std::vector<std::byte>> kept;  // a few bytes per rank lost, for the process's lifetime
+    std::lock_guard<std::mutex> lock(guard);
+    const std::vector<std::byte>& b = kept.emplace_back(std::move(bytes));
+    MPI_Request request;
+    mpi::check(MPI_Isend(b.data(), static_cast<int>(b.size()), MPI_BYTE, to, tag, comm, &request), "MPI_Isend");
+    mpi::check(MPI_Request_free(&request), "MPI_Request_free");
+}
+
+void following_payloads::cancel() {
+    for (MPI_Request& r : requests_) {
+        if (r == MPI_REQUEST_NULL) continue;
+        mpi::check(MPI_Cancel(&r), "MPI_Cancel");
+        mpi::check(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+    }
+    requests_.clear();
+    pending_.clear();
 }
 
 void following_payloads::receive_in_place(std::byte* into, std::size_t bytes, int source, MPI_Comm comm) {

@@ -28,6 +28,8 @@ constexpr int tag_released = 4;  // worker -> farmer: a victim's answer to a rec
 constexpr int tag_results = 5;   // worker -> farmer: the results of a request too large to travel in it
 constexpr int tag_inputs = 6;    // farmer -> worker: the inputs of a reply too large to travel in it
 constexpr int tag_failure = 7;   // decentralised farm: each rank to rank 0 "done, and how"; rank 0 back: the outcome
+constexpr int tag_outcome = 8;   // on_worker_loss: rank 0 -> each rank, the farm's outcome (no collective at the end)
+constexpr int tag_after = 9;     // after a farm that lost ranks: rank 0 -> each living rank, what broadcast_string sends
 
 /// A message up to this size carries its payload; a larger one sends its header alone and its payload after.
 constexpr std::size_t inline_capacity = 64 * 1024;
@@ -114,6 +116,8 @@ public:
         recycle(n);
     }
     bool empty() const noexcept { return requests_.empty(); }
+    /// Cancels the receives still pending (their sender is gone: on_worker_loss); nothing is delivered from them.
+    void cancel();
 
 private:
     std::size_t test(bool all);   ///< moves the completed ones to done_[0, n); returns n
@@ -159,6 +163,10 @@ private:
     wire_buffer buffer_;               ///< without reclaim: the message received
     received_message message_;
 };
+
+/// Sends `bytes` to `to` on `tag` without waiting for it, ever: to a rank that may be gone (on_worker_loss). The bytes
+/// are kept until the process ends (MPI may send them in place, later).
+void send_detached(MPI_Comm comm, std::vector<std::byte> bytes, int to, int tag);
 
 /// The end of one level's traffic (the flat farm, a group, or rank 0 and the masters), collective over `comm`, once the rank's farm
 /// is over and its own sends are complete. A rank stopped by an abort may have sent messages after the request that

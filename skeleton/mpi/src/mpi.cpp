@@ -2,6 +2,8 @@
 // (mpi.hpp).
 #include "pfarm/mpi.hpp"
 
+#include <atomic>
+
 namespace pfarm::mpi {
 
 namespace {
@@ -26,11 +28,21 @@ environment::environment(int* argc, char*** argv) {
     }
 }
 
-environment::~environment() {
-    if (!owner_) return;
+namespace {
+std::atomic<bool> lost_noted{false};
+}  // namespace
+
+void note_lost_ranks() noexcept { lost_noted.store(true); }
+bool lost_ranks_noted() noexcept { return lost_noted.load(); }
+
+void finalize() {
     int finalised = 0;
     MPI_Finalized(&finalised);
-    if (!finalised) MPI_Finalize();
+    if (!finalised && !lost_ranks_noted()) MPI_Finalize();
+}
+
+environment::~environment() {
+    if (owner_) finalize();
 }
 
 communicator::communicator(MPI_Comm parent) {

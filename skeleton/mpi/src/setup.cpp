@@ -13,6 +13,10 @@
 #include "pfarm/testing.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstring>
+#include <iostream>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -172,6 +176,26 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
                 options.topology.farmer == farmer_mode::decentralised)
                 throw invalid_argument("on_task_error", "retry is not served by the decentralised farm (no rank hands "
                                                         "tasks out again); use skip, or --farmer flat or hierarchical");
+            // on_worker_loss: as asked; unset, continue where the runtime survives a lost rank and the farm is flat.
+            worker_loss_rule loss;
+            if (options.protocol.on_worker_loss) {
+                loss = *options.protocol.on_worker_loss;
+                check_worker_loss_rule(loss, "on_worker_loss");
+                if (loss.what != worker_loss_rule::kind::off && options.topology.farmer != farmer_mode::flat)
+                    throw invalid_argument("on_worker_loss", "is served by the flat farmer only (the hierarchical and "
+                                                             "decentralised farms end with collectives over every "
+                                                             "rank); use off, or --farmer flat");
+            } else if (runtime_survives_a_lost_rank()) {
+                if (options.topology.farmer == farmer_mode::flat) loss.what = worker_loss_rule::kind::go_on;
+                else
+                    std::cerr << "pfarm: warning: the MPI runtime keeps the job running after a rank dies, but the "
+                              << (options.topology.farmer == farmer_mode::hierarchical ? "hierarchical" : "decentralised")
+                              << " farm does not survive a lost rank (a lost "
+                              << "rank leaves the others waiting); use --farmer flat, or start without recovery\n";
+            }
+            s.config.worker_loss = static_cast<std::int32_t>(loss.what);
+            s.config.worker_loss_factor = loss.factor;
+            s.config.worker_loss_slack = loss.slack;
             s.config.task_errors = static_cast<std::int32_t>(options.protocol.on_task_error.what);
             s.config.task_attempts = options.protocol.on_task_error.attempts;
             s.config.stragglers = options.protocol.stragglers != 0.0 ? 1 : 0;
@@ -325,6 +349,7 @@ struct outcome_header {
     std::int32_t rank = 0;
     std::int64_t task = -1;
     std::int32_t text_length = 0;
+    std::int32_t lost_count = 0;  ///< send_outcome: the lost ranks that follow the header
 };
 }  // namespace
 
@@ -338,7 +363,112 @@ void share_outcome(MPI_Comm comm, outcome& o) {
     if (h.text_length > 0) mpi::check(MPI_Bcast(o.text.data(), h.text_length, MPI_CHAR, 0, comm), "MPI_Bcast");
 }
 
+namespace {
+/// The outcome's header, the lost ranks (std::int32_t each), then its text.
+std::vector<std::byte> packed(const outcome& o) {
+    const outcome_header h{static_cast<std::int32_t>(o.what), o.rank, o.task, static_cast<std::int32_t>(o.text.size()),
+                           static_cast<std::int32_t>(o.lost.size())};
+    const std::size_t lost = o.lost.size() * sizeof(std::int32_t);
+    std::vector<std::byte> bytes(sizeof h + lost + o.text.size());
+    std::memcpy(bytes.data(), &h, sizeof h);
+    for (std::size_t i = 0; i < o.lost.size(); ++i) {
+        const auto r = static_cast<std::int32_t>(o.lost[i]);
+        std::memcpy(bytes.data() + sizeof h + i * sizeof r, &r, sizeof r);
+    }
+    std::memcpy(bytes.data() + sizeof h + lost, o.text.data(), o.text.size());
+    return bytes;
+}
+}  // namespace
+
+void send_outcome(MPI_Comm comm, const outcome& o, const std::vector<int>& lost) {
+    int ranks = 0;
+    mpi::check(MPI_Comm_size(comm, &ranks), "MPI_Comm_size");
+    const std::vector<std::byte> bytes = packed(o);
+    std::vector<MPI_Request> living;
+    for (int r = 1; r < ranks; ++r) {
+        if (std::find(lost.begin(), lost.end(), r) != lost.end()) {  // a rank that is gone never receives it
+            send_detached(comm, bytes, r, tag_outcome);
+            continue;
+        }
+        living.emplace_back();
+        mpi::check(MPI_Isend(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, r, tag_outcome, comm, &living.back()),
+                   "MPI_Isend");
+    }
+    mpi::check(MPI_Waitall(static_cast<int>(living.size()), living.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+}
+
+void receive_outcome(MPI_Comm comm, outcome& o, bool gentle) {
+    std::vector<std::byte> bytes;
+    for (double pause = 1e-5;;) {
+        MPI_Status status;
+        if (gentle) {  // more ranks than cores: poll with a growing sleep
+            int flag = 0;
+            mpi::check(MPI_Iprobe(0, MPI_ANY_TAG, comm, &flag, &status), "MPI_Iprobe");
+            if (!flag) {
+                std::this_thread::sleep_for(std::chrono::duration<double>(pause));
+                pause = std::min(2.0 * pause, 1e-3);
+                continue;
+            }
+        } else {
+            mpi::check(MPI_Probe(0, MPI_ANY_TAG, comm, &status), "MPI_Probe");
+        }
+        int count = 0;
+        mpi::check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
+        bytes.resize(static_cast<std::size_t>(std::max(count, 1)));
+        mpi::check(MPI_Recv(bytes.data(), count, MPI_BYTE, 0, status.MPI_TAG, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+        if (status.MPI_TAG != tag_outcome) continue;  // a reply that crossed the end (a stop to a rank presumed lost)
+        outcome_header h;
+        if (static_cast<std::size_t>(count) < sizeof h) throw internal_error("farm: a short outcome message");
+        std::memcpy(&h, bytes.data(), sizeof h);
+        const std::size_t lost = static_cast<std::size_t>(h.lost_count) * sizeof(std::int32_t);
+        if (static_cast<std::size_t>(count) != sizeof h + lost + static_cast<std::size_t>(h.text_length))
+            throw internal_error("farm: an outcome message of the wrong size");
+        o.what = static_cast<farm_outcome::kind>(h.kind);
+        o.rank = h.rank;
+        o.task = h.task;
+        o.lost.resize(static_cast<std::size_t>(h.lost_count));
+        for (std::size_t i = 0; i < o.lost.size(); ++i) {
+            std::int32_t r = 0;
+            std::memcpy(&r, bytes.data() + sizeof h + i * sizeof r, sizeof r);
+            o.lost[i] = r;
+        }
+        o.text.assign(reinterpret_cast<const char*>(bytes.data() + sizeof h + lost), static_cast<std::size_t>(h.text_length));
+        return;
+    }
+}
+
+void broadcast_string(MPI_Comm comm, std::string& text, const std::vector<int>& lost) {
+    if (lost.empty()) {
+        broadcast_string(comm, text);
+        return;
+    }
+    int rank = 0, ranks = 0;
+    mpi::check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    mpi::check(MPI_Comm_size(comm, &ranks), "MPI_Comm_size");
+    if (rank == 0) {
+        for (int r = 1; r < ranks; ++r)
+            if (std::find(lost.begin(), lost.end(), r) == lost.end())
+                mpi::check(MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, r, tag_after, comm), "MPI_Send");
+        return;
+    }
+    MPI_Status status;
+    mpi::check(MPI_Probe(0, tag_after, comm, &status), "MPI_Probe");
+    int count = 0;
+    mpi::check(MPI_Get_count(&status, MPI_CHAR, &count), "MPI_Get_count");
+    text.resize(static_cast<std::size_t>(count));
+    mpi::check(MPI_Recv(text.data(), count, MPI_CHAR, 0, tag_after, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+}
+
+bool runtime_survives_a_lost_rank() {
+    const char* v = std::getenv("OMPI_MCA_orte_enable_recovery");
+    if (!v) return false;
+    std::string s(v);
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s == "1" || s == "true" || s == "yes" || s == "on";
+}
+
 void throw_outcome(const outcome& o) {
+    if (!o.lost.empty()) mpi::note_lost_ranks();  // what follows must not wait for them (MPI_Finalize included)
     if (o.what == farm_outcome::kind::task_failed) throw worker_error(o.task, o.rank, o.text);
     throw error(o.text);
 }

@@ -252,7 +252,7 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     const auto up = static_cast<std::size_t>(p);
     farmer_session farm(wl.tasks, p, make_technique(technique, options, p),
                         {.min_chunk = options.min_chunk, .prefetch = run.prefetch, .reclaim = run.reclaim,
-                         .request_cost = pl.overhead + 2.0 * pl.latency, .keep_records = run.keep_trace, .stragglers = {}, .task_errors = {}, .clock = {}});
+                         .request_cost = pl.overhead + 2.0 * pl.latency, .keep_records = run.keep_trace, .stragglers = {}, .task_errors = {}, .clock = {}, .worker_loss = {}, .own_worker = -1});
     const technique_needs& needs = farm.needs();
 
     event_queue events;

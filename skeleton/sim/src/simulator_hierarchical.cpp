@@ -54,7 +54,7 @@ result simulate_hierarchical(const platform& given, const workload& wl, const st
                                .tasks = wl.tasks,
                                .group = {.prefetch = run.prefetch, .reclaim = run.reclaim,
                                          .request_cost = master_cost + 2.0 * pl.latency, .keep_records = run.keep_trace,
-                                         .pool = true, .stragglers = {}, .task_errors = {}, .clock = {}}});
+                                         .pool = true, .stragglers = {}, .task_errors = {}, .clock = {}, .worker_loss = {}, .own_worker = -1}});
     std::vector<int> master_of(up), local_of(up);
     for (int m = 0; m < k; ++m) {
         for (int i = 0; i < plan.size(m); ++i) {

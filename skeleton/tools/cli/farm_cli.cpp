@@ -53,6 +53,14 @@ void add_farm_options(CLI::App& app, farm_options& o) {
         "runs in all, 3 by default; then as stop; not with --farmer decentralised), skip (the farm goes on; failed "
         "tasks are listed in the report and the journal, their outputs left value-initialised; docs/reliability.md "
         "\"Task errors\")");
+    app.add_option_function<std::string>(
+        "--on-worker-loss",
+        [&o](const std::string& s) { o.protocol.on_worker_loss = parse_worker_loss_rule(s, "--on-worker-loss"); },
+        "a worker rank that dies: off (the MPI runtime ends the job; --journal resumes it), stop (the farm stops on the "
+        "living ranks, naming it), continue (its tasks go to the others; the report names it, exit status 3); "
+        "stop=S / continue=S: presumed lost S seconds (default 5) past 4 times its chunk's expected time. Default: "
+        "continue when started with mpirun --mca orte_enable_recovery 1 and the farm is flat, else off "
+        "(docs/reliability.md \"A lost worker\")");
     app.add_flag("--replicated-input", o.protocol.replicated_input, "every rank holds the input: only indices travel");
     app.add_option_function<std::string>(
         "--farmer",
@@ -113,6 +121,11 @@ void print_report(std::ostream& out, const farm_report& r) {
     if (r.reruns > 0) out << ", " << r.reruns << " overdue chunks re-executed (" << r.rerun_tasks << " tasks)";
     if (r.retried_tasks > 0) out << ", " << r.retried_tasks << " failed tasks run again";
     out << "\n";
+    if (!r.lost_ranks.empty()) {  // on_worker_loss continue: computed without them
+        out << "lost rank(s):";
+        for (int q : r.lost_ranks) out << " " << q;
+        out << " (presumed dead; their tasks were computed by the others)\n";
+    }
     if (!r.failed_tasks.empty()) {  // on_task_error skip: each failed task with its error, the first 20
         out << r.failed_tasks.size() << " task(s) failed and were skipped (outputs left value-initialised):\n";
         for (std::size_t k = 0; k < r.failed_tasks.size() && k < 20; ++k)
@@ -171,6 +184,7 @@ nlohmann::json report_json(const farm_report& r) {
     nlohmann::json failed = nlohmann::json::array();
     for (const failed_task& f : r.failed_tasks) failed.push_back({{"task", f.task}, {"rank", f.rank}, {"error", f.error}});
     j["failed_tasks"] = failed;
+    j["lost_ranks"] = r.lost_ranks;
     if (!r.master_ranks.empty())
         j["masters"] = {{"ranks", r.master_ranks}, {"requests", r.master_requests}, {"merged", r.master_merged}};
     if (r.k) j["k"] = *r.k;

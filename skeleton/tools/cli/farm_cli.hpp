@@ -20,6 +20,9 @@ void add_farm_options(CLI::App& app, farm_options& options);
 /// A human summary of a farm (rank 0): technique, makespan, per-rank tasks/chunks/busy, imbalance, k, and the
 /// calibration (F per worker, CV, k) when the technique calibrated.
 void print_report(std::ostream& out, const farm_report& report);
+/// An app's exit status once its farm completed: 0, or 3 when a worker rank was lost (on_worker_loss continue: every
+/// result is in, computed without it).
+inline int completed_status(const farm_report& report) { return report.lost_ranks.empty() ? 0 : 3; }
 
 /// The report as JSON (the trace excluded); "calibration" (calibration_report.hpp) carries "ranks" too, the rank
 /// of each entry of its times and fitness.

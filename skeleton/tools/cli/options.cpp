@@ -115,6 +115,7 @@ std::span<const flag_name> shared_flags() {
         {"reclaim", "--reclaim"},
         {"calibration_span", "--calibration-span"},
         {"on_task_error", "--on-task-error"},
+        {"on_worker_loss", "--on-worker-loss"},
     };
     return table;
 }

@@ -47,6 +47,11 @@
 //   first worker that asks other than the one it last failed on (that one takes it only when every other worker has
 //   stopped). Once every task is handed out, a worker with nothing in hand waits (rather than stops) while a chunk is
 //   still in flight elsewhere, whose tasks may fail and need another worker; one that asks ahead gets `later`.
+// - Lost workers (set_loss_tolerant(), lose(); docs/reliability.md "A lost worker"): a worker that is gone (its rank
+//   died) is stopped, and the tasks of the chunks it held go back: handed out again in pieces, before any new chunk,
+//   to the workers that ask (a chunk of it being re-executed goes on without it; a piece of a re-execution it held
+//   is handed out again by that re-execution). As with retry, once every task is handed out a worker with nothing in
+//   hand waits while a chunk is in flight elsewhere, whose worker may be lost too.
 #pragma once
 
 #include "pfarm/technique.hpp"
@@ -109,6 +114,29 @@ task_error_rule parse_task_error_rule(const std::string& text, const std::string
 std::string to_string(const task_error_rule& rule);
 /// invalid_argument naming `argument` when the rule's attempts are out of range (retry: 2..max_attempts).
 void check_task_error_rule(const task_error_rule& rule, const std::string& argument = "on_task_error");
+
+/// When a worker is presumed lost (farm_options::protocol.on_worker_loss; docs/reliability.md "A lost worker"): no
+/// message from it past `factor` times the time its chunk in flight should take at its pace (seconds per task so far;
+/// the others' before it has one), plus `slack` seconds. Off: a worker is never presumed lost (a runtime that ends
+/// the whole job when a rank dies).
+struct worker_loss_rule {
+    enum class kind {
+        off,    ///< nobody is presumed lost
+        stop,   ///< the farm stops on every living rank, naming the lost worker
+        go_on,  ///< its tasks go to the others, and the farm ends with every result ("continue")
+    };
+    kind what = kind::off;
+    double factor = 4.0;  ///< > 1
+    double slack = 5.0;   ///< seconds, > 0
+};
+
+/// "off", "stop", "continue" or "continue=S" / "stop=S" (S: the slack in seconds, > 0); invalid_argument naming
+/// `argument` otherwise.
+worker_loss_rule parse_worker_loss_rule(const std::string& text, const std::string& argument = "on_worker_loss");
+/// The rule as parse_worker_loss_rule reads it ("continue=5").
+std::string to_string(const worker_loss_rule& rule);
+/// invalid_argument naming `argument` when the rule is out of range (factor > 1, slack > 0, both finite).
+void check_worker_loss_rule(const worker_loss_rule& rule, const std::string& argument = "on_worker_loss");
 
 /// What complete() decided besides counting the chunk done.
 struct completion {
@@ -204,6 +232,23 @@ public:
     task_count reruns() const noexcept { return reruns_started_; }
     task_count rerun_tasks() const noexcept { return rerun_tasks_; }
 
+    /// Lost workers (see "Lost workers"): a worker with nothing in hand waits while a chunk is in flight elsewhere.
+    /// Off by default; set before the first request. Not in pool mode (invalid_argument "on_worker_loss").
+    void set_loss_tolerant(bool on);
+    /// Worker `worker` is gone at `now` (see "Lost workers"): it is stopped and asked nothing more, and the tasks it
+    /// held go back. Returns the answer owed to a thief that waited for its answer to a reclaim (thief -1: none).
+    /// While the farm calibrates and it had not, its time per task is the slowest measured (the barrier no longer
+    /// waits for it).
+    release_outcome lose(int worker, double now = 0.0);
+    bool lost(int worker) const { return workers_.at(static_cast<std::size_t>(worker)).lost; }
+    bool loss_tolerant() const noexcept { return loss_tolerant_; }
+    /// When worker `worker`, holding a chunk, is past the deadline of `rule` (infinity: it holds none, is lost
+    /// already, or nobody has a pace yet).
+    double silent_past(int worker, const worker_loss_rule& rule) const;
+    /// Tasks that went back from lost workers so far, and those waiting to be handed out again.
+    task_count returned_tasks() const noexcept { return returned_tasks_; }
+    bool returns_waiting() const noexcept { return !returned_.empty(); }
+
     /// Tells the technique that worker `worker`'s run queue is now `queue` (>= 1).
     void run_queue_changed(int worker, double queue);
 
@@ -251,6 +296,7 @@ private:
         task_count calibration_last = 0;     ///< the size of its latest calibration chunk
         double calibration_seconds = 0.0;    ///< their compute time
         bool stopped = false;
+        bool lost = false;                   ///< lose(): gone, its tasks handed out again
         // Reclaim bookkeeping: what the farmer knows of its chunks and its speed.
         double assigned_at[max_held] = {};   ///< when the chunks in flight were handed out (the driver's clock)
         std::uint64_t version = 0;           ///< bumped whenever the chunks it holds change
@@ -277,6 +323,7 @@ private:
         task_count done = 0;                 ///< tasks of its pieces completed
         std::vector<std::pair<int, chunk>> out;  ///< the pieces in flight: holder, piece
         std::vector<chunk> finished;         ///< the pieces completed
+        std::vector<chunk> again;            ///< pieces whose holder was lost, to hand out again first
     };
 
     void finish_calibration();
@@ -308,6 +355,8 @@ private:
     /// Once every task is handed out, a worker with nothing in hand and nothing to retry: stop, or (retry) wait while a
     /// chunk is in flight elsewhere.
     decision idle_end(int worker);
+    /// Lost workers: the next piece of the ranges that went back, for `worker`.
+    decision hand_returned(int worker, double now);
     /// Retry: takes `failed` out of completion_.deliver and queues them; returns how many were queued.
     task_count retry_failed(int worker, std::span<const task_count> failed);
 
@@ -351,6 +400,10 @@ private:
     std::deque<failed_run> retry_queue_;  ///< tasks to run again, in the order they failed
     std::unordered_map<task_count, int> failures_;  ///< failed runs of every task that failed at least once
     task_count retried_ = 0;
+    // Lost workers.
+    bool loss_tolerant_ = false;
+    std::deque<chunk> returned_;          ///< tasks of lost workers' chunks, to hand out again, in the order they went back
+    task_count returned_tasks_ = 0;
 };
 
 }  // namespace pfarm

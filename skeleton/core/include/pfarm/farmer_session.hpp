@@ -36,6 +36,12 @@
 // on_timer() at deadline() when no message has come by then. Results of a cancelled chunk that still come are
 // discarded; its worker's `dropped` says that it has let it go.
 //
+// Lost workers (options.worker_loss; docs/reliability.md "A lost worker"): a worker holding a chunk that sends
+// nothing past the rule's deadline is presumed lost; the driver calls on_timer() at deadline() as with stragglers.
+// With `continue` its tasks go to the others (farmer.hpp "Lost workers") and the farm ends without it; with `stop`
+// the farm stops (outcome worker_lost). Either way it is retired, and lost() names it; a message that still comes
+// from it is not counted: a request is answered `stop`, anything else dropped.
+//
 // Pool mode (options.pool; a hierarchical master, master_session.hpp): the tasks come as ranges through
 // add_tasks() and stop coming at close_pool() (farmer.hpp "Pool" has the rules); both ask the parked workers
 // again, calibration or not, and return the actions.
@@ -81,6 +87,10 @@ struct farmer_session_options {
     /// when it needs the time (reclaim, records, the calibration barrier, the last result), so that a driver
     /// pays no clock read on the common path.
     std::function<double()> clock;
+    /// When a worker is presumed lost, and what follows (farmer.hpp worker_loss_rule; off by default).
+    worker_loss_rule worker_loss;
+    /// The driver's own worker (a farmer that computes: worker 0), never presumed lost; -1: none.
+    int own_worker = -1;
 };
 
 struct farmer_action {
@@ -100,9 +110,9 @@ struct task_failure {
 
 /// How the farm ended.
 struct farm_outcome {
-    enum class kind { ok, task_failed, worker_failed, farmer_failed };
+    enum class kind { ok, task_failed, worker_failed, farmer_failed, worker_lost };
     kind what = kind::ok;
-    int worker = -1;       ///< task_failed, worker_failed: who
+    int worker = -1;       ///< task_failed, worker_failed, worker_lost: who
     task_count task = -1;  ///< task_failed: which task
     std::string text;
 };
@@ -147,10 +157,11 @@ public:
     reply_message upcoming(int worker) const;
     /// The farmer itself failed (an exception while handling a message): every worker is stopped with abort.
     const std::vector<farmer_action>& abort(const std::string& why);
-    /// Stragglers: when the driver must call on_timer() if no message comes before (infinity: no need). Workers
-    /// parked while a chunk elsewhere may become overdue are asked again then.
+    /// Stragglers and lost workers: when the driver must call on_timer() if no message comes before (infinity: no
+    /// need). Workers parked while a chunk elsewhere may become overdue are asked again then; workers silent past the
+    /// loss rule's deadline are presumed lost.
     double deadline() const {
-        return farmer_.stragglers() ? straggler_deadline() : std::numeric_limits<double>::infinity();
+        return farmer_.stragglers() || losing_ ? timer_deadline() : std::numeric_limits<double>::infinity();
     }
     const std::vector<farmer_action>& on_timer(double now);
     /// Pool mode: range `range` joins the pool at `now`; the parked workers are asked again.
@@ -176,6 +187,8 @@ public:
     const std::vector<chunk_trace>& records() const noexcept { return records_; }  ///< hand-out order
     /// on_task_error skip: the tasks whose results are the fill, in the order their chunks came in.
     const std::vector<task_failure>& failed() const noexcept { return failed_; }
+    /// Lost workers, in the order they were presumed lost.
+    const std::vector<int>& lost() const noexcept { return lost_; }
     /// on_task_error retry or skip: task failures reported (retry: each failed run), and re-runs handed out (retry).
     task_count task_errors() const noexcept { return task_errors_; }
     task_count retried_tasks() const noexcept { return farmer_.retried_tasks(); }
@@ -191,6 +204,7 @@ private:
         bool stop_sent = false;
         bool retired = false;
         bool release_inferred = false;  ///< its answer to a reclaim was inferred from its results; the `released` is to come
+        bool lost = false;              ///< presumed lost (options.worker_loss), retired
         double last_queue = 0.0;
         task_count tasks = 0;
         chunk_sizes chunks;
@@ -224,7 +238,10 @@ private:
     const std::vector<farmer_action>& receive_untimed(int worker, const request_message& m);
     const std::vector<farmer_action>& receive_at(int worker, const request_message& m);  ///< receive() once timed_ is set
     void begin_settling(int worker, const request_message& m);  ///< receive() answers first; settle() follows
-    double straggler_deadline() const;  ///< deadline() with stragglers
+    double timer_deadline() const;  ///< deadline() with stragglers or lost workers
+    void check_losses(double now);  ///< on_timer(): the workers silent past the loss rule's deadline are lost
+    void lose(int worker);
+    void from_lost(int worker, const request_message& m);  ///< a message from a worker presumed lost
     void check(int worker) const {
         if (worker < 0 || worker >= workers()) [[unlikely]] bad_worker(worker);
         if (settling_ >= 0) [[unlikely]] not_settled();
@@ -237,7 +254,7 @@ private:
     void task_error(int worker, const request_message& m);       ///< a `task_error` request
     void accept_failures(int worker, const request_message& m);  ///< accept() of a chunk with failed tasks
     void discard(int worker);  ///< its oldest chunk, cancelled, is gone: from its records and the farmer's
-    double request_time() { return options_.reclaim || farmer_.stragglers() ? now() : 0.0; }
+    double request_time() { return options_.reclaim || farmer_.stragglers() || losing_ ? now() : 0.0; }
     void shrink(int worker, chunk given);
     void reask_parked(bool even_calibrating = false);
     void reask_pool();  ///< pool mode: after a range arrived or the pool closed
@@ -266,6 +283,9 @@ private:
     const request_message* settling_message_ = nullptr;
     chunk settling_sent_;               ///< receive() sent this chunk before the farmer decided it (farmer::upcoming)
     double timer_at_ = -std::numeric_limits<double>::infinity();  ///< the last on_timer()
+    bool losing_ = false;           ///< options.worker_loss is on
+    double loss_check_at_ = 0.0;    ///< when on_timer() next looks for lost workers
+    std::vector<int> lost_;
 };
 
 }  // namespace pfarm

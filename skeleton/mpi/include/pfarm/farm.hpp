@@ -144,6 +144,14 @@ struct protocol_options {
     /// empty). A retried task may run twice: its function must give the same results each time. A task's process
     /// that crashes is not a task error: it ends the job (docs/reliability.md).
     task_error_rule on_task_error;
+    /// A worker rank that is lost (it died: a kill, a crash, the OOM killer, its node; docs/reliability.md "A lost
+    /// worker"): off (a runtime that ends the whole job when a rank dies; the journal resumes it), stop (the farm
+    /// stops on the living ranks, naming it: pfarm::error), or continue (its unfinished tasks go to the others and the
+    /// farm ends with every result; farm_report::lost_ranks names it). A worker is presumed lost when it sends nothing
+    /// past 4 times its chunk's expected time plus a slack (5 s; parse_worker_loss_rule "continue=S"). Unset: continue
+    /// when the MPI runtime keeps the job running after a rank dies (Open MPI started with orte_enable_recovery) and
+    /// the farm is flat, else off. The flat farmer only.
+    std::optional<worker_loss_rule> on_worker_loss;
 };
 
 /// What the farm shows and records beside the results.
@@ -196,6 +204,9 @@ struct farm_report : report_entries {
     bool learned = false;           ///< the calibration came from schedule_options::learned: no calibration tasks ran
     task_count journaled = 0;       ///< tasks restored from resume_options::journal, not computed (the rest were farmed)
     double farmer_cpu_seconds = 0.0; ///< CPU time the farmer process used (shows whether it spun idle)
+    /// on_worker_loss stop or continue: the ranks presumed lost, in the order they were (their tasks were computed
+    /// elsewhere with continue), on every living rank. Empty otherwise.
+    std::vector<int> lost_ranks;
     /// Requests for work (asks) that reached rank 0 over MPI: the flat farmer's from its workers, the hierarchical
     /// supermaster's from the masters (its load); 0 in the decentralised farm (no rank serves requests).
     task_count farmer_requests = 0;

@@ -28,7 +28,17 @@ inline void check(int code, const char* call) {
     if (code != MPI_SUCCESS) [[unlikely]] fail(code, call);
 }
 
-/// Initialises MPI if nobody has, and finalises only what it initialised.
+/// A farm of this process ended with ranks presumed lost (farm_report::lost_ranks; docs/reliability.md "A lost
+/// worker"): noted by the farm on every living rank.
+void note_lost_ranks() noexcept;
+bool lost_ranks_noted() noexcept;
+
+/// MPI_Finalize, unless a farm of this process lost ranks: under Open MPI 4.1's recovery mode MPI_Finalize is a
+/// fence over every process of the job that can wait forever for a dead one (1 run in 8 of a four-rank test program
+/// whose rank 2 was killed; docs/reliability.md). The process then ends without it, which that runtime accepts.
+void finalize();
+
+/// Initialises MPI if nobody has, and finalises only what it initialised (finalize()).
 class environment {
 public:
     environment(int* argc = nullptr, char*** argv = nullptr);

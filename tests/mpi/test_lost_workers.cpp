@@ -1,0 +1,161 @@
+// A lost worker (farm_options::protocol.on_worker_loss, docs/reliability.md "A lost worker") under mpiexec with Open
+// MPI's recovery mode (OMPI_MCA_orte_enable_recovery=1 in the environment: the other ranks go on when one dies). Rank
+// `victim` (argv[2], default 2) kills itself with SIGKILL in the middle of its 4th task, holding a chunk; every other
+// rank checks, and the verdict goes point to point (no collective can include the dead rank). One scenario per run,
+// named by argv[1]:
+//   continue   every output right on rank 0, lost_ranks == {victim} on every living rank; with fss, then the variant
+//              argv[3]: plain (the rule left unset: recovery mode gives continue, slack 5 s), and with continue=0.5
+//              prefetch, reclaim, computes (rank 0 computes too), stragglers, big (results of 80 KiB a task: they
+//              follow their request), ss
+//   stop       stop=0.5: every living rank throws pfarm::error naming the victim's rank and "presumed lost"
+//   late       continue=0.3 and the victim stalls 1.5 s in its 4th task instead of dying: presumed lost, its tasks
+//              computed by the others, then it comes back; every output exactly right and the farm ends on every rank
+#include "mpi_check.hpp"
+
+#include "pfarm/farm.hpp"
+#include "pfarm/mpi.hpp"
+#include "pfarm/testing.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+constexpr pfarm::task_count tasks = 240;
+int victim = 2;
+int computed = 0;  // tasks this rank has started
+
+double g(pfarm::task_count i) { return std::sqrt(static_cast<double>(i)) + 0.25 * static_cast<double>(i); }
+
+void spin(double seconds) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+}
+
+/// A task of about 2 ms; the victim dies (or stalls, `late`) in its 4th.
+void work(pfarm::task_count, bool late) {
+    if (rank_ == victim && ++computed == 4) {
+        if (!late) raise(SIGKILL);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    }
+    spin(0.002);
+}
+
+/// The verdict without a collective: each living rank sends its failed checks to rank 0, which prints it.
+int verdict_p2p(const std::string& scenario) {
+    constexpr int tag = 4242;
+    if (rank_ != 0) {
+        MPI_Send(&failures_, 1, MPI_INT, 0, tag, MPI_COMM_WORLD);
+        return failures_ == 0 ? 0 : 1;
+    }
+    int total = failures_;
+    for (int r = 1; r < size_; ++r) {
+        if (r == victim && scenario.rfind("late", 0) != 0) continue;  // dead
+        int theirs = 0;
+        MPI_Recv(&theirs, 1, MPI_INT, r, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        total += theirs;
+    }
+    std::printf("%s: %s (%d failed checks)\n", scenario.c_str(), total == 0 ? "ok" : "FAILED", total);
+    return total == 0 ? 0 : 1;
+}
+
+pfarm::farm_options options_for(const std::string& variant) {
+    pfarm::farm_options o;
+    o.schedule.technique = variant == "ss" ? "ss" : "fss";
+    o.protocol.prefetch = variant == "prefetch";
+    o.protocol.reclaim = variant == "reclaim";
+    o.topology.farmer_computes = variant == "computes";
+    if (variant == "stragglers") o.protocol.stragglers = 3.0;
+    return o;
+}
+
+void check_outputs(const std::vector<double>& out, const std::string& label) {
+    if (rank_ != 0) return;
+    int wrong = 0;
+    for (pfarm::task_count i = 0; i < tasks; ++i)
+        if (out[static_cast<std::size_t>(i)] != g(i)) ++wrong;
+    CHECK(wrong == 0, "%s: %d outputs wrong", label.c_str(), wrong);
+}
+
+void run_continue(const std::string& variant, bool late) {
+    pfarm::farm_options o = options_for(variant);
+    if (late) o.protocol.on_worker_loss = pfarm::parse_worker_loss_rule("continue=0.3");
+    else if (variant == "plain") o.protocol.on_worker_loss.reset();  // recovery mode in the environment: continue=5
+    else o.protocol.on_worker_loss = pfarm::parse_worker_loss_rule("continue=0.5");
+    pfarm::farm_report r;
+    if (variant == "big") {  // 80 KiB of results a task: a chunk's results follow their request
+        constexpr std::size_t n = 10240;
+        std::vector<std::vector<double>> big;
+        r = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, big, [&](pfarm::task_count i) {
+            work(i, late);
+            return std::vector<double>(n, g(i));
+        }, o);
+        if (rank_ == 0) {
+            int wrong = 0;
+            for (pfarm::task_count i = 0; i < tasks; ++i) {
+                const auto& v = big[static_cast<std::size_t>(i)];
+                if (v.size() != n || v.front() != g(i) || v.back() != g(i)) ++wrong;
+            }
+            CHECK(wrong == 0, "big: %d outputs wrong", wrong);
+        }
+    } else {
+        std::vector<double> out(tasks, -1.0);
+        r = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, std::span<double>(out), [&](pfarm::task_count i, double& y) {
+            work(i, late);
+            y = g(i);
+        }, o);
+        check_outputs(out, variant);
+    }
+    CHECK(r.lost_ranks == std::vector<int>{victim}, "%s: lost ranks %zu (first %d), expected {%d}", variant.c_str(),
+          r.lost_ranks.size(), r.lost_ranks.empty() ? -1 : r.lost_ranks[0], victim);
+    if (rank_ == 0) {
+        pfarm::task_count total = 0;
+        for (auto t : r.tasks_per_rank) total += t;
+        CHECK(total >= tasks, "%s: %lld tasks counted", variant.c_str(), static_cast<long long>(total));
+    }
+}
+
+void run_stop() {
+    pfarm::farm_options o = options_for("plain");
+    o.protocol.on_worker_loss = pfarm::parse_worker_loss_rule("stop=0.5");
+    std::vector<double> out(tasks, -1.0);
+    try {
+        pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, std::span<double>(out), [&](pfarm::task_count, double& y) {
+            work(0, false);
+            y = 1.0;
+        }, o);
+        CHECK(false, "stop: the farm completed");
+    } catch (const pfarm::error& e) {
+        const std::string what = e.what();
+        CHECK(what.find("rank " + std::to_string(victim)) != std::string::npos, "stop: '%s' names no rank %d",
+              what.c_str(), victim);
+        CHECK(what.find("presumed lost") != std::string::npos, "stop: '%s'", what.c_str());
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    pfarm::mpi::environment env(&argc, &argv);
+    find_rank();
+    const std::string scenario = argc > 1 ? argv[1] : "continue";
+    if (argc > 2) victim = std::stoi(argv[2]);
+    const std::string variant = argc > 3 ? argv[3] : "plain";
+    if (scenario == "continue") run_continue(variant, false);
+    else if (scenario == "late") run_continue(variant, true);
+    else if (scenario == "stop") run_stop();
+    else {
+        if (rank_ == 0) std::fprintf(stderr, "unknown scenario %s\n", scenario.c_str());
+        return 2;
+    }
+    return verdict_p2p(scenario + " " + variant);
+}

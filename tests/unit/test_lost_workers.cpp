@@ -1,0 +1,257 @@
+// Lost workers (farmer.hpp "Lost workers", farmer_session_options::worker_loss) on a scripted farm: three workers,
+// 30 tasks; a worker that goes silent holding a chunk is presumed lost at on_timer() past its deadline (4 x its
+// chunk's expected time at the pace measured + the slack), and its tasks go to the others, or the farm stops.
+#include "pfarm/error.hpp"
+#include "pfarm/farmer_session.hpp"
+#include "pfarm/registry.hpp"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <map>
+
+namespace {
+
+using pfarm::chunk;
+using pfarm::farm_outcome;
+using pfarm::farmer_action;
+using pfarm::reply_message;
+using pfarm::request_message;
+using pfarm::worker_loss_rule;
+
+worker_loss_rule go_on(double slack = 0.5) { return {worker_loss_rule::kind::go_on, 4.0, slack}; }
+worker_loss_rule stop(double slack = 0.5) { return {worker_loss_rule::kind::stop, 4.0, slack}; }
+
+struct scripted {
+    explicit scripted(worker_loss_rule rule, const std::string& technique = "static", bool prefetch = false,
+                      bool reclaim = false, int workers = 3, pfarm::task_count tasks = 30)
+        : tasks(tasks),
+          s(tasks, workers, pfarm::make_technique(technique, {}, workers),
+            {.prefetch = prefetch, .reclaim = reclaim, .clock = {}, .worker_loss = rule}) {}
+
+    /// Worker w's message at `now`; returns its reply (kind 0: none).
+    reply_message::kind on(int w, const request_message& m, double now) {
+        last.erase(w);
+        take(s.on_message(w, m, now));
+        const auto it = last.find(w);
+        return it == last.end() ? reply_message::kind{} : it->second;
+    }
+    reply_message::kind ask(int w, chunk done, double now, request_message::kind what = request_message::kind::ask) {
+        request_message m;
+        m.what = what;
+        m.done = done;
+        m.seconds = 0.1 * static_cast<double>(done.count);  // 0.1 s per task
+        m.started = now - m.seconds;
+        m.finished = now;
+        return on(w, m, now);
+    }
+    void timer(double now) { take(s.on_timer(now)); }
+    void take(const std::vector<farmer_action>& actions) {
+        for (const auto& a : actions) {
+            if (a.what == farmer_action::kind::deliver) {
+                for (auto t = a.results.first; t < a.results.first + a.results.count; ++t) ++delivered[t];
+            } else if (a.what == farmer_action::kind::send) {
+                last[a.worker] = a.reply.what;
+                if (a.reply.what == reply_message::kind::assign) work[a.worker] = a.reply.work;
+                if (a.reply.what == reply_message::kind::reclaim) reclaims[a.worker] = a.reply;
+            }
+        }
+    }
+    void every_task_once() const {
+        for (pfarm::task_count t = 0; t < tasks; ++t) {
+            const auto it = delivered.find(t);
+            EXPECT_TRUE(it != delivered.end() && it->second == 1) << "task " << t;
+        }
+    }
+    /// Worker w computes what it was given last and asks, until it is stopped; returns when it was.
+    void drain(int w, double& now) {
+        for (int i = 0; i < 1000 && last[w] == reply_message::kind::assign; ++i) {
+            now += 0.1 * static_cast<double>(work[w].count);
+            ask(w, work[w], now);
+        }
+    }
+
+    pfarm::task_count tasks;
+    pfarm::farmer_session s;
+    std::map<pfarm::task_count, int> delivered;
+    std::map<int, reply_message::kind> last;
+    std::map<int, chunk> work;
+    std::map<int, reply_message> reclaims;
+};
+
+void start(scripted& f, int workers = 3) {
+    for (int w = 0; w < workers; ++w) ASSERT_EQ(f.ask(w, {}, 0.0), reply_message::kind::assign) << "worker " << w;
+}
+
+TEST(LostWorkers, ASilentWorkersChunkGoesToTheOthersAndTheFarmEndsWithEveryResult) {
+    scripted f(go_on());
+    start(f);
+    EXPECT_EQ(f.work[2], (chunk{20, 10}));
+    EXPECT_EQ(f.ask(0, {0, 10}, 1.0), reply_message::kind{});  // parked: worker 2's chunk may yet be lost
+    EXPECT_EQ(f.ask(1, {10, 10}, 1.0), reply_message::kind{});
+    // Its deadline: handed out at 0, 10 tasks at 0.1 s, x 4, + 0.5 s = 4.5 s.
+    EXPECT_LE(f.s.deadline(), 4.5);
+    f.timer(4.4);
+    EXPECT_TRUE(f.s.lost().empty());
+    f.timer(4.6);
+    ASSERT_EQ(f.s.lost(), std::vector<int>{2});
+    EXPECT_EQ(f.s.decisions().returned_tasks(), 10);
+    ASSERT_EQ(f.last[0], reply_message::kind::assign);  // the parked take its tasks, in pieces
+    ASSERT_EQ(f.last[1], reply_message::kind::assign);
+    EXPECT_EQ(f.work[0], (chunk{20, 5}));  // each a share of what is left of it among the 2 workers left
+    EXPECT_EQ(f.work[1], (chunk{25, 3}));
+    double now = 4.6;
+    f.drain(0, now);
+    f.drain(1, now);
+    EXPECT_EQ(f.last[0], reply_message::kind::stop);
+    EXPECT_EQ(f.last[1], reply_message::kind::stop);
+    EXPECT_TRUE(f.s.over());
+    EXPECT_EQ(f.s.outcome().what, farm_outcome::kind::ok);
+    f.every_task_once();
+}
+
+TEST(LostWorkers, StopEndsTheFarmNamingTheLostWorker) {
+    scripted f(stop());
+    start(f);
+    EXPECT_EQ(f.ask(0, {0, 10}, 1.0), reply_message::kind::stop);  // without loss tolerance the idle stop at once
+    f.timer(4.6);  // workers 1 and 2 are silent past their deadline (4.5)
+    ASSERT_EQ(f.s.lost(), (std::vector<int>{1, 2}));
+    EXPECT_EQ(f.s.outcome().what, farm_outcome::kind::worker_lost);
+    EXPECT_EQ(f.s.outcome().worker, 1);  // the first
+    EXPECT_NE(f.s.outcome().text.find("presumed lost"), std::string::npos);
+    EXPECT_TRUE(f.s.over());
+
+    scripted g(stop());
+    start(g);
+    g.ask(0, {0, 10}, 1.0);
+    g.timer(4.6 - 3.0);  // nobody past a deadline yet
+    g.ask(1, {10, 10}, 2.0);
+    g.timer(4.6);
+    ASSERT_EQ(g.s.lost(), std::vector<int>{2});
+    EXPECT_EQ(g.s.outcome().worker, 2);
+    EXPECT_TRUE(g.s.over());
+}
+
+TEST(LostWorkers, AWorkerWithinItsDeadlineIsNotLostAndOffNeverLoses) {
+    scripted f(go_on(2.0));
+    start(f);
+    f.ask(0, {0, 10}, 1.0);
+    f.timer(6.0);  // 4 + 2 = 6: not past it
+    EXPECT_TRUE(f.s.lost().empty());
+    f.ask(2, {20, 10}, 6.0);
+    f.ask(1, {10, 10}, 6.1);
+    EXPECT_TRUE(f.s.over());
+    f.every_task_once();
+
+    scripted off({});
+    EXPECT_EQ(off.s.deadline(), std::numeric_limits<double>::infinity());
+}
+
+TEST(LostWorkers, ALostWorkerThatComesBackIsStoppedAndItsResultsAreNotCounted) {
+    scripted f(go_on());
+    start(f);
+    f.ask(0, {0, 10}, 1.0);
+    f.ask(1, {10, 10}, 1.0);
+    f.timer(4.6);
+    ASSERT_EQ(f.s.lost(), std::vector<int>{2});
+    EXPECT_EQ(f.ask(2, {20, 10}, 4.7), reply_message::kind::stop);  // alive after all: its results went elsewhere
+    EXPECT_EQ(f.delivered.count(20), 0u);
+    double now = 4.7;
+    f.drain(0, now);
+    f.drain(1, now);
+    EXPECT_TRUE(f.s.over());
+    f.every_task_once();
+}
+
+TEST(LostWorkers, WithPrefetchBothChunksItHeldGoBack) {
+    scripted f(go_on(), "ss", true, false, 2, 10);
+    ASSERT_EQ(f.ask(0, {}, 0.0), reply_message::kind::assign);
+    ASSERT_EQ(f.ask(1, {}, 0.0), reply_message::kind::assign);
+    EXPECT_EQ(f.ask(1, {}, 0.05), reply_message::kind::assign);  // asks ahead: it holds two chunks of one task
+    double now = 0.0;
+    for (int i = 0; i < 3; ++i) {  // worker 0 alone goes on
+        now += 0.1;
+        f.ask(0, f.work[0], now);
+    }
+    f.timer(1.0);  // worker 1: 0 + 4 x 1 x 0.1 + 0.5; worker 0 asked at 0.3: its deadline is 1.2
+    ASSERT_EQ(f.s.lost(), std::vector<int>{1});
+    EXPECT_EQ(f.s.decisions().returned_tasks(), 2);
+    f.drain(0, now);
+    EXPECT_TRUE(f.s.over());
+    f.every_task_once();
+}
+
+TEST(LostWorkers, LostDuringCalibrationTheBarrierPassesWithoutIt) {
+    scripted f(go_on(), "multi");
+    start(f);  // one calibration task each
+    EXPECT_EQ(f.ask(0, f.work[0], 0.1), reply_message::kind{});  // parked at the barrier
+    EXPECT_EQ(f.ask(1, f.work[1], 0.1), reply_message::kind{});
+    EXPECT_TRUE(f.s.decisions().calibrating());
+    f.timer(1.0);  // 0 + 4 x 1 x 0.1 + 0.5 = 0.9
+    ASSERT_EQ(f.s.lost(), std::vector<int>{2});
+    EXPECT_FALSE(f.s.decisions().calibrating());
+    EXPECT_EQ(f.last[0], reply_message::kind::assign);
+    double now = 1.0;
+    for (int i = 0; i < 200 && !f.s.over(); ++i) {
+        f.drain(0, now);
+        f.drain(1, now);
+        if (!f.s.over()) f.timer(now += 1.0);
+    }
+    EXPECT_TRUE(f.s.over());
+    f.every_task_once();
+}
+
+TEST(LostWorkers, AVictimLostWhileAskedAnswersItsThief) {
+    scripted f(go_on(), "static", false, true);
+    start(f);
+    f.ask(0, {0, 10}, 1.0);  // idle with everything handed out: reclaim from 1 or 2
+    ASSERT_FALSE(f.reclaims.empty());
+    const int victim = f.reclaims.begin()->first;
+    const int other = 3 - victim;
+    f.ask(other, f.work[other], 1.2);
+    f.timer(4.6);  // the victim never answers
+    ASSERT_EQ(f.s.lost(), std::vector<int>{victim});
+    double now = 4.6;
+    for (int i = 0; i < 100 && !f.s.over(); ++i) {
+        f.drain(0, now);
+        f.drain(other, now);
+        if (!f.s.over()) f.timer(now += 0.5);
+    }
+    EXPECT_TRUE(f.s.over());
+    f.every_task_once();
+}
+
+TEST(LostWorkers, EveryWorkerLostStopsTheFarm) {
+    scripted f(go_on(), "static", false, false, 2, 20);
+    ASSERT_EQ(f.ask(0, {}, 0.0), reply_message::kind::assign);
+    ASSERT_EQ(f.ask(1, {}, 0.0), reply_message::kind::assign);
+    f.ask(0, {0, 10}, 1.0);
+    EXPECT_EQ(f.last[0], reply_message::kind{});
+    f.timer(4.6);  // worker 1 lost: worker 0 takes its tasks
+    ASSERT_EQ(f.last[0], reply_message::kind::assign);
+    f.timer(100.0);  // and is lost too
+    EXPECT_EQ(f.s.outcome().what, farm_outcome::kind::worker_lost);
+    EXPECT_TRUE(f.s.over());
+}
+
+TEST(LostWorkers, TheRuleParsesAndRefusesWhatItDoesNotKnow) {
+    EXPECT_EQ(pfarm::parse_worker_loss_rule("off").what, worker_loss_rule::kind::off);
+    EXPECT_EQ(pfarm::parse_worker_loss_rule("stop").what, worker_loss_rule::kind::stop);
+    const worker_loss_rule c = pfarm::parse_worker_loss_rule("continue=2.5");
+    EXPECT_EQ(c.what, worker_loss_rule::kind::go_on);
+    EXPECT_DOUBLE_EQ(c.slack, 2.5);
+    EXPECT_EQ(pfarm::to_string(c), "continue=2.5");
+    for (const char* bad : {"", "on", "continue=", "continue=0", "continue=-1", "continue=x", "off=3", "stop=inf"}) {
+        try {
+            pfarm::parse_worker_loss_rule(bad);
+            ADD_FAILURE() << "accepted '" << bad << "'";
+        } catch (const pfarm::invalid_argument& e) {
+            EXPECT_NE(std::string(e.what()).find("on_worker_loss"), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_THROW(pfarm::farmer_session(10, 2, pfarm::make_technique("ss", {}, 2),
+                                       {.clock = {}, .worker_loss = {worker_loss_rule::kind::go_on, 1.0, 1.0}}),
+                 pfarm::invalid_argument);
+}
+
+}  // namespace
