@@ -86,8 +86,14 @@ TEST(FarmerPool, CalibrationWaitsForTasksAndAWorkerLeftWithoutOneStops) {
 
 /// A hierarchical farm in process: a supermaster session, masters, worker sessions, with every message in a bag
 /// from which a seeded generator picks the next event; chunks are computed in one step (reclaims answered
-/// between their first and second task), so that every interleaving the protocol allows can come up.
+/// between their first and second task), so that every interleaving the protocol allows can come up. Each chunk a
+/// master receives gets an attachment (a transport's buffers: here a count per task of the results stored into it),
+/// which deliver actions fill and the up action that carries the chunk's results hands back.
 struct random_farm {
+    struct buffers {
+        chunk work;
+        std::vector<int> stored;  ///< per task of `work`: results stored into it
+    };
     struct message {
         enum class to { supermaster, master, worker } where;
         int who = 0;    ///< the sender (to supermaster, to master from a worker) or the receiver
@@ -103,11 +109,13 @@ struct random_farm {
     std::vector<pfarm::worker_session> workers;
     std::vector<message> bag;
     std::vector<task_count> computed, delivered_top;
+    std::vector<task_count> sent_up;  ///< per task: its results went up from its chunk's attachment
     int deepest = 0;  ///< the most chunks a master held at once (its up session's)
     std::mt19937_64 random;
 
     random_farm(task_count n, int k, int p, const std::string& technique, bool prefetch, bool reclaim, std::uint64_t seed)
-        : tasks(n), computed(static_cast<std::size_t>(n), 0), delivered_top(static_cast<std::size_t>(n), 0), random(seed) {
+        : tasks(n), computed(static_cast<std::size_t>(n), 0), delivered_top(static_cast<std::size_t>(n), 0),
+          sent_up(static_cast<std::size_t>(n), 0), random(seed) {
         auto top_options = pfarm::master_options(runnable_options(), groups(k, p));
         top = std::make_unique<pfarm::farmer_session>(
             n, k, pfarm::make_technique(pfarm::default_master_technique(technique), top_options, k),
@@ -149,6 +157,27 @@ struct random_farm {
     }
     void from_master(int m, const std::vector<pfarm::master_action>& actions) {
         for (const auto& a : actions) {
+            if (a.what == pfarm::master_action::kind::deliver) {  // into the attachments of the chunks it names
+                task_count stored = 0;
+                for (const pfarm::held_chunk& h : a.into) {
+                    auto& b = *std::static_pointer_cast<buffers>(h.attachment);
+                    ASSERT_EQ(b.work, h.work);
+                    for (task_count t = std::max(a.results.first, h.work.first);
+                         t < std::min(a.results.first + a.results.count, h.work.first + h.work.count); ++t, ++stored)
+                        ++b.stored[static_cast<std::size_t>(t - h.work.first)];
+                }
+                ASSERT_EQ(stored, a.results.count) << "a delivery names every chunk its results fall in";
+            }
+            if (a.what == pfarm::master_action::kind::up && a.message.done.count > 0) {  // from its attachment
+                ASSERT_NE(a.attachment, nullptr) << "an up action carrying results hands their chunk's attachment out";
+                const auto& b = *std::static_pointer_cast<buffers>(a.attachment);
+                ASSERT_EQ(b.work, a.message.done);
+                for (task_count t = b.work.first; t < b.work.first + b.work.count; ++t) {
+                    ASSERT_EQ(b.stored[static_cast<std::size_t>(t - b.work.first)], 1) << "task " << t << " stored once";
+                    ++sent_up[static_cast<std::size_t>(t)];
+                }
+                ASSERT_EQ(masters[static_cast<std::size_t>(m)]->holding(b.work.first), nullptr) << "it left the ledger";
+            }
             if (a.what == pfarm::master_action::kind::up) bag.push_back({message::to::supermaster, m, 0, false, a.message, {}});
             if (a.what == pfarm::master_action::kind::send)
                 bag.push_back({message::to::worker, first_of[static_cast<std::size_t>(m)] + a.worker, m, false, {}, a.reply});
@@ -199,7 +228,11 @@ struct random_farm {
                 break;
             case message::to::master: {
                 auto& master = *masters[static_cast<std::size_t>(m.group)];
-                if (m.from_top) from_master(m.group, master.on_reply(m.reply, now));
+                if (m.from_top && m.reply.what == pfarm::reply_message::kind::assign)
+                    from_master(m.group, master.on_reply(m.reply, now,
+                                                         std::make_shared<buffers>(buffers{
+                                                             m.reply.work, std::vector<int>(static_cast<std::size_t>(m.reply.work.count))})));
+                else if (m.from_top) from_master(m.group, master.on_reply(m.reply, now));
                 else from_master(m.group, master.on_message(m.who - first_of[static_cast<std::size_t>(m.group)], m.request, now));
                 deepest = std::max(deepest, master.up().held());
                 break;
@@ -232,11 +265,15 @@ TEST_P(MasterSessionRandom, EveryTaskOnceUnderRandomEventOrders) {
         farm.run(now);
         SCOPED_TRACE("seed " + std::to_string(seed));
         EXPECT_TRUE(farm.top->over());
-        for (const auto& m : farm.masters) EXPECT_TRUE(m->over());
+        for (const auto& m : farm.masters) {
+            EXPECT_TRUE(m->over());
+            EXPECT_TRUE(m->held().empty()) << "every chunk left the ledger with its results";
+        }
         for (const auto& w : farm.workers) EXPECT_TRUE(w.ended());
         for (task_count t = 0; t < farm.tasks; ++t) {
             ASSERT_EQ(farm.computed[static_cast<std::size_t>(t)], 1) << "task " << t << " computed once";
             ASSERT_EQ(farm.delivered_top[static_cast<std::size_t>(t)], 1) << "task " << t << " reached the supermaster once";
+            ASSERT_EQ(farm.sent_up[static_cast<std::size_t>(t)], 1) << "task " << t << " went up from its chunk's attachment";
         }
         EXPECT_TRUE(farm.top->decisions().done());
         EXPECT_LE(farm.deepest, pfarm::master_depth);
@@ -371,6 +408,69 @@ TEST(MasterSession, TheRefillDoesNotWaitForAnOlderChunksLastResult) {
     EXPECT_TRUE(up);
     EXPECT_EQ(m.up_requests(), pfarm::master_depth + 1);
     EXPECT_EQ(m.merged_requests(), 1);
+}
+
+/// The ledger: each chunk keeps the driver's attachment from its reply until the up action that carries its results
+/// hands it out; a worker's chunk that spans two held chunks (the pool merged them) is delivered into both, with
+/// their attachments; a complete chunk whose results wait for the reply asked ahead stays in the ledger until then.
+TEST(MasterSession, TheLedgerKeepsEachChunksAttachmentUntilItsResultsGoUp) {
+    pfarm::master_session_options o;
+    o.expected = 25;
+    pfarm::master_session m(2, pfarm::make_technique("css", runnable_options(), 2), o);  // chunks of 7
+    m.start(0.0);
+    const auto first = std::make_shared<int>(1), second = std::make_shared<int>(2), third = std::make_shared<int>(3);
+    pfarm::reply_message a;
+    a.work = {0, 10};
+    m.on_reply(a, 1.0, first);
+    ASSERT_EQ(m.held().size(), 1u);
+    EXPECT_EQ(m.held().front().attachment, first);
+    pfarm::request_message ask;
+    for (const auto& x : m.on_message(0, ask, 2.0))
+        if (x.what == pfarm::master_action::kind::send) EXPECT_EQ(x.reply.work, (chunk{0, 7}));
+    EXPECT_EQ(m.up_requests(), 2) << "3 of 10 left: the refill is due";
+    pfarm::reply_message b;
+    b.work = {10, 10};
+    m.on_reply(b, 3.0, second);
+    ASSERT_NE(m.holding(12), nullptr);
+    EXPECT_EQ(m.holding(12)->attachment, second);
+    EXPECT_EQ(m.holding(20), nullptr);
+    for (const auto& x : m.on_message(1, ask, 4.0))
+        if (x.what == pfarm::master_action::kind::send) EXPECT_EQ(x.reply.work, (chunk{7, 7})) << "it spans both";
+    pfarm::request_message r;
+    r.done = {7, 7};
+    r.seconds = 1.0, r.started = 4.0, r.finished = 5.0;
+    bool delivered = false;
+    for (const auto& x : m.on_message(1, r, 5.0))
+        if (x.what == pfarm::master_action::kind::deliver) {
+            ASSERT_EQ(x.into.size(), 2u);
+            EXPECT_EQ(x.into[0].work, (chunk{0, 10}));
+            EXPECT_EQ(x.into[0].attachment, first);
+            EXPECT_EQ(x.into[1].work, (chunk{10, 10}));
+            EXPECT_EQ(x.into[1].attachment, second);
+            delivered = true;
+        }
+    EXPECT_TRUE(delivered);
+    EXPECT_EQ(m.up_requests(), 3) << "the pool is empty: the refill went";
+    r.done = {0, 7};
+    r.started = 2.0, r.finished = 6.0;
+    for (const auto& x : m.on_message(0, r, 6.0)) EXPECT_NE(x.what, pfarm::master_action::kind::up);
+    ASSERT_NE(m.holding(0), nullptr) << "complete, its results wait for the reply asked ahead";
+    EXPECT_EQ(m.holding(0)->done, 10);
+    pfarm::reply_message c;
+    c.work = {20, 5};
+    bool up = false;
+    for (const auto& x : m.on_reply(c, 7.0, third))
+        if (x.what == pfarm::master_action::kind::up && x.message.done.count > 0) {
+            EXPECT_EQ(x.message.done, (chunk{0, 10}));
+            EXPECT_EQ(x.attachment, first) << "handed out with the results";
+            up = true;
+        }
+    EXPECT_TRUE(up);
+    EXPECT_EQ(m.holding(0), nullptr) << "the first chunk left the ledger";
+    ASSERT_EQ(m.held().size(), 2u);
+    EXPECT_EQ(m.held().front().work, (chunk{10, 10}));
+    EXPECT_EQ(m.held().front().done, 4);
+    EXPECT_EQ(m.held().back().attachment, third);
 }
 
 TEST(MasterSession, DepthNeedsNoReclaimAndABoundedWorkerSession) {

@@ -41,7 +41,7 @@ void master_session::take_group(const std::vector<farmer_action>& actions) {
         out.worker = a.worker;
         switch (a.what) {
         case farmer_action::kind::deliver:
-            credit(a.results);
+            credit(a.results, out.into);
             out.what = master_action::kind::deliver;
             out.results = a.results;
             break;
@@ -67,6 +67,15 @@ void master_session::take_up(worker_session::actions actions) {
             out.message.has_sample = true;
             out.message.sample = readings();
         }
+        if (a.message.done.count > 0) {  // the chunk's results go up: it leaves the ledger, its attachment with them
+            const auto h = std::find_if(held_.begin(), held_.end(), [&](const held_chunk& c) { return c.work == a.message.done; });
+            if (h == held_.end() || h->done != h->work.count)
+                throw internal_error("master session: the results of [" + std::to_string(a.message.done.first) + ", +" +
+                                     std::to_string(a.message.done.count) + ") go up, " +
+                                     (h == held_.end() ? "a chunk it does not hold" : "not all of them in"));
+            out.attachment = std::move(h->attachment);
+            held_.erase(h);
+        }
         ++up_messages_;
         if (a.message.what == request_message::kind::ask) {
             ++up_requests_;
@@ -76,13 +85,15 @@ void master_session::take_up(worker_session::actions actions) {
     }
 }
 
-void master_session::credit(chunk results) {
+void master_session::credit(chunk results, std::vector<held_chunk>& into) {
     // A worker's chunk may span two of its chunks when they follow each other (the pool merges them).
     task_count credited = 0;
     for (held_chunk& h : held_) {
         const task_count lo = std::max(results.first, h.work.first);
         const task_count hi = std::min(results.first + results.count, h.work.first + h.work.count);
-        if (hi > lo) h.done += hi - lo, credited += hi - lo;
+        if (hi <= lo) continue;
+        h.done += hi - lo, credited += hi - lo;
+        into.push_back(h);
     }
     if (credited == results.count) return;
     throw internal_error("master session: results for [" + std::to_string(results.first) + ", +" +
@@ -124,8 +135,9 @@ void master_session::settle(double now) {
             if (!due) return;
             take_up(up_.ask_ahead(true));
         }
+        // It stays in the ledger until its results go up: with this event's message, or with the one the reply asked
+        // ahead brings (take_up).
         const double arrived = h.arrived;
-        held_.pop_front();
         take_up(up_.on_chunk_done(now - arrived, arrived, now));
     }
 }
@@ -181,7 +193,13 @@ const std::vector<master_action>& master_session::start(double now) {
     return actions_;
 }
 
-const std::vector<master_action>& master_session::on_reply(const reply_message& r, double now) {
+const held_chunk* master_session::holding(task_count task) const noexcept {
+    for (const held_chunk& h : held_)
+        if (task >= h.work.first && task < h.work.first + h.work.count) return &h;
+    return nullptr;
+}
+
+const std::vector<master_action>& master_session::on_reply(const reply_message& r, double now, chunk_attachment attachment) {
     actions_.clear();
     switch (r.what) {
     case reply_message::kind::abort:
@@ -191,7 +209,7 @@ const std::vector<master_action>& master_session::on_reply(const reply_message& 
     case reply_message::kind::reclaim:
         throw internal_error("master session: a reclaim from the supermaster (there is no reclaim between masters)");
     case reply_message::kind::assign:
-        held_.push_back({r.work, 0, now});
+        held_.push_back({r.work, 0, now, std::move(attachment)});
         received_.push_back(r.work.count);
         take_group(group_.add_tasks(r.work, now));
         break;

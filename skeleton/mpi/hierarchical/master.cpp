@@ -1,15 +1,19 @@
 // pfarm MPI engine, the hierarchical farm: a master. The MPI transport of a master_session ("a worker session facing
 // up and a farmer session facing down", master_session.hpp) between the supermaster (upper communicator, rank 0)
 // and its group (group communicator: itself rank 0, its workers 1..n, each talking to it exactly as to a flat
-// farmer). Every rule of the protocol is in the session; this file moves bytes and keeps the buffers:
-//   - a master keeps the inputs of each chunk the supermaster gave it (they go down in slices, with the replies its
-//     session decides) and a results buffer per chunk, which its workers' results fill as its session delivers them
-//     (a worker's chunk may span two of them: the pool merges ranges that follow each other); results too large for
-//     their request follow it and are received without blocking, stored once in (following_payloads);
-//   - the chunk's results go up in the message the session says (an `up` action with the chunk in `done`): its
-//     next request with them, in one message, alone (`results`, while later chunks are held), or its final
-//     results; a message up whose chunk still waits for results on their way is held back until they are in, and
-//     those after it behind it;
+// farmer). Every rule of the protocol is in the session; this file moves bytes and fills the buffers:
+//   - each chunk the supermaster gives it has its buffers (chunk_buffers: its inputs, which go down in slices with
+//     the replies its session decides, and its results), given to the session with the chunk's reply as the chunk's
+//     attachment: the session's ledger (master_session.hpp) is the one list of the chunks it holds, and a chunk's
+//     buffers are found through it (holding(task));
+//   - its workers' results fill the buffers of the held chunks the session's deliver action names (a worker's chunk
+//     may span two of them: the pool merges ranges that follow each other); results too large for their request
+//     follow it and are received without blocking, stored once in (following_payloads), into the buffers their
+//     deliveries named, which they keep (their chunk may have left the ledger meanwhile) and count as pending;
+//   - the chunk's results go up in the message the session says (an `up` action with the chunk in `done`, its
+//     buffers handed out with it as the chunk leaves the ledger): its next request with them, in one message, alone
+//     (`results`, while later chunks are held), or its final results; a message up whose chunk still waits for
+//     results on their way is held back, with the chunk's buffers, until they are in, and those after it behind it;
 //   - a worker's failure goes up with the worker's task and text; this transport adds the worker's rank (the
 //     session's failed_worker()), so that every rank throws what the flat farmer's ranks throw.
 // With farm_options::topology.farmer_computes its own worker (own_worker.hpp) is worker 0 of its group, between two of whose
@@ -145,8 +149,8 @@ private:
         const task_count i = own_->next();
         const std::byte* input = nullptr;
         if (inputs_travel_) {
-            const held& c = holding(i);
-            input = c.inputs->data() + static_cast<std::size_t>(i - c.work.first) * kernel_.in_bytes;
+            const held_chunk& c = holding(i);
+            input = buffers(c).inputs->data() + static_cast<std::size_t>(i - c.work.first) * kernel_.in_bytes;
         } else {
             input = in_ + static_cast<std::size_t>(i) * kernel_.in_bytes;  // replicated, or an index range
         }
@@ -165,29 +169,29 @@ private:
         });
     }
 
-    /// The supermaster's reply: a chunk's inputs are kept for the group; the receive is posted again before the
-    /// session acts (its actions may send up, and the supermaster may be sending the next reply meanwhile).
+    /// The supermaster's reply: a chunk's buffers (its inputs for the group, room for its results) go to the session
+    /// with it; the receive is posted again before the session acts (its actions may send up, and the supermaster
+    /// may be sending the next reply meanwhile).
     void take_reply() {
         reply_header h;
         std::memcpy(&h, reply_.data(), sizeof h);
         const reply_message r = decode(h);
+        std::shared_ptr<chunk_buffers> c;
         if (r.what == reply_message::kind::assign) try {
-            held c;
-            c.work = r.work;
+            c = std::make_shared<chunk_buffers>();
             if (inputs_travel_) {
                 const std::size_t bytes = static_cast<std::size_t>(r.work.count) * kernel_.in_bytes;
-                c.inputs = std::make_shared<wire_buffer>();
-                c.inputs->reserve(bytes);
+                c->inputs = std::make_shared<wire_buffer>();
+                c->inputs->reserve(bytes);
                 if (h.inputs_follow)
-                    mpi::check(MPI_Recv(c.inputs->data(), static_cast<int>(bytes), MPI_BYTE, 0, tag_inputs, up_, MPI_STATUS_IGNORE),
+                    mpi::check(MPI_Recv(c->inputs->data(), static_cast<int>(bytes), MPI_BYTE, 0, tag_inputs, up_, MPI_STATUS_IGNORE),
                                "MPI_Recv");
                 else
-                    std::memcpy(c.inputs->data(), reply_.data() + reply_payload_offset, bytes);
+                    std::memcpy(c->inputs->data(), reply_.data() + reply_payload_offset, bytes);
             }
-            c.results = std::make_shared<wire_buffer>();
-            if (kernel_.variable()) c.variable.resize(static_cast<std::size_t>(r.work.count));
-            else c.results->reserve(request_payload_offset + static_cast<std::size_t>(r.work.count) * kernel_.out_bytes);
-            held_.push_back(std::move(c));
+            c->results = std::make_shared<wire_buffer>();
+            if (kernel_.variable()) c->variable.resize(static_cast<std::size_t>(r.work.count));
+            else c->results->reserve(request_payload_offset + static_cast<std::size_t>(r.work.count) * kernel_.out_bytes);
         } catch (...) {  // the abort that follows still comes this way
             reply_.post(up_, 0, tag_reply);
             requests_[0] = reply_.request();
@@ -195,7 +199,7 @@ private:
         }
         reply_.post(up_, 0, tag_reply);
         requests_[0] = reply_.request();
-        perform(session_.on_reply(r, clock()));
+        perform(session_.on_reply(r, clock(), std::move(c)));
     }
 
     /// A worker's message (a request, or a victim's answer); its receive is posted again once it is handled.
@@ -215,6 +219,7 @@ private:
             if (h.results_follow) {  // too large to travel in the request: they follow, received without blocking
                 following_ = &payloads_.receive(static_cast<std::size_t>(h.results_bytes), p.source(), down_, h.first,
                                                 index_bytes_);
+                awaited_.push_back({following_, {}});
                 payload_ = nullptr;
             }
             if (message_.what == request_message::kind::ask) ++served_;
@@ -243,78 +248,87 @@ private:
             if (a.what != master_action::kind::deliver) continue;
             if (following_) {
                 following_->deliveries.push_back(a.results);
-                count_pending(a.results, 1);
+                awaited_.back().into.push_back(a.into);  // they keep the chunks' buffers until the results are in
+                for (const held_chunk& h : a.into) ++buffers(h).pending;
             } else {
                 // a.results may be part of the message's chunk (a failed task left out: on_task_error retry)
-                store(a.results, payload_, index_bytes_, payload_first_);
+                store(a.results, a.into, payload_, index_bytes_, payload_first_);
             }
         }
         following_ = nullptr;  // its own worker's requests (serve_own) carry their results in its own buffer
         for (const master_action& a : actions)
-            if (a.what == master_action::kind::up) up(a.message);
+            if (a.what == master_action::kind::up) up(a.message, a.attachment);
         serve_own();
     }
 
     /// A message up goes now, unless the chunk whose results it carries still waits for some, or a message before it
     /// waits: messages up go in the order the session says.
-    void up(const request_message& m) {
-        if (waiting_up_.empty() && ready(m)) send_up(m);
-        else waiting_up_.push_back(m);
-    }
-
-    bool ready(const request_message& m) const {
-        if (m.done.count == 0) return true;
-        for (const held& h : held_)
-            if (h.work == m.done) return h.pending == 0;
-        return true;  // send_up says what is wrong
+    void up(const request_message& m, const chunk_attachment& attachment) {
+        auto* results = static_cast<chunk_buffers*>(attachment.get());
+        if (waiting_up_.empty() && (!results || results->pending == 0)) send_up(m, results);
+        else waiting_up_.push_back({m, std::static_pointer_cast<chunk_buffers>(attachment)});
     }
 
     /// Results that followed their request and have come are stored (all: waits for every one), and the messages
     /// up that waited for them go.
     void progress_following(bool all) {
         payloads_.complete(all, [this](const following_payloads::payload& p) {
-            for (const chunk& c : p.deliveries) {
-                if (store_following_) store(c, p.buffer.data(), p.index_bytes, p.first);
-                count_pending(c, -1);
+            const auto w = std::find_if(awaited_.begin(), awaited_.end(), [&](const awaited& a) { return a.payload == &p; });
+            if (w == awaited_.end())
+                throw internal_error("hierarchical farm: rank " + std::to_string(rank_) + " got results it did not await");
+            const std::vector<std::vector<held_chunk>> into = std::move(w->into);
+            awaited_.erase(w);  // first: no entry outlives its payload, whatever happens below
+            for (std::size_t i = 0; i < p.deliveries.size(); ++i) {
+                if (store_following_) store(p.deliveries[i], into.at(i), p.buffer.data(), p.index_bytes, p.first);
+                for (const held_chunk& h : into.at(i)) --buffers(h).pending;
             }
         });
-        while (!waiting_up_.empty() && ready(waiting_up_.front())) {
-            send_up(waiting_up_.front());
+        while (!waiting_up_.empty() && (!waiting_up_.front().results || waiting_up_.front().results->pending == 0)) {
+            send_up(waiting_up_.front().message, waiting_up_.front().results.get());
             waiting_up_.pop_front();
         }
     }
 
-    /// Deliveries into the chunks that hold tasks of `c`, from results still on their way: `by` more.
-    void count_pending(chunk c, int by) {
-        for (held& h : held_)
-            if (std::max(c.first, h.work.first) < std::min(c.first + c.count, h.work.first + h.work.count)) h.pending += by;
-    }
-
-    struct held {
-        chunk work;
+    /// A held chunk's buffers: its attachment in the session's ledger, from its reply until its results go up, and
+    /// as long after as a message up held back, a send up, or results on their way to it keep them.
+    struct chunk_buffers {
         std::shared_ptr<wire_buffer> inputs;   ///< its inputs (none with replicated input or an index range)
         std::shared_ptr<wire_buffer> results;  ///< fixed size: at request_payload_offset + i x out_bytes
         std::vector<std::vector<std::byte>> variable;  ///< results of any size, per task, until they go up
         int pending = 0;  ///< deliveries into it from results still on their way (following_payloads)
     };
 
-    held& holding(task_count task) {
-        for (held& h : held_)
-            if (task >= h.work.first && task < h.work.first + h.work.count) return h;
+    /// A message up held back, with the buffers of the chunk whose results it carries (none: it carries none).
+    struct waiting {
+        request_message message;
+        std::shared_ptr<chunk_buffers> results;
+    };
+
+    /// A payload of results on its way, and per delivery from it the held chunks it goes into.
+    struct awaited {
+        const following_payloads::payload* payload = nullptr;
+        std::vector<std::vector<held_chunk>> into;
+    };
+
+    static chunk_buffers& buffers(const held_chunk& h) { return *static_cast<chunk_buffers*>(h.attachment.get()); }
+
+    /// The held chunk with task `task`, from the session's ledger.
+    const held_chunk& holding(task_count task) const {
+        if (const held_chunk* h = session_.holding(task)) return *h;
         throw internal_error("hierarchical farm: rank " + std::to_string(rank_) + " holds no chunk with task " +
                              std::to_string(task));
     }
 
-    /// The results of chunk `c` (a worker's), from `data`, which holds results from task `first` on, into the chunks
-    /// they belong to.
-    void store(chunk c, const std::byte* data, std::size_t index_bytes, task_count first) {
+    /// The results of chunk `c` (a worker's), from `data`, which holds results from task `first` on, into the buffers
+    /// of the held chunks `into` (the deliver action's).
+    void store(chunk c, const std::vector<held_chunk>& into, const std::byte* data, std::size_t index_bytes, task_count first) {
         if (!kernel_.variable()) {
             const std::size_t out = kernel_.out_bytes;
             task_count stored = 0;
-            for (held& h : held_) {
+            for (const held_chunk& h : into) {
                 const task_count lo = std::max(c.first, h.work.first), hi = std::min(c.first + c.count, h.work.first + h.work.count);
                 if (hi <= lo) continue;
-                std::memcpy(h.results->data() + request_payload_offset + static_cast<std::size_t>(lo - h.work.first) * out,
+                std::memcpy(buffers(h).results->data() + request_payload_offset + static_cast<std::size_t>(lo - h.work.first) * out,
                             data + static_cast<std::size_t>(lo - first) * out, static_cast<std::size_t>(hi - lo) * out);
                 stored += hi - lo;
             }
@@ -325,26 +339,32 @@ private:
             return;
         }
         view_of(kernel_, c.first, c.count, data, index_bytes, first).for_each([&](task_count task, const std::byte* bytes, std::size_t size) {
-            held& h = holding(task);
-            h.variable[static_cast<std::size_t>(task - h.work.first)].assign(bytes, bytes + size);
+            const auto h = std::find_if(into.begin(), into.end(), [&](const held_chunk& x) {
+                return task >= x.work.first && task < x.work.first + x.work.count;
+            });
+            if (h == into.end())
+                throw internal_error("hierarchical farm: rank " + std::to_string(rank_) + " got results for task " +
+                                     std::to_string(task) + ", in no chunk it holds");
+            buffers(*h).variable[static_cast<std::size_t>(task - h->work.first)].assign(bytes, bytes + size);
         });
     }
 
     /// Inputs of `work` (a slice of the chunks it holds), contiguous: in place when one chunk holds them all.
-    const std::byte* inputs_of(chunk work, std::shared_ptr<wire_buffer>& keep) {
+    const std::byte* inputs_of(chunk work, std::shared_ptr<wire_buffer>& keep) const {
         const std::size_t in = kernel_.in_bytes;
-        for (held& h : held_)
-            if (work.first >= h.work.first && work.first + work.count <= h.work.first + h.work.count) {
-                keep = h.inputs;
-                return h.inputs->data() + static_cast<std::size_t>(work.first - h.work.first) * in;
-            }
+        const held_chunk& first = holding(work.first);
+        if (work.first + work.count <= first.work.first + first.work.count) {
+            keep = buffers(first).inputs;
+            return keep->data() + static_cast<std::size_t>(work.first - first.work.first) * in;
+        }
         keep = std::make_shared<wire_buffer>();  // it spans two chunks (the pool merged them)
         keep->reserve(static_cast<std::size_t>(work.count) * in);
         for (task_count t = work.first; t < work.first + work.count;) {
-            held& h = holding(t);
+            const held_chunk& h = holding(t);
             const task_count end = std::min(work.first + work.count, h.work.first + h.work.count);
             std::memcpy(keep->data() + static_cast<std::size_t>(t - work.first) * in,
-                        h.inputs->data() + static_cast<std::size_t>(t - h.work.first) * in, static_cast<std::size_t>(end - t) * in);
+                        buffers(h).inputs->data() + static_cast<std::size_t>(t - h.work.first) * in,
+                        static_cast<std::size_t>(end - t) * in);
             t = end;
         }
         return keep->data();
@@ -384,9 +404,9 @@ private:
         sends_.add(request, std::move(keep));
     }
 
-    /// A message to the supermaster; with the results of its chunk `m.done` when it carries them (they follow
-    /// without blocking when they do not fit in it).
-    void send_up(const request_message& m) {
+    /// A message to the supermaster; with the results of its chunk `m.done` when it carries them, from that chunk's
+    /// buffers `results` (they follow without blocking when they do not fit in it).
+    void send_up(const request_message& m, const chunk_buffers* results) {
         request_header h = encode(m);
         if (m.what == request_message::kind::failure) {
             const int failed = session_.failed_worker();
@@ -405,21 +425,21 @@ private:
             mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_request, up_), "MPI_Send");
             return;
         }
-        const auto found = std::find_if(held_.begin(), held_.end(), [&](const held& c) { return c.work == m.done; });
-        if (found == held_.end())
+        if (!results)
             throw internal_error("hierarchical farm: rank " + std::to_string(rank_) + " sends up the results of [" +
-                                 std::to_string(m.done.first) + ", +" + std::to_string(m.done.count) + "), a chunk it does not hold");
-        std::shared_ptr<wire_buffer> buffer = found->results;
+                                 std::to_string(m.done.first) + ", +" + std::to_string(m.done.count) + ") without their buffers");
+        const chunk_buffers& c = *results;
+        std::shared_ptr<wire_buffer> buffer = c.results;
         std::size_t bytes = static_cast<std::size_t>(m.done.count) * kernel_.out_bytes;
         if (kernel_.variable()) {  // the index of sizes, then each task's bytes at a multiple of the alignment (farm.hpp)
             const std::size_t index = variable_index_bytes(m.done.count);
             bytes = index;
-            for (const auto& r : found->variable) bytes = round_up(bytes, kernel_.out_align) + r.size();
+            for (const auto& r : c.variable) bytes = round_up(bytes, kernel_.out_align) + r.size();
             buffer->reserve(request_payload_offset + bytes);
             std::byte* payload = buffer->data() + request_payload_offset;
             std::size_t at = index;
-            for (std::size_t i = 0; i < found->variable.size(); ++i) {
-                const auto& r = found->variable[i];
+            for (std::size_t i = 0; i < c.variable.size(); ++i) {
+                const auto& r = c.variable[i];
                 const auto size = static_cast<std::uint64_t>(r.size());
                 std::memcpy(payload + i * sizeof size, &size, sizeof size);
                 at = round_up(at, kernel_.out_align);
@@ -428,7 +448,6 @@ private:
             }
             h.index_bytes = static_cast<std::int64_t>(index);
         }
-        held_.erase(found);
         h.results_bytes = static_cast<std::int64_t>(bytes);
         if (request_payload_offset + bytes <= inline_capacity) {
             std::memcpy(buffer->data(), &h, sizeof h);
@@ -457,7 +476,6 @@ private:
     master_session session_;
     std::optional<own_worker> own_;  ///< its own worker, when it computes
     bool inputs_travel_;
-    std::deque<held> held_;        ///< the chunks whose inputs or results it keeps, in the order they came
     posted_receive reply_, answer_, request_;
     MPI_Request requests_[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};  ///< reply, answer, request
     request_message message_;
@@ -466,7 +484,8 @@ private:
     task_count payload_first_ = 0;        ///< the first task whose results payload_ holds
     following_payloads payloads_;         ///< its workers' results too large for their request, on their way
     following_payloads::payload* following_ = nullptr;  ///< while a worker's message is handled: its results, when they follow
-    std::deque<request_message> waiting_up_;  ///< messages up held back for results on their way, in order
+    std::vector<awaited> awaited_;        ///< the payloads of payloads_, with the buffers their deliveries go into
+    std::deque<waiting> waiting_up_;      ///< messages up held back for results on their way, in order
     bool store_following_ = true;         ///< false once the master failed: results still on their way are not kept
     wire_buffer failure_;
     pending_sends sends_;

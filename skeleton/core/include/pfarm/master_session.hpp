@@ -42,11 +42,20 @@
 //   master_session m(workers, make_technique(...), {...});
 //   perform(m.start(now));                                      // its first request up
 //   a worker's message:      perform(m.on_message(w, msg, now, arrived));
-//   the supermaster's reply: perform(m.on_reply(reply, now));
+//   the supermaster's reply: perform(m.on_reply(reply, now, attachment));
 //   the master is done when  m.over()
 // Actions, in order: up m (send request m to the supermaster, with the results of chunk m.done when it carries
-// any), send w r (reply r to worker w of the group), park w, deliver w c (store the results of chunk c, which the
-// message being handled carries). Each up, send and park is one answer for a driver that charges service time.
+// any, and that chunk's attachment), send w r (reply r to worker w of the group), park w, deliver w c (store the
+// results of chunk c, which the message being handled carries, into the held chunks `into`). Each up, send and park
+// is one answer for a driver that charges service time.
+//
+// The ledger: the session holds each supermaster chunk (held()) from its reply until the message up that carries
+// its results, with the driver's attachment for it (the MPI master's buffers: its inputs, its results; the
+// simulator gives none). A driver keeps no list of its own: it finds a chunk's attachment through the session
+// (holding(task)); a deliver action names the held chunks its results fall in, with their attachments (a worker's
+// chunk may span two: the pool merges ranges that follow each other); and the up action that carries a chunk's
+// results hands its attachment out, the chunk leaving the ledger, so that a driver that holds the message back
+// (results still on their way to it) or sends it without blocking keeps the buffers as long as it needs them.
 #pragma once
 
 #include "pfarm/farmer_session.hpp"
@@ -78,6 +87,22 @@ struct master_session_options {
     std::vector<double> powers;
 };
 
+/// A driver's own data for one held chunk, opaque to the session. A shared_ptr<void>: the session is compiled once
+/// for every driver (a template parameter would move it into this header, and the simulator has no data to give), and
+/// the data outlives the chunk's place in the ledger (a message up held back for results still on their way, a
+/// send without blocking, those results themselves keep it), so ownership is shared, as the MPI transport already
+/// shares its buffers with its pending sends. std::any would demand copyable data and allocate as much. The driver
+/// gives one type and casts back to it (std::static_pointer_cast).
+using chunk_attachment = std::shared_ptr<void>;
+
+/// One supermaster chunk a master holds: from its reply until the message up that carries its results.
+struct held_chunk {
+    chunk work;
+    task_count done = 0;          ///< tasks whose results are in
+    double arrived = 0.0;         ///< when its reply came
+    chunk_attachment attachment;  ///< the driver's, given with its reply (empty: none)
+};
+
 struct master_action {
     enum class kind { up, send, park, deliver };
     kind what = kind::up;
@@ -85,6 +110,11 @@ struct master_action {
     request_message message;  ///< up
     reply_message reply;      ///< send
     chunk results;            ///< deliver
+    /// deliver: the held chunks `results` falls in, with their attachments (one of them may leave the ledger in the
+    /// same event, its results going up).
+    std::vector<held_chunk> into;
+    /// up, when it carries the results of chunk message.done: that chunk's attachment (the chunk left the ledger).
+    chunk_attachment attachment;
 };
 
 class master_session {
@@ -94,7 +124,8 @@ public:
 
     /// The actions of one event, valid until the next call.
     const std::vector<master_action>& start(double now);
-    const std::vector<master_action>& on_reply(const reply_message& r, double now);
+    /// `attachment`: with an assign, the driver's data for its chunk, kept with it in the ledger.
+    const std::vector<master_action>& on_reply(const reply_message& r, double now, chunk_attachment attachment = {});
     const std::vector<master_action>& on_message(int worker, const request_message& m, double now, double arrived = -1.0);
     /// The master itself failed: its group is aborted and the failure goes up.
     const std::vector<master_action>& abort(const std::string& why);
@@ -112,18 +143,17 @@ public:
     const std::vector<task_count>& chunks_received() const noexcept { return received_; }
     /// Once a failure went up: the worker of the group whose failure it was (-1: the master itself, or none yet).
     int failed_worker() const noexcept { return failed_worker_; }
+    /// The ledger: the supermaster's chunks it holds, oldest first (the header's opening comment says how long).
+    const std::deque<held_chunk>& held() const noexcept { return held_; }
+    /// The held chunk with task `task` (null: none).
+    const held_chunk* holding(task_count task) const noexcept;
 
 private:
-    struct held_chunk {
-        chunk work;
-        task_count done = 0;  ///< tasks whose results are in
-        double arrived = 0.0;
-    };
     void take_group(const std::vector<farmer_action>& actions);
     void take_up(worker_session::actions actions);
     void settle(double now);
     bool refill_due() const;
-    void credit(chunk results);
+    void credit(chunk results, std::vector<held_chunk>& into);
     void read(int worker, const request_message& m);
     resource_sample readings() const;
     task_count next_unhanded(const chunk& c) const;
@@ -133,7 +163,7 @@ private:
     worker_session up_;
     std::vector<double> powers_;
     std::vector<resource_sample> latest_;  ///< each worker's latest readings
-    std::deque<held_chunk> held_;          ///< the supermaster's chunks it holds, oldest first
+    std::deque<held_chunk> held_;          ///< the ledger: the supermaster's chunks it holds, oldest first
     std::vector<master_action> actions_;
     std::vector<task_count> received_;
     bool failure_sent_ = false;
