@@ -1,15 +1,16 @@
 #!/usr/bin/python3
 # Lost-worker kill runs (issue 31's targets, flat farm; docs/reliability.md "A lost worker"): pfarm-calcium on
 # 4 ranks under Open MPI's recovery mode, once uninterrupted as the reference, then N runs in which one worker
-# rank (1..3, at random) is SIGKILLed at a random time within the run. Each run must end (no hang), name the
-# killed rank as the one lost rank with every living rank exiting 3 (or none lost and status 0 when the kill came
-# after the rank had left the farm), mpirun exiting 0, write every
-# output file byte-identical to the reference, and have a makespan within
+# rank (1..3, at random) is SIGKILLed at a random time within the run. Each run must end (no hang); name the
+# killed rank as the one lost rank, every living rank exiting 3 (none lost and status 0 when the kill came after
+# the rank had left the farm), mpirun exiting 0; write every output file byte-identical to the reference; and have
+# a makespan within
 #   bound = 3/2 x reference makespan + 2 x (4 E + S)
 # the work over the remaining speed (3 workers -> 2) plus two detection deadlines, a deadline being the documented
 # 4 x a chunk's expected time + the slack S, with E the longest chunk's compute time in the reference's trace
 # (with 2 workers on 2 cores a task takes no longer than with 3). A run still going at bound + 5 s is hung: every
-# living rank's stack goes to its folder (gdb) before it is ended. It prints one line per run and a summary, and exits 1 if any check failed.
+# living rank's stack goes to its folder (gdb) before it is ended. It prints one line per run and a summary, and
+# exits 1 if any check failed. A failed run's folder is kept under --work.
 #   kill_calcium.py [--runs N] [--seed K] [--calcium BIN] [--mpiexec MPIRUN] [--work DIR] [--slack S]
 import argparse
 import collections
