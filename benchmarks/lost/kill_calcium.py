@@ -1,0 +1,311 @@
+#!/usr/bin/python3
+# Lost-worker kill runs (issue 31's targets, flat farm; docs/reliability.md "A lost worker"): pfarm-calcium on
+# 4 ranks under Open MPI's recovery mode, once uninterrupted as the reference, then N runs in which one worker
+# rank (1..3, at random) is SIGKILLed at a random time within the run. Each run must end (no hang); name the
+# killed rank as the one lost rank, every living rank exiting 3 (none lost and status 0 when the kill came after
+# the rank had left the farm), mpirun exiting 0; write every output file byte-identical to the reference; and have
+# a makespan within
+#   bound = 3/2 x reference makespan + 2 x (4 E + S)
+# the work over the remaining speed (3 workers -> 2) plus two detection deadlines, a deadline being the documented
+# 4 x a chunk's expected time + the slack S, with E the longest chunk's compute time in the reference's trace
+# (with 2 workers on 2 cores a task takes no longer than with 3). A run still going at bound + 5 s is hung: every
+# living rank's stack goes to its folder (gdb) before it is ended. It prints one line per run and a summary, and
+# exits 1 if any check failed. A failed run's folder is kept under --work.
+#   kill_calcium.py [--runs N] [--seed K] [--calcium BIN] [--mpiexec MPIRUN] [--work DIR] [--slack S]
+import argparse
+import collections
+import csv
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+RANKS = 4
+# A sweep of about 5 s on a 2-core machine with 3 workers (240 experiments of 2000 channels x 5000 steps),
+# multi with a pinned installment factor so that chunks stay under a second and the deadlines short; the
+# per-experiment files are kept (every 10th step) so that they can be compared.
+SWEEP = ["--channels", "2000", "--steps", "5000", "--peak-duration", "0.03", "--experiments", "240",
+         "--trace-stride", "10", "--technique", "multi", "--k", "8"]
+
+
+def parse_args():
+    root = Path(__file__).resolve().parents[2]
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--runs", type=int, default=50, help="runs with a killed worker (default 50)")
+    p.add_argument("--seed", type=int, default=31, help="seed of the kill ranks and times (default 31)")
+    p.add_argument("--calcium", default=str(root / "build/release/bin/pfarm-calcium"), help="pfarm-calcium")
+    p.add_argument("--mpiexec", default=shutil.which("mpirun") or "mpirun", help="Open MPI's mpirun")
+    p.add_argument("--work", default="/tmp/pfarm-kill-calcium", help="working directory (emptied first)")
+    p.add_argument("--slack", type=float, default=0.5, help="S of --on-worker-loss continue=S (default 0.5)")
+    p.add_argument("--timeout", type=float, default=0,
+                   help="seconds after which a run counts as hung (default: 3 x its makespan bound + 10)")
+    return p.parse_args()
+
+
+def env():
+    e = dict(os.environ)
+    e["OMPI_MCA_orte_enable_recovery"] = "1"
+    return e
+
+
+# Each rank runs under a shell that records its exit status in status.RANK: under recovery mode Open MPI 4.1's
+# mpirun exits 0 whatever its ranks' statuses (even `mpirun -n 2 sh -c 'exit 3'`), so the apps' status 3 is
+# checked where it is returned.
+WRAP = ['sh', '-c', '"$0" "$@"; s=$?; echo $s >status.$OMPI_COMM_WORLD_RANK; exit $s']
+
+
+def command(args, out_dir, trace=None):
+    return [args.mpiexec, "-n", str(RANKS), "--oversubscribe", *WRAP, args.calcium, *SWEEP, "--json", "--quiet",
+            "--on-worker-loss", f"continue={args.slack:g}", *(["--trace", str(trace)] if trace else []),
+            "--output", str(out_dir)]
+
+
+def children(pid):
+    """The pids whose parent is pid."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        # The command name is in parentheses and may hold spaces; the parent pid is the 2nd field after it.
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 1 and int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def rank_pid(mpirun_pid, rank):
+    """The pid of the pfarm-calcium under mpirun (below its shell) whose environment says it is rank `rank`."""
+    want = f"OMPI_COMM_WORLD_RANK={rank}".encode()
+    for pid in [g for c in children(mpirun_pid) for g in children(c)]:
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if want in environ:
+            return pid
+    return None
+
+
+def chunk_times(trace):
+    """(rank, count, compute seconds, calibration) of every chunk in a --trace CSV."""
+    rows = csv.DictReader(line for line in open(trace) if not line.startswith("#"))
+    return [(int(r["rank"]), int(r["count"]), float(r["finished"]) - float(r["started"]), r["calibration"] == "1")
+            for r in rows]
+
+
+def files(directory):
+    return sorted(p.relative_to(directory) for p in directory.rglob("*") if p.is_file())
+
+
+def compare(ref, out):
+    """The files that differ from the reference (missing, extra or not byte-identical), and how many match."""
+    if not out.is_dir():
+        return ["(no output directory)"], 0
+    ref_files, out_files = files(ref), files(out)
+    bad = [f"missing {f}" for f in sorted(set(ref_files) - set(out_files))]
+    bad += [f"extra {f}" for f in sorted(set(out_files) - set(ref_files))]
+    same = 0
+    for f in sorted(set(ref_files) & set(out_files)):
+        if subprocess.run(["cmp", "-s", str(ref / f), str(out / f)]).returncode == 0:
+            same += 1
+        else:
+            bad.append(f"differs {f}")
+    return bad, same
+
+
+def reference(args, work):
+    d = work / "reference"
+    d.mkdir()
+    start = time.monotonic()
+    job = subprocess.Popen(command(args, "out", "trace.csv"), cwd=d, env=env(), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = job.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        hung_in = stacks(job.pid, d)
+        os.killpg(job.pid, signal.SIGKILL)
+        stdout, stderr = job.communicate()
+        sys.exit(f"kill_calcium: the reference run (no kill) hung, rank 0 in {hung_in} ({d}/stacks.txt); "
+                 f"its standard error:\n{stderr[-3000:]}")
+    wall = time.monotonic() - start
+    (d / "stderr.txt").write_text(stderr)
+    status = [(d / f"status.{r}").read_text().strip() if (d / f"status.{r}").exists() else None for r in range(RANKS)]
+    if job.returncode != 0 or status != ["0"] * RANKS:
+        sys.exit(f"kill_calcium: the reference run (no kill) failed: mpirun {job.returncode}, ranks {status}:\n"
+                 f"{stderr[-3000:]}")
+    report = json.loads(stdout)
+    if report["lost_ranks"]:
+        sys.exit(f"kill_calcium: the reference run lost ranks {report['lost_ranks']}")
+    chunks = chunk_times(d / "trace.csv")
+    return d, wall, report["makespan"], max(c[2] for c in chunks), len(files(d / "out"))
+
+
+def stacks(mpirun_pid, d):
+    """Every living rank's stack (gdb), written to d/stacks.txt; the MPI call rank 0 waits in, if any."""
+    text = []
+    for pid in sorted(g for c in children(mpirun_pid) for g in children(c)):
+        try:
+            rank = [v for v in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                    if v.startswith(b"OMPI_COMM_WORLD_RANK=")][0].decode().split("=")[1]
+        except (OSError, IndexError):
+            continue
+        bt = subprocess.run(["gdb", "-batch", "-p", str(pid), "-ex", "thread apply all bt 25"],
+                            capture_output=True, text=True, timeout=60).stdout if shutil.which("gdb") else ""
+        text.append(f"=== rank {rank} (pid {pid})\n{bt}")
+    (d / "stacks.txt").write_text("\n".join(text))
+    rank0 = next((t for t in text if t.startswith("=== rank 0 ")), "")
+    # The MPI call rank 0 waits in and the pfarm function that made it.
+    calls = re.findall(r" in P?(MPI_\w+) \(", rank0)
+    callers = re.findall(r" in (?:\(anonymous namespace\)::)?((?:pfarm::)?[\w:]+)\(", rank0.split(calls[0])[1]) if calls else []
+    return (calls[0] + (f" from {callers[0]}" if callers else "")) if calls else "?"
+
+
+def phase(report, rank, killed_at):
+    """Where the kill fell: calibration (the rank returned no chunk), mid-run, or after it left the farm (killed
+    before its exit, or found already exited)."""
+    if report is None:
+        return "?"
+    if not report["lost_ranks"]:
+        return "after" if killed_at is not None else "after exit"
+    return "calibration" if not report["chunks_per_rank"][rank] else "mid-run"
+
+
+def one_run(args, work, i, rank, kill_at, ref, bound):
+    d = work / f"run{i:03d}"
+    d.mkdir()
+    timeout = args.timeout or bound + 5
+    start = time.monotonic()
+    job = subprocess.Popen(command(args, "out"), cwd=d, env=env(), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    killed_at, pid = None, None
+    while job.poll() is None and killed_at is None:
+        now = time.monotonic() - start
+        if pid is None:
+            pid = rank_pid(job.pid, rank)
+        if pid is not None and now >= kill_at:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed_at = now
+            except ProcessLookupError:
+                break
+        else:
+            time.sleep(0.005)
+    hung_in = None
+    try:
+        stdout, stderr = job.communicate(timeout=max(1.0, timeout - (time.monotonic() - start)))
+    except subprocess.TimeoutExpired:
+        hung_in = stacks(job.pid, d)
+        # The job's own processes, by pid: mpirun's session, and its shells and ranks should one have left it.
+        mine = [g for c in children(job.pid) for g in [c, *children(c)]]
+        os.killpg(job.pid, signal.SIGKILL)
+        for pid in mine:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        stdout, stderr = job.communicate()
+    wall = time.monotonic() - start
+    (d / "stdout.txt").write_text(stdout)
+    (d / "stderr.txt").write_text(stderr)
+    rc = job.returncode
+    failures = []
+    report = None
+    if hung_in:
+        failures.append(f"hung: still running after {timeout:.0f} s, rank 0 in {hung_in} (stacks.txt)")
+    elif stdout.strip():
+        try:
+            report = json.loads(stdout)
+        except ValueError:
+            failures.append("no JSON report on standard output")
+    else:
+        failures.append("no report on standard output")
+    lost = report["lost_ranks"] if report else None
+    status = {}
+    for r in range(RANKS):
+        f = d / f"status.{r}"
+        status[r] = int(f.read_text()) if f.exists() else None
+    if report is not None:
+        want = 3 if lost else 0
+        if lost not in ([rank], []):
+            failures.append(f"lost ranks {lost} (killed: {rank})")
+        if killed_at is None and lost:
+            failures.append(f"lost ranks {lost} but no rank was killed")
+        living = [r for r in range(RANKS) if r != rank or killed_at is None]
+        wrong = {r: status[r] for r in living if status[r] != want}
+        if wrong:
+            failures.append(f"exit status of living ranks {wrong} (want {want})")
+        if rc != 0:
+            failures.append(f"mpirun exited {rc}")
+    bad, same = compare(ref / "out", d / "out")
+    failures += bad[:5] + ([f"... {len(bad) - 5} more"] if len(bad) > 5 else [])
+    makespan = report["makespan"] if report else float("nan")
+    if makespan > bound:
+        failures.append(f"makespan {makespan:.2f} s over the bound {bound:.2f} s")
+    where = phase(report, rank, killed_at) if not hung_in else f"hung in {hung_in}"
+    if not failures:
+        shutil.rmtree(d)
+    return dict(run=i, rank=rank, kill_at=kill_at, killed_at=killed_at, rc=rc, status=status, hung=bool(hung_in), lost=lost,
+                wall=wall, makespan=makespan, same=same, phase=where, failures=failures,
+                stderr_tail=[l for l in stderr.strip().splitlines() if "PMIX ERROR" not in l][-3:] if failures else [])
+
+
+def main():
+    sys.stdout.reconfigure(line_buffering=True)
+    args = parse_args()
+    work = Path(args.work)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    ref, ref_wall, ref_makespan, e_ref, n_files = reference(args, work)
+    print(f"kill_calcium: {RANKS} ranks (3 workers), {' '.join(SWEEP)}, --on-worker-loss continue={args.slack:g}")
+    print(f"reference: wall {ref_wall:.2f} s, makespan {ref_makespan:.3f} s, longest chunk E = {e_ref:.3f} s, "
+          f"{n_files} output files")
+    print(f"makespan bound: 1.5 x {ref_makespan:.3f} + 2 x (4 x {e_ref:.3f} + {args.slack:g}) = "
+          f"{1.5 * ref_makespan + 2 * (4 * e_ref + args.slack):.2f} s")
+    print(f"kills: rank uniform in 1..3, time uniform in [0, {ref_wall:.2f}) s after mpirun starts "
+          f"(the reference's wall time), seed {args.seed}")
+    bound = 1.5 * ref_makespan + 2 * (4 * e_ref + args.slack)
+    rng = random.Random(args.seed)
+    results = []
+    for i in range(args.runs):
+        rank, kill_at = rng.randint(1, RANKS - 1), rng.uniform(0, ref_wall)
+        r = one_run(args, work, i, rank, kill_at, ref, bound)
+        results.append(r)
+        killed = f"{r['killed_at']:.2f}" if r["killed_at"] is not None else "-"
+        print(f"run {i:3d}: rank {rank} killed at {killed:>5} s ({r['phase']:<11}) mpirun {r['rc']} rank statuses "
+              f"{[r['status'][k] for k in range(RANKS)]} "
+              f"lost {r['lost']} makespan {r['makespan']:.2f} s wall {r['wall']:.2f} s "
+              f"files {r['same']}/{n_files} same: " + ("ok" if not r["failures"] else "FAIL " + "; ".join(r["failures"])),
+              flush=True)
+        for line in r["stderr_tail"]:
+            print(f"          stderr: {line}")
+    print()
+    print("| phase of the kill | runs | living ranks exit 3 | exit 0 | hung | failed | makespan min / max (s) | worst makespan / bound |")
+    print("|---|---|---|---|---|---|---|---|")
+    by_phase = collections.defaultdict(list)
+    for r in results:
+        by_phase[r["phase"]].append(r)
+    for name in sorted(by_phase, key=lambda n: (["calibration", "mid-run", "after"] + [n]).index(n)):
+        rs = by_phase[name]
+        spans = [r["makespan"] for r in rs if r["makespan"] == r["makespan"]]
+        ratio = max((r["makespan"] / bound for r in rs if r["makespan"] == r["makespan"]), default=float("nan"))
+        span_text = f"{min(spans):.2f} / {max(spans):.2f}" if spans else "-"
+        print(f"| {name} | {len(rs)} | {sum(r['status'][0] == 3 for r in rs)} | {sum(r['status'][0] == 0 for r in rs)} | "
+              f"{sum(r['hung'] for r in rs)} | {sum(bool(r['failures']) for r in rs)} | {span_text} | {ratio:.2f} |")
+    failed = [r for r in results if r["failures"]]
+    print(f"\n{len(results) - len(failed)}/{len(results)} runs passed every check; reference makespan "
+          f"{ref_makespan:.3f} s; outputs kept under {work} for failed runs")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
