@@ -190,6 +190,10 @@ static int table(void) {
     options_case("masters_negative", &o, "masters", NULL);
     FRESH("gss"), o.output.progress = 7;
     options_case("progress_out_of_range", &o, "progress", NULL);
+    FRESH("gss"), o.loss.on_worker_loss = "sometimes";
+    options_case("on_worker_loss_unknown", &o, "on_worker_loss", NULL);
+    FRESH("gss"), o.loss.on_worker_loss = "continue=-2";
+    options_case("on_worker_loss_negative_slack", &o, "on_worker_loss", NULL);
     FRESH("multi"), o.schedule.calibration = "";
     options_case("calibration_empty", &o, "calibration", NULL);
     /* Output paths. */

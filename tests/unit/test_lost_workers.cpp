@@ -27,7 +27,7 @@ struct scripted {
                       bool reclaim = false, int workers = 3, pfarm::task_count tasks = 30)
         : tasks(tasks),
           s(tasks, workers, pfarm::make_technique(technique, {}, workers),
-            {.prefetch = prefetch, .reclaim = reclaim, .clock = {}, .worker_loss = rule}) {}
+            {.prefetch = prefetch, .reclaim = reclaim, .keep_records = true, .clock = {}, .worker_loss = rule}) {}
 
     /// Worker w's message at `now`; returns its reply (kind 0: none).
     reply_message::kind on(int w, const request_message& m, double now) {
@@ -108,6 +108,11 @@ TEST(LostWorkers, ASilentWorkersChunkGoesToTheOthersAndTheFarmEndsWithEveryResul
     EXPECT_TRUE(f.s.over());
     EXPECT_EQ(f.s.outcome().what, farm_outcome::kind::ok);
     f.every_task_once();
+    // The records and chunk sizes hold what was computed: the lost worker's chunk is in neither.
+    pfarm::task_count recorded = 0;
+    for (const auto& r : f.s.records()) recorded += r.count;
+    EXPECT_EQ(recorded, 30);
+    EXPECT_EQ(f.s.chunks_of(2).size(), 0u);
 }
 
 TEST(LostWorkers, StopEndsTheFarmNamingTheLostWorker) {

@@ -466,6 +466,7 @@ void farmer_session::lose(int worker) {
         return;
     }
     const bool calibrating = farmer_.calibrating();
+    forget_held(worker);  // its chunks in flight were not computed by it: out of its sizes and the records
     const release_outcome owed = farmer_.lose(worker, now());
     if (owed.thief >= 0) answer(owed.thief, owed.answer, false);
     bool anyone = false;  // a worker left to compute what it held
@@ -479,6 +480,24 @@ void farmer_session::lose(int worker) {
     }
     if (calibrating && !farmer_.calibrating()) calibration_end_ = now();  // the barrier waited for it only
     reask_parked();  // its tasks, or the end of the calibration, for those that wait
+}
+
+void farmer_session::forget_held(int worker) {
+    auto& w = workers_[static_cast<std::size_t>(worker)];
+    for (int i = farmer_.held(worker) - 1; i >= 0; --i) {  // newest first: the indices of older ones stay valid
+        const held_chunk h = w.held[i];
+        w.chunks.erase(h.size_index);
+        for (int j = 0; j < i; ++j)
+            if (w.held[j].size_index > h.size_index) --w.held[j].size_index;
+        if (!options_.keep_records) continue;
+        records_.erase(records_.begin() + static_cast<std::ptrdiff_t>(h.record_index));
+        for (int x = 0; x < workers(); ++x)
+            for (int k = 0; k < farmer_.held(x); ++k) {
+                if (x == worker && k >= i) continue;
+                auto& held = workers_[static_cast<std::size_t>(x)].held[k];
+                if (held.record_index > h.record_index) --held.record_index;
+            }
+    }
 }
 
 void farmer_session::from_lost(int worker, const request_message& m) {

@@ -351,6 +351,7 @@ PYBIND11_MODULE(_pfarm, m) {
         .def_readonly("rerun_tasks", &farm_report::rerun_tasks)
         .def_readonly("task_errors", &farm_report::task_errors)
         .def_readonly("retried_tasks", &farm_report::retried_tasks)
+        .def_readonly("lost_ranks", &farm_report::lost_ranks)
         .def_readonly("trace", &farm_report::trace)
         .def_readonly("farmer_requests", &farm_report::farmer_requests)
         .def_readonly("master_ranks", &farm_report::master_ranks)

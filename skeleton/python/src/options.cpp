@@ -113,6 +113,13 @@ const std::vector<std::pair<std::string, setter>>& setters() {
                  value_error(k, e.message());
              }
          }},
+        {"on_worker_loss", [](farm_options& o, const std::string& k, const py::handle& v) {
+             try {
+                 o.protocol.on_worker_loss = parse_worker_loss_rule(to_string(k, v), k);
+             } catch (const invalid_argument& e) {
+                 value_error(k, e.message());
+             }
+         }},
         {"trace", [](farm_options& o, const std::string& k, const py::handle& v) { o.output.trace = to_string(k, v); }},
         {"record_trace", [](farm_options& o, const std::string& k, const py::handle& v) { o.output.record_trace = to_bool(k, v); }},
         {"progress", [](farm_options& o, const std::string& k, const py::handle& v) {

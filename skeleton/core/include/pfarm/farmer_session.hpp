@@ -242,6 +242,7 @@ private:
     void check_losses(double now);  ///< on_timer(): the workers silent past the loss rule's deadline are lost
     void lose(int worker);
     void from_lost(int worker, const request_message& m);  ///< a message from a worker presumed lost
+    void forget_held(int worker);  ///< a lost worker's chunks in flight leave its chunk sizes and the records
     void check(int worker) const {
         if (worker < 0 || worker >= workers()) [[unlikely]] bad_worker(worker);
         if (settling_ >= 0) [[unlikely]] not_settled();
