@@ -493,7 +493,7 @@ void farmer_session::from_lost(int worker, const request_message& m) {
 void farmer_session::release(int worker, chunk given, bool reask) {
     if (given.count > 0) shrink(worker, given);
     const release_outcome o = farmer_.released(worker, given, now());
-    answer(o.thief, o.answer, true);
+    if (o.thief >= 0) answer(o.thief, o.answer, true);  // none when the thief was lost meanwhile
     if (reask) reask_parked();  // thieves that waited for this answer ask again
 }
 
