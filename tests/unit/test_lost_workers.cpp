@@ -226,6 +226,23 @@ TEST(LostWorkers, AVictimLostWhileAskedAnswersItsThief) {
     f.every_task_once();
 }
 
+TEST(LostWorkers, AThiefLeftAloneTakesItsLostVictimsTasks) {
+    // Two workers (the session fuzzer's finding): the thief is the only one left to compute what its victim held, so
+    // it is answered with those tasks, not a stop that would end the farm worker_lost with a worker alive.
+    scripted f(go_on(), "static", false, true, 2, 20);
+    start(f, 2);
+    EXPECT_EQ(f.ask(0, {0, 10}, 1.0), reply_message::kind{});  // a thief: worker 1 is asked for a reclaim
+    ASSERT_EQ(f.reclaims.count(1), 1u);
+    f.timer(4.6);  // worker 1 never answers: lost past 4.5
+    ASSERT_EQ(f.s.lost(), std::vector<int>{1});
+    ASSERT_EQ(f.last[0], reply_message::kind::assign);
+    double now = 4.6;
+    f.drain(0, now);
+    EXPECT_TRUE(f.s.over());
+    EXPECT_EQ(f.s.outcome().what, farm_outcome::kind::ok);
+    f.every_task_once();
+}
+
 TEST(LostWorkers, EveryWorkerLostStopsTheFarm) {
     scripted f(go_on(), "static", false, false, 2, 20);
     ASSERT_EQ(f.ask(0, {}, 0.0), reply_message::kind::assign);

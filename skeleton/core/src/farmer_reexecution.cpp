@@ -188,12 +188,17 @@ release_outcome farmer::lose(int worker, double now) {
         --active_;
     }
     release_outcome owed;
-    if (w.thief >= 0) {  // a victim asked for a reclaim: its thief is answered as if it gave nothing
+    if (w.thief >= 0 && workers_[static_cast<std::size_t>(w.thief)].lost) {
+        w.thief = -1;  // a thief lost before it: answered nothing
+    } else if (w.thief >= 0) {  // a victim asked for a reclaim: its thief is answered as if it gave nothing
         owed.thief = w.thief;
         w.thief = -1;
         auto& t = workers_[static_cast<std::size_t>(owed.thief)];
         t.waiting_for_victim = false;
-        owed.answer = t.held > 0 ? decision{decision::kind::later, {}, false} : take_back(owed.thief, now);
+        // Idle, it takes the tasks that went back first, as request() hands them (it may be the only worker left).
+        owed.answer = t.held > 0           ? decision{decision::kind::later, {}, false}
+                      : !returned_.empty() ? hand_returned(owed.thief, now)
+                                           : take_back(owed.thief, now);
     }
     return owed;
 }

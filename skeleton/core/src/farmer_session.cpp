@@ -451,11 +451,14 @@ void farmer_session::check_losses(double now) {
 
 void farmer_session::lose(int worker) {
     auto& w = workers_[static_cast<std::size_t>(worker)];
+    const bool awaiting = w.awaiting;  // its request (parked, or a thief's) has had no answer
     w.lost = true;
     lost_.push_back(worker);
     w.failures.clear();
     std::erase(parked_, worker);
     retire(worker);  // it is answered nothing more, and the end of the farm waits for it no more
+    // Alive after all, it would wait for that answer for ever: it is told to stop, as from_lost() tells one that asks.
+    if (awaiting) send(worker, reply(reply_message::kind::stop));
     if (aborting_) return;
     if (options_.worker_loss.what == worker_loss_rule::kind::stop) {
         outcome_.what = farm_outcome::kind::worker_lost;
@@ -509,7 +512,7 @@ void farmer_session::from_lost(int worker, const request_message& m) {
 void farmer_session::release(int worker, chunk given, bool reask) {
     if (given.count > 0) shrink(worker, given);
     const release_outcome o = farmer_.released(worker, given, now());
-    answer(o.thief, o.answer, true);
+    if (o.thief >= 0) answer(o.thief, o.answer, true);  // none when the thief was lost meanwhile
     if (reask) reask_parked();  // thieves that waited for this answer ask again
 }
 

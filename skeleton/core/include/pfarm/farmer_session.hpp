@@ -40,7 +40,8 @@
 // nothing past the rule's deadline is presumed lost; the driver calls on_timer() at deadline() as with stragglers.
 // With `continue` its tasks go to the others (farmer.hpp "Lost workers") and the farm ends without it; with `stop`
 // the farm stops (outcome worker_lost). Either way it is retired, and lost() names it; a message that still comes
-// from it is not counted: a request is answered `stop`, anything else dropped.
+// from it is not counted: a request is answered `stop`, anything else dropped (one whose request had no answer yet
+// when it was presumed lost is sent `stop` then).
 //
 // Pool mode (options.pool; a hierarchical master, master_session.hpp): the tasks come as ranges through
 // add_tasks() and stop coming at close_pool() (farmer.hpp "Pool" has the rules); both ask the parked workers
