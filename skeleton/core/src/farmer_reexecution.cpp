@@ -171,7 +171,7 @@ release_outcome farmer::lose(int worker, double now) {
     w.held = 0;
     ++w.version;
     w.cancelled = false, w.rerun_of = -1, w.piece_of = -1, w.reclaimable = false;
-    if (w.waiting_for_victim) w.waiting_for_victim = false;  // its victim's answer goes back (released())
+    w.waiting_for_victim = false;  // a thief: its victim's answer goes back (released())
     if (phase_ == phase::calibrating && !w.calibrated && worker < static_cast<int>(calibration_times_.size())) {
         double slowest = 0.0;  // its pace: the slowest measured, so that the technique gives it the least
         for (std::size_t v = 0; v < workers_.size(); ++v) {

@@ -28,7 +28,6 @@ farm_report report_of(const farmer_session& session, const farm_options& options
     r.makespan = session.last_result();
     r.farmer_cpu_seconds = farmer_cpu;
     const farmer& f = session.decisions();
-    if (f.calibration()) r.calibration = *f.calibration();
     finish_report(r, computing, trace_order::sent);
     r.learned = learned.has_value();
     for (int w : session.lost()) r.lost_ranks.push_back(w + first);

@@ -15,10 +15,10 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <cstring>
-#include <iostream>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
