@@ -6,13 +6,15 @@
 //   continue   every output right on rank 0, lost_ranks == {victim} on every living rank; with fss, then the variant
 //              argv[3]: plain (the rule left unset: recovery mode gives continue, slack 5 s), and with continue=0.5
 //              prefetch, reclaim, computes (rank 0 computes too), stragglers, big (results of 80 KiB a task: they
-//              follow their request), ss
+//              follow their request), ss, journal (resume.journal: the journal then names the lost rank, and holds
+//              every output)
 //   stop       stop=0.5: every living rank throws pfarm::error naming the victim's rank and "presumed lost"
 //   late       continue=0.3 and the victim stalls 1.5 s in its 4th task instead of dying: presumed lost, its tasks
 //              computed by the others, then it comes back; every output exactly right and the farm ends on every rank
 #include "mpi_check.hpp"
 
 #include "pfarm/farm.hpp"
+#include "pfarm/journal.hpp"
 #include "pfarm/mpi.hpp"
 #include "pfarm/testing.hpp"
 
@@ -22,6 +24,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <span>
 #include <string>
 #include <thread>
@@ -86,6 +90,25 @@ void check_outputs(const std::vector<double>& out, const std::string& label) {
     CHECK(wrong == 0, "%s: %d outputs wrong", label.c_str(), wrong);
 }
 
+/// The journal of a farm that lost `victim`: every output, and a record naming the rank (its fingerprint read from
+/// its header: pfarm/journal.hpp gives the format).
+void check_journal(const std::string& path) {
+    std::uint64_t fingerprint = 0;
+    {
+        std::ifstream in(path, std::ios::binary);
+        char header[16] = {};
+        in.read(header, sizeof header);
+        std::memcpy(&fingerprint, header + 8, sizeof fingerprint);
+    }
+    const pfarm::journal_contents j = pfarm::read_journal(path, fingerprint, tasks);
+    CHECK(j.outputs.size() == static_cast<std::size_t>(tasks), "journal: %zu outputs", j.outputs.size());
+    CHECK(j.lost.size() == 1 && j.lost[0].first == victim, "journal: %zu lost ranks recorded (first %d), expected {%d}",
+          j.lost.size(), j.lost.empty() ? -1 : j.lost[0].first, victim);
+    CHECK(!j.lost.empty() && j.lost[0].second.find("presumed lost") != std::string::npos, "journal: its note '%s'",
+          j.lost.empty() ? "" : j.lost[0].second.c_str());
+    std::remove(path.c_str());
+}
+
 void run_continue(const std::string& variant, bool late) {
     pfarm::farm_options o = options_for(variant);
     if (late) o.protocol.on_worker_loss = pfarm::parse_worker_loss_rule("continue=0.3");
@@ -109,11 +132,14 @@ void run_continue(const std::string& variant, bool late) {
         }
     } else {
         std::vector<double> out(tasks, -1.0);
+        const std::string journal = "/tmp/pfarm-test-lost-journal-" + std::to_string(getpid());
+        if (variant == "journal") o.resume.journal = journal;  // read on rank 0 only: its pid names the file
         r = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, std::span<double>(out), [&](pfarm::task_count i, double& y) {
             work(i, late);
             y = g(i);
         }, o);
         check_outputs(out, variant);
+        if (variant == "journal" && rank_ == 0) check_journal(journal);
     }
     CHECK(r.lost_ranks == std::vector<int>{victim}, "%s: lost ranks %zu (first %d), expected {%d}", variant.c_str(),
           r.lost_ranks.size(), r.lost_ranks.empty() ? -1 : r.lost_ranks[0], victim);

@@ -77,6 +77,44 @@ TEST(Journal, AFailedTaskReplacesItsFillAndALaterOutputReplacesTheFailure) {
     EXPECT_EQ(j.failed.count(8), 1u);
 }
 
+TEST(Journal, ALostRankIsNamedAndRestoresNothing) {
+    const auto path = temp_path("lost");
+    {
+        pfarm::journal_writer w(path, 42, 10, 0);
+        const double ok = 1.5;
+        w.append(3, &ok, sizeof ok);
+        w.append_lost(2, "rank 2 presumed lost");
+        w.append_lost(12, "rank 12 presumed lost");  // a rank, not a task: beyond the task count is fine
+        w.close();
+    }
+    const auto j = pfarm::read_journal(path, 42, 10);
+    EXPECT_EQ(j.outputs.size(), 1u);
+    EXPECT_EQ(j.failed.size(), 0u);
+    ASSERT_EQ(j.lost.size(), 2u);
+    EXPECT_EQ(j.lost[0], (std::pair<int, std::string>{2, "rank 2 presumed lost"}));
+    EXPECT_EQ(j.lost[1].first, 12);
+    EXPECT_EQ(j.dropped_bytes, 0u);
+}
+
+TEST(Journal, ARecordOfUnknownKindIsRefused) {
+    const auto path = temp_path("kind");
+    write_three(path);
+    {
+        std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(32 + 4);  // the first record's flags, after the 32-byte header and its magic
+        const std::uint32_t kind = 7;
+        f.write(reinterpret_cast<const char*>(&kind), sizeof kind);
+    }
+    // its checksum does not cover the flags: the record stays whole, and its kind is refused by name
+    try {
+        pfarm::read_journal(path, 42, 10);
+        FAIL() << "accepted a record of kind 7";
+    } catch (const pfarm::invalid_argument& e) {
+        EXPECT_EQ(e.argument(), "journal");
+        EXPECT_NE(std::string(e.what()).find("unknown kind 7"), std::string::npos) << e.what();
+    }
+}
+
 TEST(Journal, MissingOrEmptyFileIsANewJournal) {
     const auto path = temp_path("missing");
     EXPECT_TRUE(pfarm::read_journal(path, 1, 5).outputs.empty());

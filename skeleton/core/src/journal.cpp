@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 namespace pfarm {
 
@@ -19,7 +20,9 @@ namespace {
 
 constexpr char header_magic[8] = {'P', 'F', 'A', 'R', 'M', 'J', '1', '\n'};
 constexpr std::uint32_t record_magic = 0x4a524543u;
-constexpr std::uint32_t failed_flag = 1;  ///< a record's second word: its bytes are a failed task's error text
+constexpr std::uint32_t output_flag = 0;  ///< a record's second word: its bytes are a finished task's output
+constexpr std::uint32_t failed_flag = 1;  ///< its bytes are a failed task's error text
+constexpr std::uint32_t lost_flag = 2;    ///< its index is a rank presumed lost, its bytes a note
 constexpr std::size_t header_bytes = 8 + 3 * sizeof(std::uint64_t);
 constexpr std::size_t record_head = 2 * sizeof(std::uint32_t) + 2 * sizeof(std::uint64_t);
 constexpr std::size_t batch_records = 64;
@@ -91,12 +94,24 @@ journal_contents read_journal(const std::string& path, std::uint64_t fingerprint
         if (size > data.size() - at - record_head || data.size() - at - record_head - size < sizeof(std::uint64_t)) break;
         const std::uint64_t sum = fnv1a(r + 8, 16 + size);
         if (load<std::uint64_t>(r + record_head + size) != sum) break;
+        const auto flags = load<std::uint32_t>(r + 4);
+        const auto* text = reinterpret_cast<const char*>(r + record_head);
+        if (flags == lost_flag) {  // a rank lost by the run that wrote it: named, nothing restored
+            if (index < 0 || index > std::numeric_limits<int>::max())
+                throw invalid_argument(argument, "'" + path + "' records rank " + std::to_string(index) + " lost");
+            j.lost.emplace_back(static_cast<int>(index), std::string(text, static_cast<std::size_t>(size)));
+            at += record_head + size + sizeof(std::uint64_t);
+            continue;
+        }
+        if (flags != output_flag && flags != failed_flag)
+            throw invalid_argument(argument, "'" + path + "' holds a record of unknown kind " + std::to_string(flags) +
+                                                 " (written by a newer pfarm?)");
         if (index < 0 || index >= tasks)
             throw invalid_argument(argument, "'" + path + "' records task " + std::to_string(index) + " of " +
                                                  std::to_string(tasks));
-        if (load<std::uint32_t>(r + 4) == failed_flag) {  // a task that failed (skipped): computed again by a rerun
+        if (flags == failed_flag) {  // a task that failed (skipped): computed again by a rerun
             j.outputs.erase(index);
-            j.failed[index].assign(reinterpret_cast<const char*>(r + record_head), static_cast<std::size_t>(size));
+            j.failed[index].assign(text, static_cast<std::size_t>(size));
         } else {
             j.outputs[index].assign(r + record_head, r + record_head + size);
             j.failed.erase(index);
@@ -147,6 +162,8 @@ journal_writer::~journal_writer() {
 void journal_writer::append_failure(task_count index, const std::string& error) {
     append(index, error.data(), error.size(), failed_flag);
 }
+
+void journal_writer::append_lost(int rank, const std::string& note) { append(rank, note.data(), note.size(), lost_flag); }
 
 void journal_writer::append(task_count index, const void* bytes, std::size_t size, std::uint32_t flags) {
     const std::size_t start = pending_.size();

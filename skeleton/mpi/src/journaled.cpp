@@ -189,6 +189,9 @@ farm_report run_journaled(MPI_Comm comm, const std::byte* in, std::byte* out, ta
     std::string failed;
     if (rank == 0) {
         try {
+            for (const int lost : report.lost_ranks)  // on_worker_loss continue: the journal names them too
+                writer->append_lost(lost, "rank " + std::to_string(lost) +
+                                              " presumed lost (no message within its deadline); its tasks were computed by the others");
             writer->close();
         } catch (const std::exception& e) {
             failed = e.what();

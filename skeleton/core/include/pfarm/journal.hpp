@@ -5,8 +5,9 @@
 // File: a header, then records. Header: "PFARMJ1\n", then u64 fingerprint (what the journal belongs to: task
 // count, output shape, inputs, and the caller's key, farm.hpp), u64 tasks, u64 checksum of the two. Record:
 // u32 magic 0x4a524543 ("CERJ"), u32 flags (0: an output; 1: the task failed and was skipped, on_task_error skip:
-// the bytes are its error's text, and a later record of the task replaces it), u64 index, u64 size, `size` bytes, u64 checksum (FNV-1a 64 of
-// index, size and bytes). Little-endian (the machine's; a journal is read where it was written).
+// the bytes are its error's text, and a later record of the task replaces it; 2: a worker rank was presumed lost,
+// on_worker_loss continue: the index is its rank and the bytes say why; any other value is refused), u64 index,
+// u64 size, `size` bytes, u64 checksum (FNV-1a 64 of index, size and bytes). Little-endian (the machine's; a journal is read where it was written).
 // Loss window: records are written to the file (write(2)) in batches: a record is written with those pending
 // when 64 are pending or when it comes 1 second or more after the last write, and every pending record when the
 // farm ends. There is no timer: a process killed (SIGKILL, a dead node's job) loses at most the last unwritten
@@ -23,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace pfarm {
@@ -36,6 +38,9 @@ struct journal_contents {
     task_count tasks = 0;
     std::unordered_map<task_count, std::vector<std::byte>> outputs;
     std::unordered_map<task_count, std::string> failed;  ///< tasks recorded failed (skipped), their error: not in outputs
+    /// The ranks recorded lost by the runs that wrote the journal (on_worker_loss continue), in the order recorded,
+    /// each with its note. A rank lost in two runs is listed twice.
+    std::vector<std::pair<int, std::string>> lost;
     std::size_t valid_bytes = 0;    ///< the file's length up to its last whole record
     std::size_t dropped_bytes = 0;  ///< a torn or corrupt tail, dropped
 };
@@ -62,6 +67,9 @@ public:
     /// Task `index` failed with `error` and was skipped: recorded so, replacing an output recorded before (its fill);
     /// a rerun computes it again.
     void append_failure(task_count index, const std::string& error);
+    /// Worker rank `rank` was presumed lost and the farm went on without it (on_worker_loss continue): recorded with
+    /// `note`, so that the journal names the ranks its runs lost.
+    void append_lost(int rank, const std::string& note);
     /// Writes what is pending and syncs the file (the farm's end). Throws pfarm::error when a write fails.
     void close();
     std::size_t records() const noexcept { return records_; }
