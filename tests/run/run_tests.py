@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """pfarm-run under mpiexec (docs/run.md), one scenario per call:
 
-  run_tests.py farm|kill|halt|hierarchical|jobs WORKDIR PFARM_RUN LAUNCHER... --
+  run_tests.py farm|kill|halt|hierarchical|jobs|lost WORKDIR PFARM_RUN LAUNCHER... --
 
 farm  200 commands of random durations on 4 ranks, some failing, some killed by a signal, some failing once then
       succeeding on their retry, some timing out: every command runs exactly once per attempt, on the rank the job
@@ -19,6 +19,9 @@ jobs  --jobs 3: each command writes its start and end times; on every rank that 
       once and 3 did at some moment (the maximum overlap of the intervals, not a timing threshold), each in its own
       slot; every command ran exactly once per attempt (some fail once and run again with --retries 2); the same
       with --farmer decentralised and on one rank.
+lost  a worker rank lost (Open MPI's recovery mode, --on-worker-loss continue=1): rank 2's pfarm-run process is
+      SIGKILLed by its third command; the run ends on the living ranks, with every command's output printed exactly
+      once, every command logged once as succeeded, and the JSON naming rank 2 in lost_ranks.
 """
 import json
 import os
@@ -340,6 +343,41 @@ def scenario_jobs():
     check_run("one rank", [], 1, per_rank)
 
 
+def scenario_lost():
+    n = 40
+    flags = path("flags")
+    os.makedirs(flags)
+    # The victim: rank 2's third command kills its pfarm-run process (the ancestor of the command's shell named
+    # pfarm-run, found through /proc) before it prints anything.
+    kill = (f'if [ "$PFARM_RANK" = 2 ]; then c=$(cat {flags}/count 2>/dev/null || echo 0); c=$((c+1)); '
+            f'echo $c > {flags}/count; if [ $c = 3 ]; then p=$$; '
+            f'while [ "$p" -gt 1 ] && [ "$(cat /proc/$p/comm)" != pfarm-run ]; do p=$(cut -d" " -f4 /proc/$p/stat); done; '
+            f'kill -9 $p; sleep 5; fi; fi')
+    write_commands([f"{kill}; sleep 0.05; echo out {i}" for i in range(n)])
+    cmd = launcher[:]
+    cmd[cmd.index("-n") + 1 if "-n" in cmd else cmd.index("-np") + 1] = "4"
+    env = dict(os.environ, OMPI_MCA_orte_enable_recovery="1")
+    try:
+        p = subprocess.run(cmd + [pfarm_run, "--json", "--progress", "quiet", "--technique", "ss", "--on-worker-loss",
+                                  "continue=1", "--joblog-full", path("joblog"), path("commands")],
+                           capture_output=True, text=True, env=env, timeout=90)
+    except subprocess.TimeoutExpired:
+        fail("pfarm-run did not end within 90 s of a lost rank")
+    count = os.path.join(flags, "count")
+    check(os.path.exists(count) and int(open(count).read().split()[0]) >= 3,
+          "rank 2 never ran its third command: nothing was killed")
+    outputs = Counter(line for line in p.stdout.splitlines() if line.startswith("out "))
+    check(all(outputs[f"out {i}"] == 1 for i in range(n)) and len(outputs) == n,
+          f"outputs not printed exactly once: {dict(outputs)}\nstderr: {p.stderr}")
+    report = json.loads(p.stdout[p.stdout.index("{"):p.stdout.rindex("}") + 1])
+    check(report["lost_ranks"] == [2], f"lost_ranks {report['lost_ranks']}, expected [2]")
+    check(report["succeeded"] == n and report["exit_status"] == 0, f"JSON report {report}")
+    log = read_log("joblog")
+    check(sorted(log) == list(range(n)) and all(r["status"] == "ok" for r in log.values()),
+          f"job log: {len(log)} rows, statuses {Counter(r['status'] for r in log.values())}")
+    print(f"run_tests.py lost: rank 2 lost; {n} commands, each output once, each logged once as ok")
+
+
 {"farm": scenario_farm, "kill": scenario_kill, "halt": scenario_halt, "hierarchical": scenario_hierarchical,
- "jobs": scenario_jobs}[mode]()
+ "jobs": scenario_jobs, "lost": scenario_lost}[mode]()
 print(f"run_tests.py {mode}: passed")

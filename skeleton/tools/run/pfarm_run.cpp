@@ -118,18 +118,21 @@ void check_output(const std::string& dir, int rank) {
     ::unlink(probe.c_str());
 }
 
-/// After the farm, every rank's `bytes` (packed job items: the commands that were still running when the farm
-/// ended) reach rank 0, which hands each rank's to `arrive` in rank order. Collective.
+/// Whether rank `r` was lost during the farm (on_worker_loss continue: `lost` is the report's lost_ranks, the same on
+/// every living rank). Nothing after such a farm may wait for it: no collective, no message from it.
+bool is_lost(const std::vector<int>& lost, int r) { return std::find(lost.begin(), lost.end(), r) != lost.end(); }
+
+/// After the farm, every living rank's `bytes` (packed job items: the commands that were still running when the farm
+/// ended) reach rank 0, which hands each rank's to `arrive` in rank order. Point to point: the ranks in `lost` (dead)
+/// take no part.
 template <class Arrive>
-void send_rest(const std::vector<char>& bytes, int rank, MPI_Comm comm, Arrive&& arrive) {
+void send_rest(const std::vector<char>& bytes, int rank, MPI_Comm comm, const std::vector<int>& lost, Arrive&& arrive) {
     int ranks = 1;
     pfarm::mpi::check(MPI_Comm_size(comm, &ranks), "MPI_Comm_size");
-    unsigned long long size = bytes.size();
-    std::vector<unsigned long long> sizes(static_cast<std::size_t>(rank == 0 ? ranks : 0));
-    pfarm::mpi::check(MPI_Gather(&size, 1, MPI_UNSIGNED_LONG_LONG, sizes.data(), 1, MPI_UNSIGNED_LONG_LONG, 0, comm),
-                      "MPI_Gather");
     constexpr std::size_t piece = std::size_t{1} << 30;
     if (rank != 0) {
+        const unsigned long long size = bytes.size();
+        pfarm::mpi::check(MPI_Send(&size, 1, MPI_UNSIGNED_LONG_LONG, 0, 0, comm), "MPI_Send");
         for (std::size_t at = 0; at < bytes.size(); at += piece)
             pfarm::mpi::check(MPI_Send(bytes.data() + at, static_cast<int>(std::min(piece, bytes.size() - at)), MPI_CHAR,
                                        0, 0, comm), "MPI_Send");
@@ -137,12 +140,32 @@ void send_rest(const std::vector<char>& bytes, int rank, MPI_Comm comm, Arrive&&
     }
     arrive(std::span<const char>(bytes));
     for (int r = 1; r < ranks; ++r) {
-        std::vector<char> theirs(static_cast<std::size_t>(sizes[static_cast<std::size_t>(r)]));
+        if (is_lost(lost, r)) continue;
+        unsigned long long size = 0;
+        pfarm::mpi::check(MPI_Recv(&size, 1, MPI_UNSIGNED_LONG_LONG, r, 0, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+        std::vector<char> theirs(static_cast<std::size_t>(size));
         for (std::size_t at = 0; at < theirs.size(); at += piece)
             pfarm::mpi::check(MPI_Recv(theirs.data() + at, static_cast<int>(std::min(piece, theirs.size() - at)), MPI_CHAR,
                                        r, 0, comm, MPI_STATUS_IGNORE), "MPI_Recv");
         arrive(std::span<const char>(theirs));
     }
+}
+
+/// Rank 0's exit status on every living rank (a broadcast when no rank was lost, else point to point).
+void share_status(int& status, int rank, const std::vector<int>& lost) {
+    if (lost.empty()) {
+        pfarm::mpi::check(MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+        return;
+    }
+    constexpr int tag = 17;
+    if (rank != 0) {
+        pfarm::mpi::check(MPI_Recv(&status, 1, MPI_INT, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+        return;
+    }
+    int ranks = 1;
+    pfarm::mpi::check(MPI_Comm_size(MPI_COMM_WORLD, &ranks), "MPI_Comm_size");
+    for (int r = 1; r < ranks; ++r)
+        if (!is_lost(lost, r)) pfarm::mpi::check(MPI_Send(&status, 1, MPI_INT, r, tag, MPI_COMM_WORLD), "MPI_Send");
 }
 
 std::string task_file(const std::string& dir, task_count task, task_count tasks, const char* suffix) {
@@ -407,13 +430,13 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
                                         command, [&](task_count, std::span<const char> bytes) { arrived_items(bytes); }, o);
         }
         for (run::slot_job& j : slots.wait_below(1)) ended(j, rest);
-        send_rest(run::pack_items(rest), rank, rest_comm.get(), arrived_items);
+        send_rest(run::pack_items(rest), rank, rest_comm.get(), report.lost_ranks, arrived_items);
     } catch (...) {
         halt.abandon();
         if (records) records->remove_if_empty();
         throw;
     }
-    const bool halted = halt.finish();
+    const bool halted = halt.finish(report.lost_ranks);
     if (records) records->remove();  // the journal holds every record now
 
     int status = 0;
@@ -437,7 +460,7 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
         }
         run::print_summary(std::cerr, counts, tasks, halted, commands, s.joblog);
     }
-    pfarm::mpi::check(MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    share_status(status, rank, report.lost_ranks);
     return status;
 }
 

@@ -4,6 +4,8 @@
 
 #include "pfarm/mpi.hpp"
 
+#include <algorithm>
+#include <array>
 #include <vector>
 
 namespace pfarm::tools::run {
@@ -47,8 +49,11 @@ public:
         }
     }
 
-    /// Collective, after the farm: returns whether any rank halted the run.
-    bool finish() {
+    /// After the farm, on every living rank: returns whether any rank halted the run. Collective when `lost` is
+    /// empty; else point to point among the living ranks (`lost`: the ranks the farm lost, on_worker_loss continue,
+    /// the same list on every living rank), the sends to lost ranks dropped.
+    bool finish(const std::vector<int>& lost = {}) {
+        if (!lost.empty()) return finish_without(lost);
         std::vector<int> expected(static_cast<std::size_t>(ranks_), 0);
         pfarm::mpi::check(MPI_Alltoall(sent_.data(), 1, MPI_INT, expected.data(), 1, MPI_INT, comm_.get()), "MPI_Alltoall");
         for (int r = 0; r < ranks_; ++r)
@@ -73,6 +78,37 @@ public:
     }
 
 private:
+    /// finish() with lost ranks: each living rank tells each other living rank whether it sent it a halt and whether
+    /// it raised one (two ints, tag `tag + 1`), receives the same from each, and takes the halts owed to it.
+    bool finish_without(const std::vector<int>& lost) {
+        const auto living = [&](int r) { return r != rank_ && std::find(lost.begin(), lost.end(), r) == lost.end(); };
+        std::vector<std::array<int, 2>> mine(static_cast<std::size_t>(ranks_));
+        std::vector<MPI_Request> told(static_cast<std::size_t>(ranks_), MPI_REQUEST_NULL);
+        for (int r = 0; r < ranks_; ++r) {
+            if (!living(r)) continue;
+            mine[static_cast<std::size_t>(r)] = {sent_[static_cast<std::size_t>(r)], raised_ ? 1 : 0};
+            pfarm::mpi::check(MPI_Isend(mine[static_cast<std::size_t>(r)].data(), 2, MPI_INT, r, tag + 1, comm_.get(),
+                                        &told[static_cast<std::size_t>(r)]),
+                              "MPI_Isend");
+        }
+        bool any = raised_;
+        for (int r = 0; r < ranks_; ++r) {
+            if (!living(r)) continue;
+            std::array<int, 2> theirs{};
+            pfarm::mpi::check(MPI_Recv(theirs.data(), 2, MPI_INT, r, tag + 1, comm_.get(), MPI_STATUS_IGNORE), "MPI_Recv");
+            if (theirs[0] && !received_[static_cast<std::size_t>(r)]) receive_from(r);
+            any = any || theirs[1] != 0;
+        }
+        pfarm::mpi::check(MPI_Waitall(ranks_, told.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+        for (int r = 0; r < ranks_; ++r) {  // a halt sent to a lost rank is never received: dropped
+            MPI_Request& q = requests_[static_cast<std::size_t>(r)];
+            if (q == MPI_REQUEST_NULL) continue;
+            if (living(r)) pfarm::mpi::check(MPI_Wait(&q, MPI_STATUS_IGNORE), "MPI_Wait");
+            else MPI_Request_free(&q);
+        }
+        return any;
+    }
+
     void receive_from(int source) {
         int token = 0;
         pfarm::mpi::check(MPI_Recv(&token, 1, MPI_INT, source, tag, comm_.get(), MPI_STATUS_IGNORE), "MPI_Recv");
