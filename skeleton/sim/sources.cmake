@@ -1,0 +1,9 @@
+# The sources of pfarm::sim, relative to skeleton/sim: one list, read by its CMakeLists.txt and by the fuzz build
+# (tests/fuzz/CMakeLists.txt).
+set(pfarm_sim_sources
+  src/simulator.cpp
+  src/simulator_hierarchical.cpp
+  src/simulator_decentralised.cpp
+  src/simulated_worker.cpp
+  src/platform.cpp
+)
