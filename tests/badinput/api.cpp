@@ -216,6 +216,9 @@ std::vector<api_case> table(int ranks) {
         t.push_back(options_case("decentralised_with_journal", "farmer", [](auto& o) {
             o.topology.farmer = pfarm::farmer_mode::decentralised, o.resume.journal = in_work("new.journal");
         }));
+        t.push_back(options_case("decentralised_with_side_channel", "side_channel", [](auto& o) {
+            o.topology.farmer = pfarm::farmer_mode::decentralised, o.protocol.side_channel = [] { return false; };
+        }));
     }
     // Output paths: refused before any task runs, or, when the write fails at the end (a full disk), an error on
     // every rank; never a half-written file (the work folder is compared after each case).

@@ -27,6 +27,10 @@
 //               sink, and with stragglers (delivered from a buffer once in); each task once, every output right.
 //               The tests run without a single-copy transport (PfarmMpiTest.cmake), where a large message moves only
 //               while its sender is in MPI: before the fix rank 0 computed 0.20 of the tasks here (0.50 after)
+//   side_channel (4 ranks) farm_options::protocol.side_channel: each task on a worker rank sends its index to rank 0
+//               on a communicator of the test's own and waits for rank 0's answer (the index + 1) before it ends, so
+//               the farm completes only if rank 0 serves the channel while it farms: plain, farmer computes,
+//               prefetch, reclaim and the hierarchical supermaster; every task answered once, every output right
 #include "mpi_check.hpp"
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
@@ -520,6 +524,70 @@ void following() {
     }
 }
 
+void side_channel() {
+    const int tasks = 120;
+    const char* modes[] = {"plain", "farmer computes", "prefetch", "reclaim", "hierarchical"};
+    pfarm::mpi::communicator side(MPI_COMM_WORLD);
+    constexpr int ask = 1, answer = 2;
+    for (int mode = 0; mode < 5; ++mode) {
+        pfarm::farm_options o;
+        o.schedule.technique = "gss";
+        o.topology.farmer_computes = mode == 1;
+        o.protocol.prefetch = mode == 2;
+        o.protocol.reclaim = mode == 3;
+        if (mode == 4) o.topology.farmer = pfarm::farmer_mode::hierarchical, o.topology.masters = 1;
+        long served = 0, answered = 0;
+        if (rank_ == 0)
+            o.protocol.side_channel = [&] {
+                int flag = 0;
+                MPI_Status status;
+                MPI_Iprobe(MPI_ANY_SOURCE, ask, side.get(), &flag, &status);
+                if (!flag) return false;
+                long v = 0;
+                MPI_Recv(&v, 1, MPI_LONG, status.MPI_SOURCE, ask, side.get(), MPI_STATUS_IGNORE);
+                ++v;
+                MPI_Send(&v, 1, MPI_LONG, status.MPI_SOURCE, answer, side.get());
+                ++served;
+                return true;
+            };
+        std::vector<double> in(tasks, 1.0), out(rank_ == 0 ? in.size() : 0);
+        const auto task = [&](pfarm::task_count i, const double& x, double& y) {
+            y = x + static_cast<double>(i);
+            if (rank_ == 0) return;  // rank 0's own tasks: nothing to ask
+            long v = static_cast<long>(i), back = -1;
+            MPI_Send(&v, 1, MPI_LONG, 0, ask, side.get());
+            MPI_Request r;
+            MPI_Irecv(&back, 1, MPI_LONG, 0, answer, side.get(), &r);
+            int done = 0;
+            const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+            while (!done && std::chrono::steady_clock::now() < until) {
+                MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+                if (!done) std::this_thread::sleep_for(std::chrono::microseconds(50));
+            }
+            if (!done) {
+                MPI_Cancel(&r);
+                MPI_Wait(&r, MPI_STATUS_IGNORE);
+            }
+            CHECK(done, "side_channel, %s: task %ld had no answer within 20 s (rank 0 did not serve the side channel)",
+                  modes[mode], v);
+            CHECK(!done || back == v + 1, "side_channel, %s: task %ld answered %ld", modes[mode], v, back);
+            answered += done;
+        };
+        const pfarm::farm_report r = pfarm::farm(MPI_COMM_WORLD, in, out, task, o);
+        long total = 0;
+        MPI_Reduce(&answered, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (rank_ != 0) continue;
+        int wrong = 0;
+        for (int i = 0; i < tasks; ++i) wrong += out[static_cast<std::size_t>(i)] != 1.0 + i;
+        CHECK(wrong == 0, "side_channel, %s: %d outputs wrong", modes[mode], wrong);
+        CHECK(total == tasks - r.tasks_per_rank[0] && served == total,
+              "side_channel, %s: %ld tasks answered, %ld served, %ld computed away from rank 0", modes[mode], total, served,
+              static_cast<long>(tasks - r.tasks_per_rank[0]));
+        std::fprintf(stderr, "side_channel, %s: %ld tasks answered through the side channel while the farm ran\n",
+                     modes[mode], total);
+    }
+}
+
 /// The chunk sizes farmed under MPI (one worker: ranks 0 and 1 of `pair`) and simulated, for `technique` with
 /// `o` and an emulated load change to `factor` from the start on the worker (factor 1: emulated dedicated, so
 /// that the MPI run reads the emulated run queue, not the machine's).
@@ -622,6 +690,7 @@ int main(int argc, char** argv) {
     else if (scenario == "alignment") alignment();
     else if (scenario == "drivers") drivers();
     else if (scenario == "following") following();
+    else if (scenario == "side_channel") side_channel();
     else {
         std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
         return 2;

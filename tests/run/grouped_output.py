@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """pfarm-run's grouped output under load: COMMANDS commands on the ranks each print LINES lines of about 110 bytes
 at once (as fast as the shell writes them). With the default grouping every line must arrive whole, each command's
-lines together and in order, and every command's output exactly once; with -u (the commands write through mpiexec's
-forwarding, as before grouping) the torn and interleaved lines are counted and printed, not checked.
+lines together and in order, and every command's output exactly once; with --line-buffer -j 2 (lines passed on as
+they come, two commands at once per rank) every line must arrive whole, exactly once, each command's in order (the
+commands' lines interleave: counted and printed); with -u (the commands write through mpiexec's forwarding, as before
+grouping) the torn and interleaved lines are counted and printed, not checked.
 
 usage: grouped_output.py PFARM_RUN MPIEXEC [MPIEXEC_ARGS...] -- [POSTFLAGS...]   (COMMANDS, LINES: environment)
 """
@@ -59,6 +61,23 @@ print(f"grouped: {len(out.splitlines())} lines ({len(out)} bytes) from {commands
       f"{torn} torn, {len(runs)} runs of consecutive lines (one per command when none interleaves)")
 if torn or whole != [(c, 1, lines) for c in range(commands)]:
     print("FAIL: grouped output has torn or interleaved lines, or misses some", file=sys.stderr)
+    sys.exit(1)
+
+p, took = run(["--line-buffer", "-j", "2"])
+if p.returncode != 0:
+    print(f"FAIL: pfarm-run --line-buffer exited {p.returncode}: {p.stderr.decode(errors='replace')}", file=sys.stderr)
+    sys.exit(1)
+out = p.stdout.decode(errors="replace")
+torn, runs = analyse(out)
+seen = {}  # per command: its line numbers in the order they came
+for line in out.splitlines():
+    m = line_re.match(line)
+    if m:
+        seen.setdefault(int(m.group(1)), []).append(int(m.group(2)))
+print(f"line-buffered (-j 2): {len(out.splitlines())} lines from {commands} commands in {took:.1f} s: {torn} torn, "
+      f"{len(runs)} runs of consecutive lines (the commands' lines interleave)")
+if torn or sorted(seen) != list(range(commands)) or any(v != list(range(1, lines + 1)) for v in seen.values()):
+    print("FAIL: line-buffered output has torn lines, or a command's lines missing, twice or out of order", file=sys.stderr)
     sys.exit(1)
 
 p, took = run(["-u"])

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """pfarm-run under mpiexec (docs/run.md), one scenario per call:
 
-  run_tests.py farm|kill|halt|hierarchical|jobs|lost WORKDIR PFARM_RUN LAUNCHER... --
+  run_tests.py farm|kill|halt|hierarchical|jobs|lines|lost WORKDIR PFARM_RUN LAUNCHER... --
 
 farm  200 commands of random durations on 4 ranks, some failing, some killed by a signal, some failing once then
       succeeding on their retry, some timing out: every command runs exactly once per attempt, on the rank the job
@@ -19,16 +19,22 @@ jobs  --jobs 3: each command writes its start and end times; on every rank that 
       once and 3 did at some moment (the maximum overlap of the intervals, not a timing threshold), each in its own
       slot; every command ran exactly once per attempt (some fail once and run again with --retries 2); the same
       with --farmer decentralised and on one rank.
+lines  --line-buffer: each command prints a start line, then waits for a file that the test creates only once it has
+      read the start lines on pfarm-run's standard output (so they came while the commands ran), then an end line:
+      flat on 3 ranks, with -j 2, rank 0's own command (--farmer-computes), the hierarchical farmer, and -k --tag
+      (the second command's line is held until the first has ended, then printed in order).
 lost  a worker rank lost (Open MPI's recovery mode, --on-worker-loss continue=1): rank 2's pfarm-run process is
       SIGKILLed by its third command; the run ends on the living ranks, with every command's output printed exactly
       once, every command logged once as succeeded, and the JSON naming rank 2 in lost_ranks.
 """
 import json
 import os
+import queue
 import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter, defaultdict
 
@@ -378,6 +384,72 @@ def scenario_lost():
     print(f"run_tests.py lost: rank 2 lost; {n} commands, each output once, each logged once as ok")
 
 
+def scenario_lines():
+    go = path("go")
+
+    def live(label, args, ranks, values, wanted, check_held=None):
+        """Runs pfarm-run --line-buffer on `values`; creates `go` once `wanted` start lines have come, after
+        check_held(lines) if given; returns the lines of its standard output."""
+        if os.path.exists(go):
+            os.remove(go)
+        cmd = launcher[:]
+        cmd[cmd.index("-n") + 1 if "-n" in cmd else cmd.index("-np") + 1] = str(ranks)
+        command = (f'echo "start {{}} $PFARM_RANK"; touch {path("started")}-{{}}; i=0; while [ ! -e {go} ]; do '
+                   f'i=$((i+1)); if [ $i -gt 800 ]; then echo "end {{}} no-go"; exit 1; fi; sleep 0.05; done; '
+                   f'echo "end {{}} go"')
+        with open(path("stderr"), "w") as err:
+            p = subprocess.Popen(cmd + [pfarm_run, "--progress", "quiet", "--line-buffer"] + args + [command, ":::"] + values,
+                                 stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True)
+            lines = queue.Queue()
+            reader = threading.Thread(target=lambda: [lines.put(line) for line in p.stdout] + [lines.put(None)], daemon=True)
+            reader.start()
+            seen, started, deadline = [], 0, time.time() + 60
+            while started < wanted:
+                try:
+                    line = lines.get(timeout=max(deadline - time.time(), 0.01))
+                except queue.Empty:
+                    p.kill()
+                    fail(f"{label}: {started} of {wanted} start lines within 60 s while the commands ran: {seen}")
+                check(line is not None, f"{label}: pfarm-run ended before its commands could: {seen}")
+                seen.append(line.rstrip("\n"))
+                check(" end " not in line and not line.startswith("end "), f"{label}: an end line before {go} was made: {seen}")
+                started += 1
+            if check_held:
+                check_held(seen, lines)
+            open(go, "w").close()
+            while (line := lines.get(timeout=120)) is not None:
+                seen.append(line.rstrip("\n"))
+            code = p.wait(timeout=60)
+        check(code == 0, f"{label}: exit {code}: {open(path('stderr')).read()}")
+        ends = [line for line in seen if "end " in line]
+        check(len(ends) == len(values) and all(line.endswith(" go") for line in ends),
+              f"{label}: end lines {ends}, expected {len(values)} after {go}")
+        print(f"run_tests.py lines: {label}: {wanted} start line(s) came while the commands ran; {len(seen)} lines")
+        return seen
+
+    def ranks_of(seen):
+        return {line.split()[-1] for line in seen if "start " in line}
+
+    seen = live("flat, 3 ranks", [], 3, ["a", "b"], 2)
+    check(ranks_of(seen) == {"1", "2"}, f"flat: start lines from ranks {ranks_of(seen)}")
+    seen = live("-j 2, 3 ranks", ["-j", "2"], 3, ["a", "b", "c", "d"], 4)
+    check(ranks_of(seen) == {"1", "2"}, f"-j 2: start lines from ranks {ranks_of(seen)}")
+    seen = live("--farmer-computes, 2 ranks", ["--farmer-computes"], 2, ["a"], 1)
+    check(ranks_of(seen) == {"0"}, f"--farmer-computes: the command ran on ranks {ranks_of(seen)}, expected rank 0")
+    live("hierarchical, 5 ranks", ["--farmer", "hierarchical", "--masters", "2"], 5, ["a"], 1)
+
+    def held(seen, lines):  # -k: b runs beside a, but its start line waits until a has ended
+        deadline = time.time() + 60
+        while not os.path.exists(path("started") + "-b"):
+            check(time.time() < deadline, "-k: command b did not start beside a")
+            time.sleep(0.05)
+        time.sleep(1.0)  # b's line has had time to reach rank 0: it must be held there
+        check(lines.empty(), f"-k: a line of command b was printed before command a ended: {lines.queue}")
+    seen = live("-k --tag, 3 ranks", ["-k", "--tag"], 3, ["a", "b"], 1, held)
+    check([line.split(" ")[0] for line in seen] == ["a\tstart", "a\tend", "b\tstart", "b\tend"],
+          f"-k --tag: lines {seen}, expected a's then b's, tagged")
+
+
 {"farm": scenario_farm, "kill": scenario_kill, "halt": scenario_halt, "hierarchical": scenario_hierarchical,
- "jobs": scenario_jobs, "lost": scenario_lost}[mode]()
+ "jobs": scenario_jobs, "lines": scenario_lines, "lost": scenario_lost}[mode]()
 print(f"run_tests.py {mode}: passed")

@@ -1,7 +1,8 @@
 // pfarm-run's parts without MPI (skeleton/tools/run/run_*.hpp): the commands file and the ::: grid, GNU parallel's input
 // sources and replacement strings, running a command (exit status, output files, timeout of a whole process group,
-// the guard that kills a command when its rank dies), --halt, --timeout and the exit status, the job logs, grouped
-// output and --results, and the records a rerun resumes from (the journal keyed by the commands).
+// the guard that kills a command when its rank dies, output handed on line by line), --halt, --timeout and the exit
+// status, the job logs, grouped and line-buffered output and --results, and the records a rerun resumes from (the
+// journal keyed by the commands).
 #include "run_commands.hpp"
 #include "run_inputs.hpp"
 #include "run_joblog.hpp"
@@ -15,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -193,6 +195,67 @@ TEST(RunProcess, TheGuardKillsTheCommandWhenItsRankDies) {
     int status = 0;
     ::waitpid(rank, &status, 0);
     EXPECT_TRUE(ends_within(command, 5.0)) << "the command outlived its rank";
+    fs::remove_all(dir);
+}
+
+TEST(RunProcess, LineBufferedOutputIsHandedOnAsItComes) {
+    const fs::path dir = scratch("lines");
+    const std::string go = (dir / "go").string();
+    run::process_runner runner;
+    struct piece {
+        int stream;
+        std::string text;  // a copy: the piece's text is valid during the call only
+        bool mid_line;
+    };
+    std::vector<piece> pieces;
+    int ticks = 0;
+    bool go_made = false;
+    runner.on_lines(
+        [&](const run::line_piece& p) {
+            pieces.push_back({p.stream, std::string(p.text), p.mid_line});
+            if (p.text == "first\n") {  // the command waits for this file before it goes on: it still runs
+                std::ofstream(go) << "go\n";
+                go_made = true;
+            }
+        },
+        [&] { ++ticks; }, 0.01);
+    // "first", then (once the handler has seen it) a line of 200,000 bytes, a line on stderr, and a last line without a
+    // newline; a command that never saw its file says so and fails.
+    run::command_spec s = spec_of("echo first; i=0; while [ ! -e " + go + " ]; do i=$((i+1)); if [ $i -gt 400 ]; then "
+                                  "echo 'no go'; exit 1; fi; sleep 0.05; done; head -c 200000 /dev/zero | tr '\\0' x; "
+                                  "echo; echo e1 >&2; printf 'last'");
+    s.lines = true;
+    s.stdout_path = (dir / "not-written").string();
+    const run::command_status st = runner.run(s);
+    EXPECT_EQ(st.what, run::outcome::ok) << st.error;
+    EXPECT_TRUE(go_made);
+    EXPECT_FALSE(fs::exists(dir / "not-written"));  // lines: the paths are ignored
+    EXPECT_GT(ticks, 0);
+    std::string out, err;
+    std::vector<bool> out_mid;
+    std::vector<std::string> out_texts;
+    for (const auto& p : pieces) {
+        EXPECT_LE(p.text.size(), run::line_piece_bytes);
+        (p.stream == 1 ? out : err) += p.text;
+        if (p.stream == 1) out_mid.push_back(p.mid_line), out_texts.push_back(p.text);
+    }
+    ASSERT_FALSE(pieces.empty());
+    EXPECT_EQ(pieces.front().text, "first\n");
+    EXPECT_EQ(out, "first\n" + std::string(200000, 'x') + "\nlast");
+    EXPECT_EQ(err, "e1\n");
+    // The long line in pieces of line_piece_bytes (each but the first mid-line), each whole line otherwise, the last
+    // line as it is at the end.
+    EXPECT_EQ(out_texts.back(), "last");
+    EXPECT_FALSE(out_mid.back());
+    EXPECT_FALSE(out_mid.front());
+    std::size_t cut = 0;
+    for (std::size_t k = 1; k < out_texts.size(); ++k) {
+        EXPECT_EQ(out_mid[k], out_texts[k - 1].back() != '\n') << "piece " << k;
+        if (k + 1 == out_texts.size() || out_texts[k].back() == '\n') continue;
+        ++cut;
+        EXPECT_EQ(out_texts[k].size(), run::line_piece_bytes);
+    }
+    EXPECT_EQ(cut, 200000 / run::line_piece_bytes);  // 3 cuts: pieces of 65,536 bytes, then the rest with its newline
     fs::remove_all(dir);
 }
 
@@ -461,6 +524,51 @@ TEST(RunOutput, PackedJobsAndOrderedTaggedOutput) {
     EXPECT_EQ(slurp(dir / "res" / "1" / "a" / "2" / "1" / "stderr"), "e\n");
     EXPECT_EQ(slurp(dir / "res" / "1" / "b\\_c" / "2" / "2" / "stdout"), "second\n");
     EXPECT_EQ(slurp(dir / "res" / "1" / "b\\_c" / "2" / "2" / "seq"), "2");
+    fs::remove_all(dir);
+}
+
+TEST(RunOutput, LineBufferedPiecesTaggedAndInOrderWithKeepOrder) {
+    run::job_item item{3, 2, {result_of("x", run::outcome::ok), "", ""}, {12, 5}};
+    const std::vector<run::job_item> back = run::unpack_items(run::pack_items({item}));
+    ASSERT_EQ(back.size(), 1u);
+    EXPECT_EQ(back[0].streamed[0], 12u);
+    EXPECT_EQ(back[0].streamed[1], 5u);
+    EXPECT_EQ(run::tag_lines("b\nc\n", "t\t", true), "b\nt\tc\n");
+
+    const fs::path dir = scratch("lines");
+    const auto printed = [&](const std::string& name) { return slurp(dir / name); };
+    const std::vector<std::vector<std::string>> args{{"a"}, {"b"}, {"c"}};
+    {  // printed as the pieces come, each line tagged; a piece that continues a line gets no tag at its start
+        const int out = ::open((dir / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int err = ::open((dir / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        run::output_printer printer({false, true, "", out, err}, args, 3);
+        printer.line(1, 1, "b1\nb2", false);
+        printer.line(0, 2, "a-err\n", false);
+        printer.line(1, 1, "-rest\n", true);
+        EXPECT_EQ(printed("out"), "b\tb1\nb\tb2-rest\n");
+        EXPECT_EQ(printed("err"), "a\ta-err\n");
+        ::close(out), ::close(err);
+    }
+    {  // -k: the first command that has not ended prints as its pieces come; the others' are held until their turn
+        const int out = ::open((dir / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int err = ::open((dir / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        run::output_printer printer({true, true, "", out, err}, args, 3);
+        printer.line(2, 1, "c1\n", false);
+        printer.line(1, 1, "b1\n", false);
+        printer.line(0, 1, "a1\n", false);
+        EXPECT_EQ(printed("out"), "a\ta1\n");  // command 0: live
+        printer.add(0, "", "");                // it ended: command 1's held lines, and it is live now
+        EXPECT_EQ(printed("out"), "a\ta1\nb\tb1\n");
+        printer.line(1, 1, "b2\n", false);
+        printer.line(2, 1, "c2\n", false);
+        EXPECT_EQ(printed("out"), "a\ta1\nb\tb1\nb\tb2\n");
+        printer.add(2, "", "");  // command 2 ended before command 1: held still
+        EXPECT_EQ(printed("out"), "a\ta1\nb\tb1\nb\tb2\n");
+        printer.add(1, "", "");
+        EXPECT_EQ(printed("out"), "a\ta1\nb\tb1\nb\tb2\nc\tc1\nc\tc2\n");
+        EXPECT_EQ(printed("err"), "");
+        ::close(out), ::close(err);
+    }
     fs::remove_all(dir);
 }
 

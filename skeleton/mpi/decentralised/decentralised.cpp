@@ -565,6 +565,9 @@ void check_decentralised(const farm_options& options, const technique& policy, i
     if (!options.schedule.monitors.empty())
         throw invalid_argument("monitors", "are not available with farmer = decentralised: no request carries readings "
                                            "(leave monitors empty)");
+    if (options.protocol.side_channel)
+        throw invalid_argument("side_channel", "is not served with farmer = decentralised: no rank receives messages "
+                                               "while the farm runs (use flat or hierarchical)");
 }
 
 farm_report run_decentralised(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out,

@@ -68,7 +68,8 @@ farm_report run_farmer_side(MPI_Comm comm, int ranks, const std::byte* in, std::
     for (int w = 0; w < workers; ++w) at.named.push_back(w + first);  // a worker's failure names its rank
     const double cpu0 = cpu_seconds();
     const farmer_transport_result done =
-        run_farmer_transport(at, session, in, out, kernel, setup, options.output.progress, monitors, t0);
+        run_farmer_transport(at, session, in, out, kernel, setup, options.output.progress, monitors, t0,
+                             options.protocol.side_channel);
     if (done.result.what != farm_outcome::kind::ok) throw_outcome(done.result);
     return report_of(session, options, ranks, first, setup, learned, done.requests, cpu_seconds() - cpu0);
 }

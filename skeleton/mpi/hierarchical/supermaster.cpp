@@ -34,7 +34,8 @@ farm_report run_supermaster(MPI_Comm up, int ranks, const std::byte* in, std::by
     if (plan.own() != 0) at.named.push_back(0);
     at.named.insert(at.named.end(), h.master.begin(), h.master.end());
     const farmer_transport_result done =
-        run_farmer_transport(at, session, in, out, kernel, setup, options.output.progress, monitors, t0);
+        run_farmer_transport(at, session, in, out, kernel, setup, options.output.progress, monitors, t0,
+                             options.protocol.side_channel);
     if (done.result.what != farm_outcome::kind::ok) throw_outcome(done.result);
     return gather_report(up, options, ranks, setup.config.tasks, h, session, done.requests, cpu0);
 }

@@ -3,7 +3,8 @@
 // receives requests (and the results that follow one, without waiting for them: following_payloads), stores the
 // results the session accepts, sends the replies it decides (the assign of the chunk known ahead written while it
 // waits), and, when the rank computes, runs its own worker (own_worker.hpp), between two of whose tasks it serves
-// the requests.
+// the requests. With a side channel (protocol_options::side_channel) it polls the farm's messages and the channel in
+// turn instead of blocking in a receive.
 #include "farmer_transport.hpp"
 
 #include "messages.hpp"
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <thread>
 
@@ -26,7 +28,7 @@ class farmer_transport {
 public:
     farmer_transport(const farmer_ranks& ranks, farmer_session& session, const std::byte* in, std::byte* out,
                      const task_kernel& kernel, const shared_setup& setup, progress_mode progress, sampler& monitors,
-                     double t0)
+                     double t0, const std::function<bool()>& side)
         : comm_(ranks.comm), in_(in), out_(out), kernel_(kernel), setup_(setup), offsets_(ranks.offsets),
           named_(ranks.named), first_(ranks.first), failure_names_rank_(ranks.failure_names_rank), t0_(t0),
           // Into a buffer of their own for the sink, or when part of them may be delivered already (stragglers: a
@@ -36,7 +38,8 @@ public:
                     setup.config.task_errors == static_cast<std::int32_t>(task_error_rule::kind::retry)),
           progress_(progress, setup.config.tasks), session_(session),
           own_(kernel, setup, monitors, 0, [t0] { return now() - t0; }),
-          inbox_(ranks.comm, ranks.reclaim, setup.config.gentle_wait != 0) {}
+          inbox_(ranks.comm, ranks.reclaim, setup.config.gentle_wait != 0), side_(side),
+          has_side_(static_cast<bool>(side)) {}
 
     farmer_transport_result run() {
         try {
@@ -45,16 +48,20 @@ public:
                 if (own_.computing()) {
                     compute_own_task();
                     drain_messages();
+                    if (has_side_) side_();
                     if (session_.deadline() <= clock()) on_timer();
                     continue;
                 }
                 const double due = session_.deadline();  // stragglers: workers wait for a chunk to become overdue
-                if (due == std::numeric_limits<double>::infinity()) {
+                if (due == std::numeric_limits<double>::infinity() && !has_side_) {  // every message's path without one
                     handle(*inbox_.next(true));
                 } else if (const received_message* m = inbox_.next(false)) {
                     handle(*m);
+                    idle_polls_ = 0;
                 } else if (clock() >= due) {
                     on_timer();
+                } else if (has_side_) {
+                    wait_on_side(due);
                 } else if (setup_.config.gentle_wait != 0) {  // more ranks than cores: the core is another's meanwhile
                     std::this_thread::sleep_for(std::chrono::duration<double>(std::min(due - clock(), 1e-4)));
                 }  // else polled again at once, as a blocking receive would
@@ -116,6 +123,18 @@ private:
 
     void drain_messages() {
         while (const received_message* m = inbox_.next(false)) handle(*m);
+    }
+
+    /// No farm message waits: the side channel is polled; when nothing came there either, after 200 quick polls the
+    /// farmer pauses, from 2 us growing to 0.5 ms (not past `due`), so that a farmer that waits long frees its core.
+    void wait_on_side(double due) {
+        if (side_()) {
+            idle_polls_ = 0;
+            return;
+        }
+        if (++idle_polls_ <= 200) return;
+        const double pause = std::min(2e-6 * std::pow(2.0, std::min(idle_polls_ - 200, 8)), 5e-4);
+        std::this_thread::sleep_for(std::chrono::duration<double>(std::min(due - clock(), pause)));
     }
 
     /// Hands message `m` to the session; its results land in out_ (a payload that followed it is received
@@ -374,14 +393,18 @@ private:
     std::vector<MPI_Request> pending_;    ///< inputs sent without blocking
     std::vector<int> pending_to_;         ///< beside pending_: the rank each goes to
     std::string results_missing_;         ///< on_worker_loss: results on their way that never came (the farm fails)
+    const std::function<bool()>& side_;   ///< the caller's side channel (empty: none)
+    bool has_side_;
+    int idle_polls_ = 0;                  ///< with a side channel: polls in a row that found nothing
 };
 
 }  // namespace
 
 farmer_transport_result run_farmer_transport(const farmer_ranks& ranks, farmer_session& session, const std::byte* in,
                                              std::byte* out, const task_kernel& kernel, const shared_setup& setup,
-                                             progress_mode progress, sampler& monitors, double t0) {
-    return farmer_transport(ranks, session, in, out, kernel, setup, progress, monitors, t0).run();
+                                             progress_mode progress, sampler& monitors, double t0,
+                                             const std::function<bool()>& side) {
+    return farmer_transport(ranks, session, in, out, kernel, setup, progress, monitors, t0, side).run();
 }
 
 }  // namespace pfarm::detail

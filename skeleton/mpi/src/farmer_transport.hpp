@@ -1,9 +1,10 @@
 // pfarm MPI engine, internal: the MPI transport of a farmer_session, for the rank that farms (rank 0 of the flat
 // farm's communicator, or of the upper communicator of the hierarchical farm, whose workers are the masters). It
 // receives the workers' messages, hands them to the session, performs its actions and sends its replies, runs the
-// rank's own worker when it computes, and ends with the outcome every rank of the communicator learns
-// (farmer_transport.cpp). It keeps no rule of the protocol and builds no report: each driver makes its session and
-// its report around it (flat/farmer_side.cpp, hierarchical/supermaster.cpp).
+// rank's own worker when it computes, polls the caller's side channel while it would otherwise wait, and ends with
+// the outcome every rank of the communicator learns (farmer_transport.cpp). It keeps no rule of the protocol and
+// builds no report: each driver makes its session and its report around it (flat/farmer_side.cpp,
+// hierarchical/supermaster.cpp).
 #pragma once
 
 #include "engine.hpp"
@@ -13,6 +14,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 namespace pfarm::detail {
@@ -43,10 +45,12 @@ struct farmer_transport_result {
 };
 
 /// Runs `session` over the communicator's ranks until it is over. Results land in `out` (task i at i x out_bytes)
-/// or go to the kernel's sink; inputs are read from `in`. `t0`: the farm's start on this rank's clock. It does not
-/// throw the outcome: the driver does, after anything it must do first.
+/// or go to the kernel's sink; inputs are read from `in`. `t0`: the farm's start on this rank's clock. `side`: the
+/// caller's side channel (protocol_options::side_channel), polled whenever no farm message waits and after each task
+/// of its own; empty: none. It does not throw the outcome: the driver does, after anything it must do first.
 farmer_transport_result run_farmer_transport(const farmer_ranks& ranks, farmer_session& session, const std::byte* in,
                                              std::byte* out, const task_kernel& kernel, const shared_setup& setup,
-                                             progress_mode progress, sampler& monitors, double t0);
+                                             progress_mode progress, sampler& monitors, double t0,
+                                             const std::function<bool()>& side);
 
 }  // namespace pfarm::detail

@@ -3,15 +3,16 @@
 // ranks: the ranks' agreement before the farm, and the farm of the commands: each task starts one command on a worker
 // rank, up to --jobs at once (run_slots.hpp, run_process.hpp), under the --halt, --timeout and --retries policy
 // (run_policy.hpp, run_halt.hpp), and sends the records and output of the commands that ended to rank 0
-// (run_output.hpp), which prints the output, writes the job logs (run_joblog.hpp) and the journal
-// (run_records.hpp), and the summary (run_summary.hpp). The commands come from GNU parallel's input
-// sources and replacement strings (run_inputs.hpp), or a commands file (run_commands.hpp).
+// (run_output.hpp; with --line-buffer their lines as they come, run_lines.hpp), which prints the output, writes the
+// job logs (run_joblog.hpp) and the journal (run_records.hpp), and the summary (run_summary.hpp). The commands come
+// from GNU parallel's input sources and replacement strings (run_inputs.hpp), or a commands file (run_commands.hpp).
 #include "farm_cli.hpp"
 #include "options.hpp"
 #include "run_cli.hpp"
 #include "run_halt.hpp"
 #include "run_inputs.hpp"
 #include "run_joblog.hpp"
+#include "run_lines.hpp"
 #include "run_output.hpp"
 #include "run_policy.hpp"
 #include "run_process.hpp"
@@ -40,6 +41,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -258,7 +260,8 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
         return 0;
     }
 
-    const bool capture = s.output.empty() && !s.quiet && !s.ungroup;
+    const bool lines = s.line_buffer;  // the commands' lines reach rank 0 as they come (checked beside the rest)
+    const bool capture = s.output.empty() && !s.quiet && !s.ungroup && !lines;
     if (capture && options.topology.farmer == pfarm::farmer_mode::decentralised)  // every rank alike: no rank waits
         throw pfarm::invalid_argument("--farmer", "decentralised carries fixed-size records only, not the commands' "
                                                   "output: add -u, --output DIR or --quiet (or use flat)");
@@ -273,6 +276,8 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
         printer.open();
         if (journaled) journal_out.emplace(journal, "--journal", true);
     });
+    std::optional<run::line_channel> line_out;
+    if (lines) line_out.emplace(MPI_COMM_WORLD);
     std::optional<run::rank_records> records;
     if (journaled)
         checked_together(MPI_COMM_WORLD, [&] { records.emplace(run::rank_records_path(journal, rank), "--journal"); });
@@ -304,6 +309,7 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
         spec.shell = shell;
         spec.timeout = timeout.limit(runtimes);
         spec.capture = capture;
+        spec.lines = lines;
         if (halt_policy.when == run::halt_policy::now) spec.stop = [&] { return halt.halted(); };
         if (!s.output.empty()) {
             spec.stdout_path = task_file(s.output, i, tasks, ".out");
@@ -333,7 +339,8 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
         if (halt_policy.reached(halt_policy.on_done ? local_succeeded + local_failed
                                 : halt_policy.on_success ? local_succeeded : local_failed, tasks))
             halt.raise();
-        items.push_back({j.task, slot_of(rank, j.slot), {r, std::move(j.status.out), std::move(j.status.err)}});
+        items.push_back({j.task, slot_of(rank, j.slot), {r, std::move(j.status.out), std::move(j.status.err)},
+                         {j.streamed[0], j.streamed[1]}});
     };
     auto command = [&](task_count k) {
         const task_count i = todo[static_cast<std::size_t>(k)];
@@ -355,6 +362,14 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
     };
 
     const std::string& tag_template = s.tagstring;
+    const auto tagstring_of = [&](task_count i, long slot) {  // --tagstring: the arguments unquoted, {%} the rank's slot
+        std::string tag = tag_template;
+        if (tag.find('{') != std::string::npos)
+            tag = run::fill_slot(run::command_template(tag_template, jobs.args[static_cast<std::size_t>(i)].size())
+                                     .expand(jobs.args[static_cast<std::size_t>(i)], static_cast<std::size_t>(i) + 1, false),
+                                 slot);
+        return tag;
+    };
     run::tally counts;
     task_count failed_here = 0, succeeded_here = 0;
     int halt_status = 1;
@@ -365,21 +380,39 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
         if (o != outcome::not_run && o != outcome::killed) log.add(i, r, received, restored, shown(i, slot));
         full_log.add(i, r, received, restored, shown(i, slot));
     };
-    auto arrived = [&](task_count k, run::job_output j, long slot) {  // rank 0, once per command run
-        const task_count i = todo[static_cast<std::size_t>(k)];
+    // --line-buffer with -k: a command's lines and its record travel apart; it has ended for the printer once both
+    // have come (its record says how many bytes its lines carried).
+    struct line_count {
+        std::uint64_t received = 0, expected = 0;
+        bool recorded = false;
+    };
+    std::vector<line_count> line_counts(rank == 0 && lines && s.keep_order ? commands.size() : 0);
+    const auto lines_ended = [&](task_count i) {
+        const line_count& c = line_counts[static_cast<std::size_t>(i)];
+        if (c.recorded && c.received == c.expected) printer.add(static_cast<std::size_t>(i), "", "");
+    };
+    auto arrived = [&](run::job_item item) {  // rank 0, once per command run
+        const task_count i = todo[static_cast<std::size_t>(item.task)];
+        run::job_output& j = item.job;
+        const long slot = item.slot;
         const outcome o = j.record.what();
-        if (!tag_template.empty() && s.results.empty()) {  // --tagstring: the arguments unquoted, {%} the rank's slot
-            std::string tag = tag_template;
-            if (tag.find('{') != std::string::npos)
-                tag = run::fill_slot(run::command_template(tag_template, jobs.args[static_cast<std::size_t>(i)].size())
-                                         .expand(jobs.args[static_cast<std::size_t>(i)], static_cast<std::size_t>(i) + 1, false),
-                                     slot);
+        if (!tag_template.empty() && s.results.empty()) {
+            const std::string tag = tagstring_of(i, slot);
             j.out = run::tag_lines(j.out, tag + '\t');
             j.err = run::tag_lines(j.err, tag + '\t');
         }
-        if (o == outcome::not_run || o == outcome::killed) printer.skip(static_cast<std::size_t>(i));
-        else printer.add(static_cast<std::size_t>(i), j.out, j.err);
-        logged(i, j.record, j.out.size(), false, slot);
+        if (lines) {  // its lines are printed (or held, -k) as they come
+            if (s.keep_order) {
+                line_counts[static_cast<std::size_t>(i)].expected = item.streamed[0] + item.streamed[1];
+                line_counts[static_cast<std::size_t>(i)].recorded = true;
+                lines_ended(i);
+            }
+        } else if (o == outcome::not_run || o == outcome::killed) {
+            printer.skip(static_cast<std::size_t>(i));
+        } else {
+            printer.add(static_cast<std::size_t>(i), j.out, j.err);
+        }
+        logged(i, j.record, lines ? item.streamed[0] : j.out.size(), false, slot);
         if (journal_out) journal_out->append(i, j.record);
         if (o == outcome::ok) ++succeeded_here;
         else if (o != outcome::not_run && o != outcome::killed) {
@@ -396,12 +429,39 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
             logged(i, r, 0, true, r.rank + slot_base);
         }
 
+    // --line-buffer: a piece of command k's lines, printed on rank 0 (or held with -k), --tagstring's tag before each
+    // line; rank 0's own commands' pieces come here at once, the other ranks' through the line channel.
+    const auto show_piece = [&](task_count k, long slot, int stream, std::string_view text, bool mid_line) {
+        const task_count i = todo[static_cast<std::size_t>(k)];
+        const std::string piece =
+            tag_template.empty() ? std::string(text) : run::tag_lines(std::string(text), tagstring_of(i, slot) + '\t', mid_line);
+        printer.line(static_cast<std::size_t>(i), stream, piece, mid_line);
+        if (!line_counts.empty()) {
+            line_counts[static_cast<std::size_t>(i)].received += text.size();
+            lines_ended(i);
+        }
+    };
+    const auto arrive_piece = [&](const run::line_message& m) { show_piece(m.task, m.slot, m.stream, m.text, m.mid_line); };
+    if (lines) {  // the ranks' commands' pieces: printed on rank 0, sent to it from the others
+        slots.on_lines(
+            [&](const run::slot_job& j, const run::line_piece& piece) {
+                if (rank == 0) show_piece(j.task, slot_of(rank, j.slot), piece.stream, piece.text, piece.mid_line);
+                else line_out->send(j.task, slot_of(rank, j.slot), piece.stream, piece.text, piece.mid_line);
+            },
+            [&] {  // while a rank waits on its commands: rank 0 prints the other ranks' pieces, the others' sends move
+                if (rank == 0) line_out->poll(arrive_piece);
+                else line_out->progress();
+            },
+            0.01);
+    }
+
     pfarm::farm_options o = options;
     o.resume.journal.clear();  // pfarm-run keeps its own journal, keyed by the commands
+    if (lines && rank == 0) o.protocol.side_channel = [&] { return line_out->poll(arrive_piece); };
     pfarm::farm_report report;
     pfarm::mpi::communicator rest_comm(MPI_COMM_WORLD);  // the commands still running when the farm ends
     const auto arrived_items = [&](std::span<const char> bytes) {
-        for (run::job_item& item : run::unpack_items(bytes)) arrived(item.task, std::move(item.job), item.slot);
+        for (run::job_item& item : run::unpack_items(bytes)) arrived(std::move(item));
     };
     try {
         std::vector<run::job_item> rest;
@@ -424,15 +484,18 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
                                  }, o);
             for (std::size_t k = 0; k < out.size(); ++k)
                 if (out[k].status != elsewhere)
-                    arrived(static_cast<task_count>(k), run::job_output{out[k], "", ""}, slot_of(out[k].rank, 0));
+                    arrived(run::job_item{static_cast<task_count>(k), slot_of(out[k].rank, 0), {out[k], "", ""}});
         } else {
             report = pfarm::farm_stream(MPI_COMM_WORLD, pfarm::index_range{0, static_cast<task_count>(todo.size())},
                                         command, [&](task_count, std::span<const char> bytes) { arrived_items(bytes); }, o);
         }
         for (run::slot_job& j : slots.wait_below(1)) ended(j, rest);
+        if (line_out && rank == 0) line_out->drain(report.lost_ranks, arrive_piece);  // every line before the records
+        else if (line_out) line_out->finish();
         send_rest(run::pack_items(rest), rank, rest_comm.get(), report.lost_ranks, arrived_items);
     } catch (...) {
         halt.abandon();
+        if (line_out) line_out->abandon();
         if (records) records->remove_if_empty();
         throw;
     }

@@ -37,9 +37,6 @@ const char* refused_option(const std::string& word) {
         {"--files", "prints output file names"}, {"--shuf", "shuffles the jobs"}, {"--delay", "delays starts"},
         {"--load", "holds back starts on a busy host"}, {"--memfree", "holds back starts on a host short of memory"},
         {"--noswap", "holds back starts on a swapping host"}, {"--plus", "adds replacement strings"},
-        {"--line-buffer", "prints output line by line as it comes; pfarm-run prints each command's output whole "
-                          "when it ends (grouped), or passes it through with -u"},
-        {"--lb", "prints output line by line as it comes; pfarm-run prints it whole per command, or -u"},
         {"--header", "takes a header line for the columns"}, {"--trim", "trims arguments"}, {"-I", "renames {}"},
         {"--sqlmaster", "uses a database"}, {"--sqlworker", "uses a database"}, {"--limit", "runs a limit command"},
         {"--nice", "renices the commands"}, {"--ctag", "tags lines in colour"}, {"--tty", "gives commands the terminal"},
@@ -89,6 +86,9 @@ void add_run_options(CLI::App& app, settings& s, farm_options& options) {
     app.add_flag("-0,--null", s.null, "values in files and standard input end with a NUL byte (find -print0)");
     app.add_flag("-r,--no-run-if-empty", s.no_run_if_empty, "skip values of nothing but blanks");
     app.add_flag("-u,--ungroup", s.ungroup, "let the commands write to the rank's stdout and stderr directly");
+    app.add_flag("--line-buffer,--lb", s.line_buffer,
+                 "print the commands' output line by line as it comes (whole lines; lines of several commands may "
+                 "interleave), on rank 0's stdout and stderr");
     app.add_option("--results", s.results, "write each command's output to DIR/1/VALUE/.../{stdout,stderr,seq}");
     app.add_option("-a,--arg-file", s.arg_files, "an input source: each line of FILE is a value (repeatable)")
         ->allow_extra_args(false);
@@ -140,6 +140,27 @@ bool commands_file(const std::vector<std::string>& words, const settings& s) {
     return ::stat(words[0].c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) == 0;
 }
 
+namespace {
+
+/// --line-buffer prints on rank 0 what the commands write, as it comes: refused beside the options that send the output
+/// elsewhere, and with the farmer that has no rank to receive it while the farm runs.
+void check_line_buffer(const settings& s, const farm_options& options) {
+    if (!s.line_buffer) return;
+    const auto refuse = [](const std::string& why) {
+        return invalid_argument("--line-buffer", "passes the commands' lines on to rank 0's stdout and stderr as they "
+                                                 "come; " + why);
+    };
+    if (s.ungroup) throw refuse("-u lets them write to the ranks' own instead: give one (GNU parallel refuses both too)");
+    if (!s.output.empty()) throw refuse("--output DIR writes them to files instead: give one");
+    if (!s.results.empty()) throw refuse("--results DIR writes them to its folder instead: give one");
+    if (s.quiet) throw refuse("--quiet discards them: give one");
+    if (options.topology.farmer == farmer_mode::decentralised)
+        throw refuse("--farmer decentralised has no rank that receives them while the farm runs (use flat or "
+                     "hierarchical)");
+}
+
+}  // namespace
+
 /// What the command line alone decides, checked by every rank alike before MPI starts (bad input costs no MPI
 /// start-up).
 void check_command_line(const settings& s, const farm_options& options, const std::vector<std::string>& words) {
@@ -164,6 +185,7 @@ void check_command_line(const settings& s, const farm_options& options, const st
         throw invalid_argument(words.front(), "unknown option (pfarm-run --help lists them)");
     }
     if (s.null && !s.delimiter.empty()) throw invalid_argument("--null", "and --delimiter exclude each other; give one");
+    check_line_buffer(s, options);
     if (!s.delimiter.empty()) parse_delimiter(s.delimiter);
     if (!s.tagstring.empty()) command_template(s.tagstring, static_cast<std::size_t>(-1));
     if (commands_file(words, s)) return;

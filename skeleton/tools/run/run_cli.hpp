@@ -20,6 +20,7 @@ struct settings {
     std::string output;            ///< --output DIR: each command's stdout and stderr in files there
     bool quiet = false;            ///< --quiet: discard them (and no progress unless --progress is given)
     bool ungroup = false;          ///< -u: the commands write to the rank's own stdout and stderr
+    bool line_buffer = false;      ///< --line-buffer: rank 0 prints the commands' lines as they come
     std::string joblog, joblog_full;
     std::string timeout;           ///< --timeout S or N%
     int retries = 0;               ///< --retries N: runs in all (0 and 1: one)

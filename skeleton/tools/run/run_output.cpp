@@ -1,4 +1,4 @@
-// pfarm-run: grouped, ordered and tagged output, and the --results folder (run_output.hpp).
+// pfarm-run: grouped, line-buffered, ordered and tagged output, and the --results folder (run_output.hpp).
 #include "run_output.hpp"
 
 #include "pfarm/error.hpp"
@@ -42,7 +42,8 @@ std::vector<char> pack_items(const std::vector<job_item>& items) {
     std::memcpy(bytes.data(), &count, sizeof count);
     for (const job_item& item : items) {
         const std::vector<char> job = pack(item.job.record, item.job.out, item.job.err);
-        const std::int64_t head[3] = {item.task, item.slot, static_cast<std::int64_t>(job.size())};
+        const std::int64_t head[5] = {item.task, item.slot, static_cast<std::int64_t>(job.size()),
+                                      static_cast<std::int64_t>(item.streamed[0]), static_cast<std::int64_t>(item.streamed[1])};
         const char* h = reinterpret_cast<const char*>(head);
         bytes.insert(bytes.end(), h, h + sizeof head);
         bytes.insert(bytes.end(), job.begin(), job.end());
@@ -57,7 +58,7 @@ std::vector<job_item> unpack_items(std::span<const char> bytes) {
     std::vector<job_item> items;
     std::size_t at = sizeof count;
     for (std::uint64_t n = 0; n < count; ++n) {
-        std::int64_t head[3] = {};
+        std::int64_t head[5] = {};
         if (bytes.size() - at < sizeof head) throw error("pfarm-run: a task's result is cut short");
         std::memcpy(head, bytes.data() + at, sizeof head);
         at += sizeof head;
@@ -66,6 +67,8 @@ std::vector<job_item> unpack_items(std::span<const char> bytes) {
         job_item item;
         item.task = head[0];
         item.slot = static_cast<long>(head[1]);
+        item.streamed[0] = static_cast<std::uint64_t>(head[3]);
+        item.streamed[1] = static_cast<std::uint64_t>(head[4]);
         item.job = unpack(bytes.subspan(at, static_cast<std::size_t>(head[2])));
         at += static_cast<std::size_t>(head[2]);
         items.push_back(std::move(item));
@@ -104,15 +107,19 @@ void output_printer::open() {
 
 std::string output_printer::tagged(std::size_t task, const std::string& text) const {
     if (!s_.tag || text.empty()) return text;
-    std::string tag;
-    for (std::size_t k = 0; k < args_[task].size(); ++k) tag += (k ? " " : "") + args_[task][k];
-    return tag_lines(text, tag + '\t');
+    return tag_lines(text, tag_of(task) + '\t');
 }
 
-std::string tag_lines(const std::string& text, const std::string& tag) {
+std::string output_printer::tag_of(std::size_t task) const {
+    std::string tag;
+    for (std::size_t k = 0; k < args_[task].size(); ++k) tag += (k ? " " : "") + args_[task][k];
+    return tag;
+}
+
+std::string tag_lines(const std::string& text, const std::string& tag, bool mid_line) {
     std::string out;
     out.reserve(text.size() + tag.size() * 8);
-    bool line_start = true;
+    bool line_start = !mid_line;
     for (char c : text) {
         if (line_start) out += tag;
         out += c;
@@ -155,8 +162,17 @@ void output_printer::emit(std::size_t task, const std::string& out, const std::s
         put("stderr", err);
         return;
     }
-    write_all(1, tagged(task, out), "standard output");
-    write_all(2, tagged(task, err), "standard error");
+    write_all(s_.out_fd, tagged(task, out), "standard output");
+    write_all(s_.err_fd, tagged(task, err), "standard error");
+}
+
+void output_printer::line(std::size_t task, int stream, const std::string& text, bool mid_line) {
+    if (!s_.keep_order || task == next_) {
+        const std::string shown = s_.tag ? tag_lines(text, tag_of(task) + '\t', mid_line) : text;
+        write_all(stream == 1 ? s_.out_fd : s_.err_fd, shown, stream == 1 ? "standard output" : "standard error");
+        return;
+    }
+    (stream == 1 ? held_[task].first : held_[task].second) += text;  // tagged when printed: the pieces join up
 }
 
 void output_printer::add(std::size_t task, std::string out, std::string err) {
@@ -165,7 +181,8 @@ void output_printer::add(std::size_t task, std::string out, std::string err) {
         return;
     }
     done_[task] = 2;
-    held_[task] = {std::move(out), std::move(err)};
+    held_[task].first += out;  // after the lines held (--line-buffer)
+    held_[task].second += err;
     flush();
 }
 
@@ -182,6 +199,13 @@ void output_printer::flush() {
         std::string().swap(out);
         std::string().swap(err);
         ++next_;
+    }
+    // --line-buffer: the first command that has not ended prints as its lines come; what it printed meanwhile, now.
+    if (next_ < done_.size() && (!held_[next_].first.empty() || !held_[next_].second.empty())) {
+        auto& [out, err] = held_[next_];
+        emit(next_, out, err);
+        std::string().swap(out);
+        std::string().swap(err);
     }
 }
 

@@ -1,7 +1,9 @@
 // pfarm-run: the commands' output as GNU parallel groups it. A worker captures a command's stdout and stderr and
 // sends them to rank 0 with its record (one message: pack/unpack); rank 0 prints each command's output whole, in
 // one write per stream (no line of one command is ever torn by another's), as the commands end or in their order
-// (-k), each line tagged with its arguments (--tag), or writes it into GNU parallel's --results layout. No MPI.
+// (-k), each line tagged with its arguments (--tag), or writes it into GNU parallel's --results layout. With
+// --line-buffer rank 0 prints each piece of whole lines as it comes instead (with -k: the first unfinished command's
+// as they come, the others' held until it is their turn). No MPI.
 #pragma once
 
 #include "run_records.hpp"
@@ -24,6 +26,9 @@ struct job_item {
     task_count task = 0;  ///< the farm's task
     long slot = 1;        ///< {%}: from 1
     job_output job;
+    /// --line-buffer: bytes of stdout and stderr its lines carried to rank 0 (every attempt's), so that rank 0 knows
+    /// when all have come: they travel apart from the record
+    std::uint64_t streamed[2] = {0, 0};
 };
 
 /// The bytes of `items` (a task's result: the commands that ended on the rank while it ran, any number).
@@ -41,6 +46,7 @@ struct output_settings {
     bool keep_order = false;  ///< -k: in the commands' order
     bool tag = false;         ///< --tag: each line starts with the command's arguments and a tab
     std::string results;      ///< --results DIR: DIR/1/VALUE/2/VALUE.../{stdout,stderr,seq} instead of printing
+    int out_fd = 1, err_fd = 2;  ///< where the commands' stdout and stderr are printed
 };
 
 /// Rank 0's printer of the commands' output.
@@ -55,11 +61,16 @@ public:
     void add(std::size_t task, std::string out, std::string err);
     /// Command `task` has no output in this run (restored from the journal, never started): -k goes past it.
     void skip(std::size_t task);
+    /// --line-buffer: a piece of whole lines of command `task`'s stream (1 stdout, 2 stderr), tagged (--tag) unless
+    /// `mid_line` (it continues a line): printed now, or with -k held until the commands before it have ended (add or
+    /// skip); the command's add() then comes with its output empty.
+    void line(std::size_t task, int stream, const std::string& text, bool mid_line);
 
 private:
     void flush();
     void emit(std::size_t task, const std::string& out, const std::string& err);
     std::string tagged(std::size_t task, const std::string& text) const;
+    std::string tag_of(std::size_t task) const;  ///< --tag: the command's arguments, separated by spaces
 
     output_settings s_;
     const std::vector<std::vector<std::string>>& args_;
@@ -68,8 +79,8 @@ private:
     std::size_t next_ = 0;
 };
 
-/// `text` with `tag` at the start of each of its lines.
-std::string tag_lines(const std::string& text, const std::string& tag);
+/// `text` with `tag` at the start of each of its lines (`mid_line`: but the first, which continues a line).
+std::string tag_lines(const std::string& text, const std::string& tag, bool mid_line = false);
 
 /// Writes all of `text` to file descriptor `fd` (one write unless the system splits it); throws pfarm::error.
 void write_all(int fd, const std::string& text, const char* what);

@@ -1,5 +1,5 @@
-// pfarm-run: shell commands as child processes, one or several at once, their timeouts, and the guard that kills
-// them if the rank dies (run_process.hpp).
+// pfarm-run: shell commands as child processes, one or several at once, their output (files, or lines through pipes),
+// their timeouts, and the guard that kills them if the rank dies (run_process.hpp).
 #include "run_process.hpp"
 
 #include "pfarm/error.hpp"
@@ -177,8 +177,12 @@ std::vector<std::string> command_environment() {
 struct process_runner::child {
     std::uint64_t id = 0;
     pid_t pid = -1;
-    fd_holder out, err, pidfd;
+    fd_holder out, err, pidfd;  ///< lines: out and err are the pipes' ends to read
     bool capture = false;
+    bool lines = false;
+    bool open[2] = {false, false};  ///< lines: the pipe may bring more (no end of file yet)
+    std::string pending[2];         ///< lines: what came after the last piece handed on
+    bool mid[2] = {false, false};   ///< lines: the last piece handed on ended mid-line (cut at line_piece_bytes)
     std::function<bool()> stop;
     double deadline = INFINITY;  ///< monotonic seconds: its timeout
     double grace = 1.0;
@@ -264,20 +268,36 @@ bool process_runner::start(std::uint64_t id, const command_spec& spec, command_s
         if (fd >= 0) ::unlink(path.c_str());
         return fd;
     };
-    c->capture = spec.capture;
-    c->out.fd = spec.capture ? temporary() : open_output(spec.stdout_path);
-    c->err.fd = spec.capture ? temporary() : open_output(spec.stderr_path);
-    if (spec.capture && (c->out.fd < 0 || c->err.fd < 0))
+    c->capture = spec.capture && !spec.lines;
+    c->lines = spec.lines;
+    fd_holder write_ends[2];  // lines: the pipes' ends the command writes to, closed here once it has them
+    if (c->lines) {
+        if (!lines_) throw error("pfarm-run: a command's output is line-buffered, but nothing takes its lines");
+        for (int s = 0; s < 2; ++s) {
+            int ends[2];
+            if (::pipe2(ends, O_CLOEXEC) != 0)
+                return not_started(std::string("cannot create a pipe for its output: ") + std::strerror(errno));
+            (s == 0 ? c->out : c->err).fd = ends[0];
+            write_ends[s].fd = ends[1];
+            ::fcntl(ends[0], F_SETFL, ::fcntl(ends[0], F_GETFL) | O_NONBLOCK);
+            c->open[s] = true;
+        }
+    } else {
+        c->out.fd = c->capture ? temporary() : open_output(spec.stdout_path);
+        c->err.fd = c->capture ? temporary() : open_output(spec.stderr_path);
+    }
+    if (c->capture && (c->out.fd < 0 || c->err.fd < 0))
         return not_started(std::string("cannot create a file in $TMPDIR for its output: ") + std::strerror(errno));
-    if (!spec.capture && !spec.stdout_path.empty() && c->out.fd < 0)
+    if (!c->capture && !c->lines && !spec.stdout_path.empty() && c->out.fd < 0)
         return not_started("cannot open '" + spec.stdout_path + "' for writing: " + std::strerror(errno));
-    if (!spec.capture && !spec.stderr_path.empty() && c->err.fd < 0)
+    if (!c->capture && !c->lines && !spec.stderr_path.empty() && c->err.fd < 0)
         return not_started("cannot open '" + spec.stderr_path + "' for writing: " + std::strerror(errno));
 
     spawn_setup s;
     posix_spawn_file_actions_addopen(&s.actions, 0, "/dev/null", O_RDONLY, 0);
-    if (c->out.fd >= 0) posix_spawn_file_actions_adddup2(&s.actions, c->out.fd, 1);
-    if (c->err.fd >= 0) posix_spawn_file_actions_adddup2(&s.actions, c->err.fd, 2);
+    const int out_fd = c->lines ? write_ends[0].fd : c->out.fd, err_fd = c->lines ? write_ends[1].fd : c->err.fd;
+    if (out_fd >= 0) posix_spawn_file_actions_adddup2(&s.actions, out_fd, 1);
+    if (err_fd >= 0) posix_spawn_file_actions_adddup2(&s.actions, err_fd, 2);
     s.close_the_rest();
     std::vector<char*> env;
     for (const auto& e : spec.environment) env.push_back(const_cast<char*>(e.c_str()));
@@ -296,12 +316,61 @@ bool process_runner::start(std::uint64_t id, const command_spec& spec, command_s
     return true;
 }
 
+void process_runner::on_lines(std::function<void(const line_piece&)> lines, std::function<void()> tick, double period) {
+    lines_ = std::move(lines);
+    tick_ = std::move(tick);
+    tick_period_ = period;
+}
+
+/// Reads what command `c`'s pipes hold (`to_the_end`: until they are empty, and the last line without a newline goes
+/// too; else a few reads per pipe, so that no command holds the others' lines back) and hands the whole lines on.
+void process_runner::read_lines(child& c, bool to_the_end) {
+    for (int s = 0; s < 2; ++s) {
+        std::string& p = c.pending[s];
+        fd_holder& fd = s == 0 ? c.out : c.err;
+        char buffer[65536];
+        for (int reads = 0; c.open[s] && reads < (to_the_end ? 1024 : 16);) {
+            const ssize_t n = ::read(fd.fd, buffer, sizeof buffer);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                if (n == 0) c.open[s] = false;  // every writer is gone
+                break;                           // or nothing more now
+            }
+            ++reads;
+            p.append(buffer, static_cast<std::size_t>(n));
+            std::size_t at = 0;  // whole lines, up to line_piece_bytes a piece; a longer line in pieces of that size
+            while (p.size() - at >= line_piece_bytes || p.find('\n', at) != std::string::npos) {
+                const std::size_t window = std::min(p.size() - at, line_piece_bytes);
+                const std::size_t newline = p.rfind('\n', at + window - 1);
+                const bool cut = newline == std::string::npos || newline < at;
+                const std::size_t bytes = cut ? line_piece_bytes : newline + 1 - at;
+                lines_(line_piece{c.id, s + 1, std::string_view(p.data() + at, bytes), c.mid[s]});
+                c.mid[s] = cut;
+                at += bytes;
+            }
+            p.erase(0, at);
+        }
+        if (to_the_end && !p.empty()) {
+            lines_(line_piece{c.id, s + 1, p, c.mid[s]});
+            p.clear();
+        }
+    }
+}
+
 std::vector<std::pair<std::uint64_t, command_status>> process_runner::wait(double limit) {
     std::vector<std::pair<std::uint64_t, command_status>> done;
     const double until = monotonic() + limit;
     double pause = 0.0005;  // without pidfds: poll waitid, more slowly as the wait goes on
+    double next_tick = monotonic() + tick_period_;
     for (;;) {
         double next = until;  // the next moment something is due
+        for (auto& c : children_)
+            if (c->lines) read_lines(*c, false);
+        if (tick_ && monotonic() >= next_tick) {
+            tick_();
+            next_tick = monotonic() + tick_period_;
+        }
+        if (tick_ && !children_.empty()) next = std::min(next, next_tick);
         for (std::size_t k = 0; k < children_.size();) {
             child& c = *children_[k];
             bool ended = has_ended(c.pid);
@@ -336,11 +405,19 @@ std::vector<std::pair<std::uint64_t, command_status>> process_runner::wait(doubl
         const double now = monotonic();
         if (!done.empty() || now >= until || children_.empty()) return done;
         const double left = std::max(next - now, 0.0);
-        std::vector<pollfd> fds;
-        for (const auto& c : children_)
+        std::vector<pollfd> fds;  // the commands' ends (pidfds), and the pipes of line-buffered ones
+        bool every_end = true;
+        for (const auto& c : children_) {
             if (c->pidfd.fd >= 0) fds.push_back(pollfd{c->pidfd.fd, POLLIN, 0});
-        if (fds.size() == children_.size()) {
+            else every_end = false;
+            for (int s = 0; s < 2; ++s)
+                if (c->lines && c->open[s]) fds.push_back(pollfd{(s == 0 ? c->out : c->err).fd, POLLIN, 0});
+        }
+        if (every_end) {
             ::poll(fds.data(), fds.size(), static_cast<int>(std::min(left * 1000.0 + 1.0, 3600e3)));
+        } else if (!fds.empty()) {
+            ::poll(fds.data(), fds.size(), static_cast<int>(std::min(pause, left) * 1000.0 + 1.0));
+            pause = std::min(pause * 1.5, 0.05);
         } else {
             std::this_thread::sleep_for(std::chrono::duration<double>(std::min(pause, left)));
             pause = std::min(pause * 1.5, 0.05);
@@ -349,6 +426,7 @@ std::vector<std::pair<std::uint64_t, command_status>> process_runner::wait(doubl
 }
 
 command_status process_runner::reap(child& c) {
+    if (c.lines) read_lines(c, true);  // what it wrote last (its end of file, unless a process it left holds the pipe)
     command_status st = std::move(c.st);
     std::string ended = std::to_string(c.pid);  // "-PGID\n": before reaping, the guard never kills a group whose leader is gone
     ended.insert(ended.begin(), '-');

@@ -1,7 +1,8 @@
-// pfarm-run: running shell commands as child processes, one or several at once. posix_spawn (safe in an MPI process: no fork of
-// the rank's registered memory), SHELL -c COMMAND in its own process group, stdin from /dev/null, stdout and
-// stderr to files, captured (for grouped output), inherited or discarded; a timeout that kills the whole group; and a guard per rank that kills
-// the running commands' groups when the rank dies (a job killed with SIGKILL leaves no command behind). No MPI.
+// pfarm-run: running shell commands as child processes, one or several at once. posix_spawn (safe in an MPI process: no
+// fork of the rank's registered memory), SHELL -c COMMAND in its own process group, stdin from /dev/null, stdout and
+// stderr to files, captured (for grouped output), handed on line by line as they come (--line-buffer), inherited or
+// discarded; a timeout that kills the whole group; and a guard per rank that kills the running commands' groups when
+// the rank dies (a job killed with SIGKILL leaves no command behind). No MPI.
 #pragma once
 
 #include <sys/types.h>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <utility>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pfarm::tools::run {
@@ -35,6 +37,9 @@ struct command_spec {
     std::vector<std::string> environment;  ///< NAME=VALUE: its whole environment
     std::string stdout_path, stderr_path;  ///< files (created or truncated); empty: the rank's own stdout / stderr
     bool capture = false;                  ///< stdout and stderr into command_status::out and err (paths ignored)
+    /// stdout and stderr through pipes, handed on in whole lines as they come (process_runner::on_lines; paths and
+    /// capture ignored)
+    bool lines = false;
     std::function<bool()> stop;            ///< polled while it runs (every 50 ms); true: kill it (outcome killed)
     double timeout = 0.0;                  ///< seconds; 0: none
     double grace = 1.0;                    ///< after the timeout's SIGTERM, seconds before SIGKILL
@@ -49,6 +54,19 @@ struct command_status {
     std::string out, err;  ///< captured stdout and stderr (command_spec::capture)
     double start = 0.0, end = 0.0;  ///< Unix time, seconds
 };
+
+/// What a line-buffered command (command_spec::lines) wrote, as it comes: whole lines of one stream, as many as one
+/// read brought, at most line_piece_bytes; a line longer than that goes in pieces of that size (each but the first
+/// `mid_line`); the command's last line, when it ends without a newline, goes as it is once the command has ended.
+struct line_piece {
+    std::uint64_t id = 0;   ///< the command's (start's id)
+    int stream = 1;         ///< 1 stdout, 2 stderr
+    std::string_view text;  ///< valid during the call
+    bool mid_line = false;  ///< it continues the line of this stream's piece before
+};
+
+/// A line longer than this travels in pieces of this size.
+constexpr std::size_t line_piece_bytes = 64 * 1024;
 
 /// Runs commands, one at a time (run) or several at once (start, then wait). Owns the guard: a /bin/sh process in
 /// its own process group that reads the groups of the running commands from a socket; when the socket closes
@@ -72,12 +90,20 @@ public:
     std::vector<std::pair<std::uint64_t, command_status>> wait(double limit);
     /// The commands started and not yet returned by wait.
     std::size_t running() const noexcept { return children_.size(); }
+    /// Line-buffered commands' output goes to `lines` as it comes, from inside wait() (and the last pieces before
+    /// wait returns the command); `tick` is called from wait() at least every `period` seconds while it waits.
+    void on_lines(std::function<void(const line_piece&)> lines, std::function<void()> tick, double period);
 
 private:
     struct child;
     void start_guard();
     void tell_guard(const std::string& line);
     command_status reap(child& c);
+    void read_lines(child& c, bool to_the_end);
+
+    std::function<void(const line_piece&)> lines_;
+    std::function<void()> tick_;
+    double tick_period_ = 0.0;
 
     int guard_socket_ = -1;
     pid_t guard_ = -1;

@@ -55,6 +55,17 @@ bool job_slots::settle(std::size_t slot, command_status st) {
     return false;
 }
 
+void job_slots::on_lines(std::function<void(const slot_job&, const line_piece&)> lines, std::function<void()> tick,
+                         double period) {
+    runner_.on_lines(
+        [this, lines = std::move(lines)](const line_piece& piece) {
+            slot_job& j = *slots_[static_cast<std::size_t>(piece.id)];  // a command's id is its slot
+            j.streamed[piece.stream - 1] += piece.text.size();
+            lines(j, piece);
+        },
+        std::move(tick), period);
+}
+
 std::vector<slot_job> job_slots::wait_below(std::size_t below) {
     while (runner_.running() >= std::max<std::size_t>(below, 1))
         for (auto& [slot, st] : runner_.wait(INFINITY))

@@ -18,6 +18,7 @@ struct slot_job {
     int attempt = 0;        ///< attempts started
     task_result record;     ///< start (first attempt), end, attempts, exit status, signal, outcome (last attempt)
     command_status status;  ///< the last attempt's (its output, when captured)
+    std::uint64_t streamed[2] = {0, 0};  ///< line-buffered: bytes of stdout and stderr handed on, every attempt's
 };
 
 /// Up to `jobs` commands running at once on this rank, each run up to `runs` times in all until it succeeds, is
@@ -38,6 +39,10 @@ public:
     /// Waits until fewer than `below` commands run (0 < below); returns the jobs that ended since the last call,
     /// after their last attempt, in the order they ended.
     std::vector<slot_job> wait_below(std::size_t below);
+    /// Line-buffered commands (command_spec::lines): each piece of their output goes to `lines` with its job as it
+    /// comes, from inside wait_below; `tick` is called at least every `period` seconds while it waits.
+    void on_lines(std::function<void(const slot_job&, const line_piece&)> lines, std::function<void()> tick,
+                  double period);
 
 private:
     void launch(std::size_t slot);

@@ -152,6 +152,16 @@ struct protocol_options {
     /// when the MPI runtime keeps the job running after a rank dies (Open MPI started with orte_enable_recovery) and
     /// the farm is flat, else off. The flat farmer only.
     std::optional<worker_loss_rule> on_worker_loss;
+    /// Traffic of the caller's own that rank 0 serves while it farms (docs/skeleton.md "A side channel"): called on the
+    /// rank that farms (rank 0 of the flat farm, the hierarchical supermaster) whenever it finds no farm message waiting,
+    /// and after each task of its own when it computes (farmer_computes), it receives what has come on the caller's own
+    /// communicator (an MPI_Comm_dup of theirs, never the farm's) without blocking, handles it, and returns whether
+    /// anything came. While set, the farmer polls for the farm's messages (a pause that grows from nothing to 0.5 ms
+    /// while neither has anything) instead of blocking in MPI_Recv. The workers send on it from their tasks; the farm
+    /// never waits for what is on it: the caller receives what is left after the farm. Empty (the default, and on
+    /// every other rank): nothing is polled. Not with farmer = decentralised (no rank serves messages while it runs),
+    /// nor on one rank (no farmer: the tasks run in order). C++ only.
+    std::function<bool()> side_channel;
 };
 
 /// What the farm shows and records beside the results.
