@@ -9,7 +9,9 @@
 //              follow their request), ss; midsend and midsend-reclaim: ss with results of 8 KiB a task (each request
 //              above MPI's eager size), the victim dying in the middle of sending its 3rd: its MPI_Send (interposed
 //              below through MPI's profiling interface) starts the send and dies, so rank 0 matches a message whose
-//              body never comes
+//              body never comes; inputs: 4 KiB of inputs a task (replies above the eager size; a large chunk's inputs
+//              follow their reply); asked: the same inputs, the victim dying right after sending its 3rd request, so
+//              that rank 0 answers a dead rank with a reply above the eager size (a blocking send would wait for ever)
 //   stop       stop=0.5: every living rank throws pfarm::error naming the victim's rank and "presumed lost"
 //   abort      continue=2, and rank 0's sink throws at the 150th result, after the victim died and before it is
 //              presumed lost: the farm aborts, waits for the dead victim no longer than its deadline, and every living
@@ -26,6 +28,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -41,13 +44,18 @@ constexpr pfarm::task_count tasks = 240;
 int victim = 2;
 int computed = 0;  // tasks this rank has started
 bool die_in_send = false;  // midsend: the victim dies in its 3rd MPI_Send of a request with results
-int requests_with_results = 0;
+bool die_after_ask = false;  // asked: the victim dies once its 3rd request is sent
+int requests_with_results = 0, requests = 0;
 
 }  // namespace
 
 /// The profiling interface's MPI_Send: midsend's victim starts its 3rd request with results (above the eager size)
-/// and dies before it is complete; every other send is MPI's.
+/// and dies before it is complete; asked's victim dies once its 3rd request is sent; every other send is MPI's.
 extern "C" int MPI_Send(const void* buffer, int count, MPI_Datatype type, int to, int tag, MPI_Comm comm) {
+    if (die_after_ask && rank_ == victim && tag == pfarm::detail::tag_request && ++requests == 3) {
+        PMPI_Send(buffer, count, type, to, tag, comm);
+        raise(SIGKILL);
+    }
     if (die_in_send && rank_ == victim && tag == pfarm::detail::tag_request && type == MPI_BYTE && count > 4096 &&
         ++requests_with_results == 3) {
         MPI_Request started;
@@ -69,7 +77,7 @@ void spin(double seconds) {
 
 /// A task of about 2 ms; the victim dies (or stalls, `late`) in its 4th.
 void work(pfarm::task_count, bool late) {
-    if (rank_ == victim && !die_in_send && ++computed == 4) {
+    if (rank_ == victim && !die_in_send && !die_after_ask && ++computed == 4) {
         if (!late) raise(SIGKILL);
         std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     }
@@ -119,6 +127,7 @@ void run_continue(const std::string& variant, bool late) {
     else o.protocol.on_worker_loss = pfarm::parse_worker_loss_rule("continue=0.5");
     pfarm::farm_report r;
     die_in_send = variant.starts_with("midsend");
+    die_after_ask = variant == "asked";
     if (variant == "big" || die_in_send) {  // big: 80 KiB of results a task, a chunk's results follow their request
         const std::size_t n = die_in_send ? 1024 : 10240;
         std::vector<std::vector<double>> big;
@@ -134,6 +143,19 @@ void run_continue(const std::string& variant, bool late) {
             }
             CHECK(wrong == 0, "%s: %d outputs wrong", variant.c_str(), wrong);
         }
+    } else if (variant == "inputs" || variant == "asked") {
+        std::vector<std::array<double, 512>> in(rank_ == 0 ? tasks : 0);
+        for (pfarm::task_count i = 0; i < static_cast<pfarm::task_count>(in.size()); ++i) {
+            in[static_cast<std::size_t>(i)].fill(0.0);
+            in[static_cast<std::size_t>(i)].front() = in[static_cast<std::size_t>(i)].back() = g(i);
+        }
+        std::vector<double> out(tasks, -1.0);
+        r = pfarm::farm(MPI_COMM_WORLD, in, std::span<double>(out),
+                        [&](pfarm::task_count i, const std::array<double, 512>& x, double& y) {
+                            work(i, late);
+                            y = (x.front() + x.back()) / 2;
+                        }, o);
+        check_outputs(out, variant);
     } else {
         std::vector<double> out(tasks, -1.0);
         r = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, std::span<double>(out), [&](pfarm::task_count i, double& y) {

@@ -5,7 +5,8 @@
 // and its payload follows on its own tag (tag_results, tag_inputs), received by the rank that reads the header:
 // a worker's inputs in place; a worker's results without blocking (following_payloads), so that a farmer or master
 // never waits for a worker that computes. A check that must not block (between two tasks) and a wait that must
-// leave the core to others (more ranks than cores: `gentle`) probe. Not installed; tests/mpi/test_messages.cpp
+// leave the core to others (more ranks than cores: `gentle`) probe. Where a worker may be lost (on_worker_loss) the
+// farmer's inbox receives without blocking, so that a sender that dies mid-message holds up nothing (farmer_inbox). Not installed; tests/mpi/test_messages.cpp
 // includes it.
 #pragma once
 
