@@ -11,7 +11,14 @@
 # (with 2 workers on 2 cores a task takes no longer than with 3). A run still going at bound + 5 s is hung: every
 # living rank's stack goes to its folder (gdb) before it is ended. It prints one line per run and a summary, and
 # exits 1 if any check failed. A failed run's folder is kept under --work.
+# When each kill fell: the script watches for the sweep's first experiment file (rank 0 writes it as the first result
+# arrives, once every rank is past MPI_Init and the farm's setup). A kill before it is "before the first result"; of
+# those, a run whose ranks are left in MPI_Init (their stacks) was killed "before MPI_Init completed", which Open MPI
+# cannot survive (docs/reliability.md "A lost worker"): the summary gives that count apart from the kills while
+# pfarm runs. With --after-first-result every kill falls after that file, at a time uniform in the reference's
+# remaining wall time (the ctest entry's form: every run must pass).
 #   kill_calcium.py [--runs N] [--seed K] [--calcium BIN] [--mpiexec MPIRUN] [--work DIR] [--slack S]
+#                   [--experiments N] [--after-first-result]
 import argparse
 import collections
 import csv
@@ -27,11 +34,12 @@ import time
 from pathlib import Path
 
 RANKS = 4
-# A sweep of about 5 s on a 2-core machine with 3 workers (240 experiments of 2000 channels x 5000 steps),
+# A sweep of about 5 s on a 2-core machine with 3 workers (240 experiments of 2000 channels x 5000 steps, by default),
 # multi with a pinned installment factor so that chunks stay under a second and the deadlines short; the
 # per-experiment files are kept (every 10th step) so that they can be compared.
-SWEEP = ["--channels", "2000", "--steps", "5000", "--peak-duration", "0.03", "--experiments", "240",
-         "--trace-stride", "10", "--technique", "multi", "--k", "8"]
+def sweep(experiments):
+    return ["--channels", "2000", "--steps", "5000", "--peak-duration", "0.03", "--experiments", str(experiments),
+            "--trace-stride", "10", "--technique", "multi", "--k", "8"]
 
 
 def parse_args():
@@ -44,8 +52,19 @@ def parse_args():
     p.add_argument("--work", default="/tmp/pfarm-kill-calcium", help="working directory (emptied first)")
     p.add_argument("--slack", type=float, default=0.5, help="S of --on-worker-loss continue=S (default 0.5)")
     p.add_argument("--timeout", type=float, default=0,
-                   help="seconds after which a run counts as hung (default: 3 x its makespan bound + 10)")
-    return p.parse_args()
+                   help="seconds after which a run counts as hung (default: its makespan bound + 5)")
+    p.add_argument("--experiments", type=int, default=240, help="experiments of the sweep (default 240)")
+    p.add_argument("--after-first-result", action="store_true",
+                   help="kill only after the sweep's first experiment file exists (MPI_Init and the setup are over)")
+    args = p.parse_args()
+    if args.runs < 0:
+        p.error(f"--runs is {args.runs}; expected 0 or more")
+    if args.experiments < 1:
+        p.error(f"--experiments is {args.experiments}; expected 1 or more")
+    args.calcium = str(Path(args.calcium).resolve())  # the runs start in folders of their own
+    if not os.access(args.calcium, os.X_OK):
+        p.error(f"--calcium is '{args.calcium}', which is not an executable file")
+    return args
 
 
 def env():
@@ -61,7 +80,7 @@ WRAP = ['sh', '-c', '"$0" "$@"; s=$?; echo $s >status.$OMPI_COMM_WORLD_RANK; exi
 
 
 def command(args, out_dir, trace=None):
-    return [args.mpiexec, "-n", str(RANKS), "--oversubscribe", *WRAP, args.calcium, *SWEEP, "--json", "--quiet",
+    return [args.mpiexec, "-n", str(RANKS), "--oversubscribe", *WRAP, args.calcium, *sweep(args.experiments), "--json", "--quiet",
             "--on-worker-loss", f"continue={args.slack:g}", *(["--trace", str(trace)] if trace else []),
             "--output", str(out_dir)]
 
@@ -123,14 +142,28 @@ def compare(ref, out):
     return bad, same
 
 
+def first_result(d):
+    """Whether the sweep's first experiment file is there (rank 0 writes one as each result arrives)."""
+    try:
+        with os.scandir(d / "out" / "experiments") as entries:
+            return next(entries, None) is not None
+    except OSError:
+        return False
+
+
 def reference(args, work):
     d = work / "reference"
     d.mkdir()
     start = time.monotonic()
     job = subprocess.Popen(command(args, "out", "trace.csv"), cwd=d, env=env(), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    first_at = None
+    while job.poll() is None and first_at is None and time.monotonic() - start < 60:
+        if first_result(d):
+            first_at = time.monotonic() - start
+        time.sleep(0.005)
     try:
-        stdout, stderr = job.communicate(timeout=60)
+        stdout, stderr = job.communicate(timeout=max(1.0, 60 - (time.monotonic() - start)))
     except subprocess.TimeoutExpired:
         hung_in = stacks(job.pid, d)
         os.killpg(job.pid, signal.SIGKILL)
@@ -147,7 +180,9 @@ def reference(args, work):
     if report["lost_ranks"]:
         sys.exit(f"kill_calcium: the reference run lost ranks {report['lost_ranks']}")
     chunks = chunk_times(d / "trace.csv")
-    return d, wall, report["makespan"], max(c[2] for c in chunks), len(files(d / "out"))
+    if first_at is None:
+        sys.exit("kill_calcium: the reference run wrote no experiment file while it ran")
+    return d, wall, first_at, report["makespan"], max(c[2] for c in chunks), len(files(d / "out"))
 
 
 def stacks(mpirun_pid, d):
@@ -170,29 +205,42 @@ def stacks(mpirun_pid, d):
     return (calls[0] + (f" from {callers[0]}" if callers else "")) if calls else "?"
 
 
-def phase(report, rank, killed_at):
-    """Where the kill fell: calibration (the rank returned no chunk), mid-run, or after it left the farm (killed
-    before its exit, or found already exited)."""
-    if report is None:
-        return "?"
-    if not report["lost_ranks"]:
-        return "after" if killed_at is not None else "after exit"
-    return "calibration" if not report["chunks_per_rank"][rank] else "mid-run"
+PHASES = ["before MPI_Init completed", "before the first result", "mid-run", "after", "after exit"]
+
+
+def phase(report, killed_at, before_first, hung_in):
+    """Where the kill fell: before MPI_Init completed (the others left in MPI_Init), before the sweep's first result
+    (the farm's setup, its first chunks), mid-run (a lost rank reported, or the run hung), after the rank left the farm
+    (no lost rank: killed before its exit, or found already exited)."""
+    if killed_at is None:
+        return "after exit"
+    if hung_in and hung_in.startswith("MPI_Init"):
+        return "before MPI_Init completed"
+    if before_first:
+        return "before the first result"
+    if report is not None and not report["lost_ranks"]:
+        return "after"
+    return "mid-run"
 
 
 def one_run(args, work, i, rank, kill_at, ref, bound):
+    """Kills `rank` at kill_at seconds after mpirun starts (with --after-first-result: after the sweep's first
+    experiment file), then checks the run."""
     d = work / f"run{i:03d}"
     d.mkdir()
     timeout = args.timeout or bound + 5
     start = time.monotonic()
     job = subprocess.Popen(command(args, "out"), cwd=d, env=env(), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    killed_at, pid = None, None
+    killed_at, pid, first_at = None, None, None
     while job.poll() is None and killed_at is None:
         now = time.monotonic() - start
+        if first_at is None and first_result(d):
+            first_at = now
         if pid is None:
             pid = rank_pid(job.pid, rank)
-        if pid is not None and now >= kill_at:
+        due = kill_at + first_at if args.after_first_result and first_at is not None else kill_at
+        if pid is not None and now >= due and (first_at is not None or not args.after_first_result):
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed_at = now
@@ -251,11 +299,13 @@ def one_run(args, work, i, rank, kill_at, ref, bound):
     makespan = report["makespan"] if report else float("nan")
     if makespan > bound:
         failures.append(f"makespan {makespan:.2f} s over the bound {bound:.2f} s")
-    where = phase(report, rank, killed_at) if not hung_in else f"hung in {hung_in}"
+    before_first = killed_at is not None and (first_at is None or killed_at < first_at)
+    where = phase(report, killed_at, before_first, hung_in)
     if not failures:
         shutil.rmtree(d)
-    return dict(run=i, rank=rank, kill_at=kill_at, killed_at=killed_at, rc=rc, status=status, hung=bool(hung_in), lost=lost,
-                wall=wall, makespan=makespan, same=same, phase=where, failures=failures,
+    return dict(run=i, rank=rank, kill_at=kill_at, killed_at=killed_at, first_at=first_at, rc=rc, status=status,
+                hung=bool(hung_in), hung_in=hung_in, lost=lost, wall=wall, makespan=makespan, same=same, phase=where,
+                failures=failures,
                 stderr_tail=[l for l in stderr.strip().splitlines() if "PMIX ERROR" not in l][-3:] if failures else [])
 
 
@@ -265,43 +315,58 @@ def main():
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    ref, ref_wall, ref_makespan, e_ref, n_files = reference(args, work)
-    print(f"kill_calcium: {RANKS} ranks (3 workers), {' '.join(SWEEP)}, --on-worker-loss continue={args.slack:g}")
-    print(f"reference: wall {ref_wall:.2f} s, makespan {ref_makespan:.3f} s, longest chunk E = {e_ref:.3f} s, "
-          f"{n_files} output files")
+    ref, ref_wall, ref_first, ref_makespan, e_ref, n_files = reference(args, work)
+    print(f"kill_calcium: {RANKS} ranks (3 workers), {' '.join(sweep(args.experiments))}, "
+          f"--on-worker-loss continue={args.slack:g}")
+    print(f"reference: wall {ref_wall:.2f} s, first experiment file at {ref_first:.2f} s, makespan {ref_makespan:.3f} s, "
+          f"longest chunk E = {e_ref:.3f} s, {n_files} output files")
     print(f"makespan bound: 1.5 x {ref_makespan:.3f} + 2 x (4 x {e_ref:.3f} + {args.slack:g}) = "
           f"{1.5 * ref_makespan + 2 * (4 * e_ref + args.slack):.2f} s")
-    print(f"kills: rank uniform in 1..3, time uniform in [0, {ref_wall:.2f}) s after mpirun starts "
-          f"(the reference's wall time), seed {args.seed}")
+    window = ref_wall - ref_first if args.after_first_result else ref_wall
+    print(f"kills: rank uniform in 1..3, time uniform in [0, {window:.2f}) s after "
+          + ("the run's first experiment file (the reference's wall time after its own)" if args.after_first_result
+             else "mpirun starts (the reference's wall time)") + f", seed {args.seed}")
     bound = 1.5 * ref_makespan + 2 * (4 * e_ref + args.slack)
     rng = random.Random(args.seed)
     results = []
     for i in range(args.runs):
-        rank, kill_at = rng.randint(1, RANKS - 1), rng.uniform(0, ref_wall)
+        rank, kill_at = rng.randint(1, RANKS - 1), rng.uniform(0, window)
         r = one_run(args, work, i, rank, kill_at, ref, bound)
         results.append(r)
         killed = f"{r['killed_at']:.2f}" if r["killed_at"] is not None else "-"
-        print(f"run {i:3d}: rank {rank} killed at {killed:>5} s ({r['phase']:<11}) mpirun {r['rc']} rank statuses "
-              f"{[r['status'][k] for k in range(RANKS)]} "
+        first = f"{r['first_at']:.2f}" if r["first_at"] is not None else "-"
+        print(f"run {i:3d}: rank {rank} killed at {killed:>5} s (first result {first:>5} s; {r['phase']}) mpirun {r['rc']} "
+              f"rank statuses {[r['status'][k] for k in range(RANKS)]} "
               f"lost {r['lost']} makespan {r['makespan']:.2f} s wall {r['wall']:.2f} s "
               f"files {r['same']}/{n_files} same: " + ("ok" if not r["failures"] else "FAIL " + "; ".join(r["failures"])),
               flush=True)
         for line in r["stderr_tail"]:
             print(f"          stderr: {line}")
     print()
-    print("| phase of the kill | runs | living ranks exit 3 | exit 0 | hung | failed | makespan min / max (s) | worst makespan / bound |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| phase of the kill | runs | passed | living ranks exit 3 | exit 0 | hung | failed | makespan min / max (s) | worst makespan / bound |")
+    print("|---|---|---|---|---|---|---|---|---|")
     by_phase = collections.defaultdict(list)
     for r in results:
         by_phase[r["phase"]].append(r)
-    for name in sorted(by_phase, key=lambda n: (["calibration", "mid-run", "after"] + [n]).index(n)):
+    for name in sorted(by_phase, key=PHASES.index):
         rs = by_phase[name]
         spans = [r["makespan"] for r in rs if r["makespan"] == r["makespan"]]
         ratio = max((r["makespan"] / bound for r in rs if r["makespan"] == r["makespan"]), default=float("nan"))
         span_text = f"{min(spans):.2f} / {max(spans):.2f}" if spans else "-"
-        print(f"| {name} | {len(rs)} | {sum(r['status'][0] == 3 for r in rs)} | {sum(r['status'][0] == 0 for r in rs)} | "
-              f"{sum(r['hung'] for r in rs)} | {sum(bool(r['failures']) for r in rs)} | {span_text} | {ratio:.2f} |")
+        ratio_text = f"{ratio:.2f}" if spans else "-"
+        print(f"| {name} | {len(rs)} | {sum(not r['failures'] for r in rs)} | {sum(r['status'][0] == 3 for r in rs)} | "
+              f"{sum(r['status'][0] == 0 for r in rs)} | {sum(r['hung'] for r in rs)} | {sum(bool(r['failures']) for r in rs)} | "
+              f"{span_text} | {ratio_text} |")
+    hung = [r for r in results if r["hung"]]
+    if hung:
+        print("\nhung: " + "; ".join(f"run {r['run']} (killed at {r['killed_at']:.2f} s) rank 0 in {r['hung_in']}"
+                                      for r in hung))
     failed = [r for r in results if r["failures"]]
+    in_init = by_phase.get("before MPI_Init completed", [])
+    running = [r for r in results if r["phase"] != "before MPI_Init completed"]
+    print(f"\nkills before MPI_Init completed: {len(in_init)} (runs that cannot end: Open MPI waits in MPI_Init)")
+    print(f"kills after MPI_Init completed (the app's setup, the farm, or after the rank left it): {len(running)}, "
+          f"{sum(not r['failures'] for r in running)} passed every check")
     print(f"\n{len(results) - len(failed)}/{len(results)} runs passed every check; reference makespan "
           f"{ref_makespan:.3f} s; outputs kept under {work} for failed runs")
     return 1 if failed else 0

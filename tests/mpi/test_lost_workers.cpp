@@ -7,10 +7,19 @@
 //              argv[3]: plain (the rule left unset: recovery mode gives continue, slack 5 s), and with continue=0.5
 //              prefetch, reclaim, computes (rank 0 computes too), stragglers, big (results of 80 KiB a task: they
 //              follow their request), ss, journal (resume.journal: the journal then names the lost rank, and holds
-//              every output)
+//              every output); midsend and midsend-reclaim: ss with results of 8 KiB a task (each request
+//              above MPI's eager size), the victim dying in the middle of sending its 3rd: its MPI_Send (interposed
+//              below through MPI's profiling interface) starts the send and dies, so rank 0 matches a message whose
+//              body never comes; inputs: 4 KiB of inputs a task (replies above the eager size; a large chunk's inputs
+//              follow their reply); asked: the same inputs, the victim dying right after sending its 3rd request, so
+//              that rank 0 answers a dead rank with a reply above the eager size (a blocking send would wait for ever)
 //   stop       stop=0.5: every living rank throws pfarm::error naming the victim's rank and "presumed lost"
+//   abort      continue=2, and rank 0's sink throws at the 150th result, after the victim died and before it is
+//              presumed lost: the farm aborts, waits for the dead victim no longer than its deadline, and every living
+//              rank throws pfarm::error with the sink's text
 //   late       continue=0.3 and the victim stalls 1.5 s in its 4th task instead of dying: presumed lost, its tasks
 //              computed by the others, then it comes back; every output exactly right and the farm ends on every rank
+#include "messages.hpp"
 #include "mpi_check.hpp"
 
 #include "pfarm/farm.hpp"
@@ -21,12 +30,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +47,29 @@ namespace {
 constexpr pfarm::task_count tasks = 240;
 int victim = 2;
 int computed = 0;  // tasks this rank has started
+bool die_in_send = false;  // midsend: the victim dies in its 3rd MPI_Send of a request with results
+bool die_after_ask = false;  // asked: the victim dies once its 3rd request is sent
+int requests_with_results = 0, requests = 0;
+
+}  // namespace
+
+/// The profiling interface's MPI_Send: midsend's victim starts its 3rd request with results (above the eager size)
+/// and dies before it is complete; asked's victim dies once its 3rd request is sent; every other send is MPI's.
+extern "C" int MPI_Send(const void* buffer, int count, MPI_Datatype type, int to, int tag, MPI_Comm comm) {
+    if (die_after_ask && rank_ == victim && tag == pfarm::detail::tag_request && ++requests == 3) {
+        PMPI_Send(buffer, count, type, to, tag, comm);
+        raise(SIGKILL);
+    }
+    if (die_in_send && rank_ == victim && tag == pfarm::detail::tag_request && type == MPI_BYTE && count > 4096 &&
+        ++requests_with_results == 3) {
+        MPI_Request started;
+        PMPI_Isend(buffer, count, type, to, tag, comm, &started);
+        raise(SIGKILL);
+    }
+    return PMPI_Send(buffer, count, type, to, tag, comm);
+}
+
+namespace {
 
 double g(pfarm::task_count i) { return std::sqrt(static_cast<double>(i)) + 0.25 * static_cast<double>(i); }
 
@@ -47,7 +81,7 @@ void spin(double seconds) {
 
 /// A task of about 2 ms; the victim dies (or stalls, `late`) in its 4th.
 void work(pfarm::task_count, bool late) {
-    if (rank_ == victim && ++computed == 4) {
+    if (rank_ == victim && !die_in_send && !die_after_ask && ++computed == 4) {
         if (!late) raise(SIGKILL);
         std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     }
@@ -74,9 +108,9 @@ int verdict_p2p(const std::string& scenario) {
 
 pfarm::farm_options options_for(const std::string& variant) {
     pfarm::farm_options o;
-    o.schedule.technique = variant == "ss" ? "ss" : "fss";
+    o.schedule.technique = variant == "ss" || variant.starts_with("midsend") ? "ss" : "fss";
     o.protocol.prefetch = variant == "prefetch";
-    o.protocol.reclaim = variant == "reclaim";
+    o.protocol.reclaim = variant == "reclaim" || variant == "midsend-reclaim";
     o.topology.farmer_computes = variant == "computes";
     if (variant == "stragglers") o.protocol.stragglers = 3.0;
     return o;
@@ -115,8 +149,10 @@ void run_continue(const std::string& variant, bool late) {
     else if (variant == "plain") o.protocol.on_worker_loss.reset();  // recovery mode in the environment: continue=5
     else o.protocol.on_worker_loss = pfarm::parse_worker_loss_rule("continue=0.5");
     pfarm::farm_report r;
-    if (variant == "big") {  // 80 KiB of results a task: a chunk's results follow their request
-        constexpr std::size_t n = 10240;
+    die_in_send = variant.starts_with("midsend");
+    die_after_ask = variant == "asked";
+    if (variant == "big" || die_in_send) {  // big: 80 KiB of results a task, a chunk's results follow their request
+        const std::size_t n = die_in_send ? 1024 : 10240;
         std::vector<std::vector<double>> big;
         r = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, big, [&](pfarm::task_count i) {
             work(i, late);
@@ -128,8 +164,21 @@ void run_continue(const std::string& variant, bool late) {
                 const auto& v = big[static_cast<std::size_t>(i)];
                 if (v.size() != n || v.front() != g(i) || v.back() != g(i)) ++wrong;
             }
-            CHECK(wrong == 0, "big: %d outputs wrong", wrong);
+            CHECK(wrong == 0, "%s: %d outputs wrong", variant.c_str(), wrong);
         }
+    } else if (variant == "inputs" || variant == "asked") {
+        std::vector<std::array<double, 512>> in(rank_ == 0 ? tasks : 0);
+        for (pfarm::task_count i = 0; i < static_cast<pfarm::task_count>(in.size()); ++i) {
+            in[static_cast<std::size_t>(i)].fill(0.0);
+            in[static_cast<std::size_t>(i)].front() = in[static_cast<std::size_t>(i)].back() = g(i);
+        }
+        std::vector<double> out(tasks, -1.0);
+        r = pfarm::farm(MPI_COMM_WORLD, in, std::span<double>(out),
+                        [&](pfarm::task_count i, const std::array<double, 512>& x, double& y) {
+                            work(i, late);
+                            y = (x.front() + x.back()) / 2;
+                        }, o);
+        check_outputs(out, variant);
     } else {
         std::vector<double> out(tasks, -1.0);
         const std::string journal = "/tmp/pfarm-test-lost-journal-" + std::to_string(getpid());
@@ -168,6 +217,24 @@ void run_stop() {
     }
 }
 
+void run_abort() {
+    pfarm::farm_options o = options_for("plain");
+    o.protocol.on_worker_loss = pfarm::parse_worker_loss_rule("continue=2");
+    int delivered = 0;
+    try {
+        pfarm::farm_stream(MPI_COMM_WORLD, pfarm::index_range{0, tasks}, [](pfarm::task_count i) {
+            work(i, false);
+            return std::vector<double>{g(i)};
+        }, [&](pfarm::task_count, std::span<const double>) {
+            if (++delivered == 150) throw std::runtime_error("sink refused");
+        }, o);
+        CHECK(false, "abort: the farm completed");
+    } catch (const pfarm::error& e) {
+        const std::string what = e.what();
+        CHECK(what.find("sink refused") != std::string::npos, "abort: '%s'", what.c_str());
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -179,6 +246,7 @@ int main(int argc, char** argv) {
     if (scenario == "continue") run_continue(variant, false);
     else if (scenario == "late") run_continue(variant, true);
     else if (scenario == "stop") run_stop();
+    else if (scenario == "abort") run_abort();
     else {
         if (rank_ == 0) std::fprintf(stderr, "unknown scenario %s\n", scenario.c_str());
         return 2;

@@ -4,7 +4,9 @@
 // results the session accepts, sends the replies it decides (the assign of the chunk known ahead written while it
 // waits), and, when the rank computes, runs its own worker (own_worker.hpp), between two of whose tasks it serves
 // the requests. With a side channel (protocol_options::side_channel) it polls the farm's messages and the channel in
-// turn instead of blocking in a receive.
+// turn instead of blocking in a receive. With on_worker_loss nothing waits for a rank that may be dead: messages are
+// received without blocking between the session's deadlines (a receive whose sender the session presumes lost is
+// given up) and replies are sent without waiting.
 #include "farmer_transport.hpp"
 
 #include "messages.hpp"
@@ -18,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <list>
 #include <thread>
 
 namespace pfarm::detail {
@@ -36,9 +39,10 @@ public:
           // Retry: a failed task's fill must not land over its later result.
           buffered_(kernel.streamed() || setup.config.stragglers ||
                     setup.config.task_errors == static_cast<std::int32_t>(task_error_rule::kind::retry)),
+          may_lose_(setup.config.worker_loss != 0),
           progress_(progress, setup.config.tasks), session_(session),
           own_(kernel, setup, monitors, 0, [t0] { return now() - t0; }),
-          inbox_(ranks.comm, ranks.reclaim, setup.config.gentle_wait != 0), side_(side),
+          inbox_(ranks.comm, ranks.reclaim, setup.config.gentle_wait != 0, may_lose_), side_(side),
           has_side_(static_cast<bool>(side)) {}
 
     farmer_transport_result run() {
@@ -52,24 +56,13 @@ public:
                     if (session_.deadline() <= clock()) on_timer();
                     continue;
                 }
-                const double due = session_.deadline();  // stragglers: workers wait for a chunk to become overdue
-                if (due == std::numeric_limits<double>::infinity() && !has_side_) {  // every message's path without one
-                    handle(*inbox_.next(true));
-                } else if (const received_message* m = inbox_.next(false)) {
-                    handle(*m);
-                    idle_polls_ = 0;
-                } else if (clock() >= due) {
-                    on_timer();
-                } else if (has_side_) {
-                    wait_on_side(due);
-                } else if (setup_.config.gentle_wait != 0) {  // more ranks than cores: the core is another's meanwhile
-                    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(due - clock(), 1e-4)));
-                }  // else polled again at once, as a blocking receive would
+                serve_next();
             }
             finish_transport();
         } catch (const std::exception& e) {
             // The farmer itself failed (a calibration that cannot proceed, an MPI error, a sink that threw): every
-            // worker is stopped, the one whose request was being handled included; the others as they ask.
+            // worker is stopped, the one whose request was being handled included; the others as they ask, or, with
+            // on_worker_loss, once presumed lost (the deadlines go on: a dead worker never asks).
             // Its own worker, when computing, finishes its chunk like a remote worker and is stopped by the
             // answer to its next request (a sink that throws while this rank computes: the farm would wait for it).
             own_.drop_requests();
@@ -77,7 +70,7 @@ public:
             serve_own();
             while (!session_.over()) {
                 if (own_.computing()) compute_own_task();
-                else handle(*inbox_.next(true));
+                else serve_next();
             }
             finish_transport();
         }
@@ -116,9 +109,34 @@ public:
 private:
     double clock() const { return now() - t0_; }
 
+    /// The next message, or the session's timer when it is due first: a blocking receive where the session has no
+    /// deadline and there is no side channel (every message's path without stragglers, on_worker_loss or a side
+    /// channel), else polled between the deadlines, the side channel polled while nothing comes.
+    void serve_next() {
+        const double due = session_.deadline();  // stragglers: workers wait for a chunk to become overdue
+        if (due == std::numeric_limits<double>::infinity() && !has_side_) {  // every message's path without one
+            handle(*inbox_.next(true));
+        } else if (const received_message* m = inbox_.next(false)) {
+            handle(*m);
+            idle_polls_ = 0;
+        } else if (clock() >= due) {
+            on_timer();
+        } else if (has_side_) {
+            wait_on_side(due);
+        } else if (setup_.config.gentle_wait != 0) {  // more ranks than cores: the core is another's meanwhile
+            std::this_thread::sleep_for(std::chrono::duration<double>(std::min(due - clock(), 1e-4)));
+        }  // else polled again at once, as a blocking receive would
+    }
+
     void on_timer() {
         perform(session_.on_timer(clock()));
         serve_own();
+        // A message on its way from a worker the session now presumes lost will not come whole (its sender died
+        // after it was matched): its receive is given up (farmer_inbox::abandon_from).
+        if (may_lose_ && !session_.lost().empty())
+            inbox_.abandon_from([this](int rank) {
+                return std::find(session_.lost().begin(), session_.lost().end(), rank - first_) != session_.lost().end();
+            });
     }
 
     void drain_messages() {
@@ -266,6 +284,7 @@ private:
 
     /// A reply with its inputs; inputs too large to travel in it follow, sent from in_ without blocking.
     void send(int rank, const reply_message& r) {
+        if (may_lose_) [[unlikely]] return send_without_waiting(rank, r);
         if (r.work == written_ahead_ && r.what == reply_message::kind::assign && !r.calibration) {  // in send_ already
             mpi::check(MPI_Send(send_.data(), static_cast<int>(written_ahead_bytes_), MPI_BYTE, rank, tag_reply, comm_), "MPI_Send");
             return;
@@ -279,11 +298,43 @@ private:
             mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, rank, tag_reply, comm_), "MPI_Send");
             pending_.emplace_back();
             pending_to_.push_back(rank);
+            pending_bytes_.emplace_back();
             mpi::check(MPI_Isend(in_ + static_cast<std::size_t>(r.work.first) * kernel_.in_bytes, static_cast<int>(payload),
                                  MPI_BYTE, rank, tag_inputs, comm_, &pending_.back()),
                        "MPI_Isend");
             if (pending_.size() >= 64) complete_sends(false);
         }
+    }
+
+    /// send() where a rank may be dead (on_worker_loss): a blocking send larger than MPI's eager size waits for its
+    /// receiver, for ever if it died after asking. The reply is copied and sent without waiting; complete_sends() drops
+    /// it once sent, and lets go of those to ranks presumed lost.
+    void send_without_waiting(int rank, const reply_message& r) {
+        std::size_t bytes = encode_into_send(r);
+        const bool inputs_follow = bytes == 0;
+        if (inputs_follow) {
+            reply_header h = encode(r);
+            h.inputs_follow = 1;
+            send_.reserve(sizeof h);
+            std::memcpy(send_.data(), &h, sizeof h);
+            bytes = sizeof h;
+            written_ahead_ = {};
+        }
+        pending_.emplace_back();
+        pending_to_.push_back(rank);
+        pending_bytes_.emplace_back(send_.data(), send_.data() + bytes);
+        mpi::check(MPI_Isend(pending_bytes_.back().data(), static_cast<int>(bytes), MPI_BYTE, rank, tag_reply, comm_,
+                             &pending_.back()),
+                   "MPI_Isend");
+        if (inputs_follow) {
+            pending_.emplace_back();
+            pending_to_.push_back(rank);
+            pending_bytes_.emplace_back();  // from in_, which outlives the farm
+            mpi::check(MPI_Isend(in_ + static_cast<std::size_t>(r.work.first) * kernel_.in_bytes, static_cast<int>(payload_of(r)),
+                                 MPI_BYTE, rank, tag_inputs, comm_, &pending_.back()),
+                       "MPI_Isend");
+        }
+        if (pending_.size() >= 64) complete_sends(false);
     }
 
     /// The ranks presumed lost (on_worker_loss).
@@ -293,30 +344,39 @@ private:
         return ranks;
     }
 
-    /// The inputs sent without blocking: drops those delivered (`all`: waits for every one; those to a rank presumed
-    /// lost are let go, never received).
+    /// The sends made without blocking (inputs; with on_worker_loss, every reply): drops those delivered (`all`: waits
+    /// for every one; those to a rank presumed lost are let go, never received, their bytes kept for the process's
+    /// lifetime, since MPI may still read them).
     void complete_sends(bool all) {
         if (pending_.empty()) return;
         if (all && !session_.lost().empty()) {
+            static std::list<std::vector<std::byte>> let_go;
             const std::vector<int> lost = lost_ranks();
             for (std::size_t i = 0; i < pending_.size(); ++i)
-                if (std::find(lost.begin(), lost.end(), pending_to_[i]) != lost.end())
+                if (std::find(lost.begin(), lost.end(), pending_to_[i]) != lost.end()) {
                     mpi::check(MPI_Request_free(&pending_[i]), "MPI_Request_free");
+                    if (!pending_bytes_[i].empty()) let_go.push_back(std::move(pending_bytes_[i]));
+                }
         }
         if (all) {
             mpi::check(MPI_Waitall(static_cast<int>(pending_.size()), pending_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
             pending_.clear();
             pending_to_.clear();
+            pending_bytes_.clear();
             return;
         }
         int done = 0;
         std::vector<int> indices(pending_.size());
         mpi::check(MPI_Testsome(static_cast<int>(pending_.size()), pending_.data(), &done, indices.data(), MPI_STATUSES_IGNORE),
                    "MPI_Testsome");
-        std::size_t kept = 0;  // pending_to_ beside pending_
+        std::size_t kept = 0;  // pending_to_ and pending_bytes_ beside pending_
         for (std::size_t i = 0; i < pending_.size(); ++i)
-            if (pending_[i] != MPI_REQUEST_NULL) pending_[kept] = pending_[i], pending_to_[kept] = pending_to_[i], ++kept;
-        pending_.resize(kept), pending_to_.resize(kept);
+            if (pending_[i] != MPI_REQUEST_NULL) {
+                pending_[kept] = pending_[i], pending_to_[kept] = pending_to_[i];
+                pending_bytes_[kept] = std::move(pending_bytes_[i]);
+                ++kept;
+            }
+        pending_.resize(kept), pending_to_.resize(kept), pending_bytes_.resize(kept);
     }
 
     /// The farm is over: every input sent has been received (each worker reads every reply before it ends),
@@ -376,6 +436,7 @@ private:
     bool failure_names_rank_;
     double t0_;
     bool buffered_;                ///< results that follow their request go into a buffer of their own
+    bool may_lose_;                ///< on_worker_loss: a rank may die; nothing waits for one (receives, replies)
     progress_reporter progress_;
     farmer_session& session_;
     own_worker own_;               ///< this rank's own worker, when it computes
@@ -392,6 +453,7 @@ private:
     std::size_t written_ahead_bytes_ = 0;      ///< and its bytes
     std::vector<MPI_Request> pending_;    ///< inputs sent without blocking
     std::vector<int> pending_to_;         ///< beside pending_: the rank each goes to
+    std::vector<std::vector<std::byte>> pending_bytes_;  ///< beside pending_: a reply's copy (on_worker_loss), or empty
     std::string results_missing_;         ///< on_worker_loss: results on their way that never came (the farm fails)
     const std::function<bool()>& side_;   ///< the caller's side channel (empty: none)
     bool has_side_;

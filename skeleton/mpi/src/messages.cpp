@@ -185,10 +185,11 @@ std::size_t received_message::bytes() const {
     return static_cast<std::size_t>(count);
 }
 
-farmer_inbox::farmer_inbox(MPI_Comm comm, bool reclaim, bool gentle) : comm_(comm), reclaim_(reclaim), gentle_(gentle) {
+farmer_inbox::farmer_inbox(MPI_Comm comm, bool reclaim, bool gentle, bool may_lose)
+    : comm_(comm), reclaim_(reclaim), gentle_(gentle), may_lose_(may_lose), otherwise_(reclaim || gentle || may_lose) {
     buffer_.reserve(inline_capacity);
     message_.data = buffer_.data();
-    if (!reclaim_) return;
+    if (!reclaim_ || may_lose_) return;  // with may_lose nothing is posted ahead: matched by a probe instead
     answer_.post(comm_, MPI_ANY_SOURCE, tag_released);
     requests_[0] = answer_.request();
     request_.post(comm_, MPI_ANY_SOURCE, tag_request);
@@ -196,6 +197,10 @@ farmer_inbox::farmer_inbox(MPI_Comm comm, bool reclaim, bool gentle) : comm_(com
 }
 
 const received_message* farmer_inbox::next_otherwise(bool block) {
+    if (may_lose_) [[unlikely]] {
+        if (block) throw internal_error("farmer_inbox: a blocking next() where a sender may be lost");
+        return next_matched();
+    }
     MPI_Status status;
     if (!reclaim_) {
         if (!receive(comm_, MPI_ANY_SOURCE, tag_request, buffer_, block, gentle_, status)) return nullptr;
@@ -214,6 +219,73 @@ const received_message* farmer_inbox::next_otherwise(bool block) {
     return &message_;
 }
 
+const received_message* farmer_inbox::next_matched() {
+    int flag = 0;
+    MPI_Message matched = MPI_MESSAGE_NULL;
+    MPI_Status status;
+    if (reclaim_)  // a victim's answer first
+        mpi::check(MPI_Improbe(MPI_ANY_SOURCE, tag_released, comm_, &flag, &matched, &status), "MPI_Improbe");
+    if (!flag) mpi::check(MPI_Improbe(MPI_ANY_SOURCE, tag_request, comm_, &flag, &matched, &status), "MPI_Improbe");
+    if (flag) {
+        std::unique_ptr<incoming> x;
+        if (spare_.empty()) {
+            x = std::make_unique<incoming>();
+        } else {
+            x = std::move(spare_.back());
+            spare_.pop_back();
+        }
+        int bytes = 0;
+        mpi::check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
+        x->buffer.reserve(std::max(static_cast<std::size_t>(bytes), inline_capacity));
+        x->in = false;
+        x->message = {status.MPI_SOURCE, x->buffer.data(), status, static_cast<std::size_t>(bytes)};
+        mpi::check(MPI_Imrecv(x->buffer.data(), bytes, MPI_BYTE, &matched, &x->request), "MPI_Imrecv");
+        incoming_.push_back(std::move(x));
+    }
+    for (std::size_t i = 0; i < incoming_.size(); ++i) {
+        incoming& x = *incoming_[i];
+        if (!x.in) {
+            int done = 0;
+            // An error here is the message's, not the farm's (its sender died mid-way, and MPI says so instead of
+            // waiting): nothing came, the receive is given up; the session presumes the sender lost at its deadline.
+            if (MPI_Test(&x.request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+                abandon(i--);
+                continue;
+            }
+            x.in = done != 0;
+        }
+        if (!x.in) continue;
+        bool earlier = false;  // one of its sender's matched before it, not in yet (an earlier one in went first)
+        for (std::size_t j = 0; j < i && !earlier; ++j) earlier = incoming_[j]->message.source == x.message.source;
+        if (earlier) continue;
+        returned_ = std::move(incoming_[i]);
+        incoming_.erase(incoming_.begin() + static_cast<std::ptrdiff_t>(i));
+        return &returned_->message;
+    }
+    return nullptr;
+}
+
+void farmer_inbox::abandon(std::size_t i) {
+    // MPI may still write into the buffer: it is kept, with the request, for the process's lifetime (one message per
+    // lost rank: a worker waits for the answer to its request).
+    static std::mutex guard;
+    static std::list<std::unique_ptr<incoming>> abandoned;
+    std::lock_guard<std::mutex> lock(guard);
+    abandoned.push_back(std::move(incoming_[i]));
+    incoming_.erase(incoming_.begin() + static_cast<std::ptrdiff_t>(i));
+}
+
+std::size_t farmer_inbox::on_their_way() const noexcept {
+    std::size_t n = 0;
+    for (const auto& x : incoming_) n += x->in ? 0 : 1;
+    return n;
+}
+
+void farmer_inbox::release_otherwise() {
+    if (taken_) repost();
+    if (returned_) spare_.push_back(std::move(returned_));
+}
+
 void farmer_inbox::repost() {
     const bool answer = taken_ == &answer_;
     taken_->post(comm_, MPI_ANY_SOURCE, answer ? tag_released : tag_request);
@@ -222,6 +294,13 @@ void farmer_inbox::repost() {
 }
 
 void farmer_inbox::close() {
+    while (!incoming_.empty()) {  // may_lose: messages from ranks presumed lost (the others have ended)
+        incoming& x = *incoming_.back();
+        int done = x.in ? 1 : 0;
+        if (!done && MPI_Test(&x.request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) x.in = true;
+        if (x.in) incoming_.pop_back();
+        else abandon(incoming_.size() - 1);
+    }
     for (MPI_Request& r : requests_)
         if (r != MPI_REQUEST_NULL) {
             MPI_Cancel(&r);

@@ -5,7 +5,8 @@
 // and its payload follows on its own tag (tag_results, tag_inputs), received by the rank that reads the header:
 // a worker's inputs in place; a worker's results without blocking (following_payloads), so that a farmer or master
 // never waits for a worker that computes. A check that must not block (between two tasks) and a wait that must
-// leave the core to others (more ranks than cores: `gentle`) probe. Not installed; tests/mpi/test_messages.cpp
+// leave the core to others (more ranks than cores: `gentle`) probe. Where a worker may be lost (on_worker_loss) the
+// farmer's inbox receives without blocking, so that a sender that dies mid-message holds up nothing (farmer_inbox). Not installed; tests/mpi/test_messages.cpp
 // includes it.
 #pragma once
 
@@ -132,12 +133,21 @@ private:
 /// reclaim a request and a victim's answer (tag_released) are posted ahead, and an answer goes first: it
 /// carries tasks for a thief that waits, while a request queued beside it is mostly a worker that will wait
 /// or be sent to ask a victim.
+/// When a sender may die (`may_lose`: on_worker_loss) nothing is posted ahead and nothing is received blocking: a
+/// receive matched to a message whose sender dies before its body has come would wait for ever (a message above
+/// MPI's eager size travels after it is matched). Each message is matched by a probe (an answer first, with reclaim)
+/// and received with MPI_Imrecv into a buffer of its own; next() tests those on their way and returns the first one
+/// in whole (a sender's messages in the order they were matched), so that one that never comes holds up no other.
+/// When the farmer session presumes a sender lost, the driver gives its receives up (abandon_from()): a matched
+/// receive cannot be cancelled, so it stays pending in MPI for the process's lifetime, never waited on, with its
+/// buffer; MPI_Finalize, which would wait for it, is skipped after a loss (pfarm::mpi::finalize).
 class farmer_inbox {
 public:
-    farmer_inbox(MPI_Comm comm, bool reclaim, bool gentle);
+    farmer_inbox(MPI_Comm comm, bool reclaim, bool gentle, bool may_lose);
     /// The next message, or null when none has come and `block` is false. Valid until release().
+    /// With `may_lose`, only next(false): a blocking wait is the driver's, between its deadlines.
     const received_message* next(bool block) {
-        if (reclaim_ || !block || gentle_) return next_otherwise(block);
+        if (otherwise_ || !block) return next_otherwise(block);
         // Every request's path without reclaim: one MPI_Recv into the buffer, nothing else (inline: the round trip's).
         mpi::check(MPI_Recv(buffer_.data(), static_cast<int>(inline_capacity), MPI_BYTE, MPI_ANY_SOURCE, tag_request, comm_,
                             &message_.status),
@@ -147,16 +157,41 @@ public:
     }
     /// The message from next() is handled (with reclaim its receive is posted again).
     void release() {
-        if (taken_) repost();  // without reclaim nothing was posted ahead: every message's path, inline
+        if (taken_ || returned_) release_otherwise();  // without reclaim nothing was posted ahead: every message's path, inline
     }
-    /// Cancels the receives still posted (the farm is over).
+    /// Cancels the receives still posted (the farm is over); with `may_lose`, those on their way are given up.
     void close();
+    /// With `may_lose`: gives up the receives on their way from every rank for which `lost(rank)` is true (the farmer
+    /// session presumes it lost): they stay pending in MPI, never waited on, their buffers kept for the process's
+    /// lifetime. A message of theirs already in whole is kept (the session drops it).
+    template <class Lost>
+    void abandon_from(Lost&& lost) {
+        for (std::size_t i = 0; i < incoming_.size();)
+            if (!incoming_[i]->in && lost(incoming_[i]->message.source)) abandon(i);
+            else ++i;
+    }
+    /// With `may_lose`: how many messages are on their way (matched, not yet whole).
+    std::size_t on_their_way() const noexcept;
 
 private:
-    const received_message* next_otherwise(bool block);  ///< next() with reclaim, or not blocking, or gentle
+    /// may_lose: a message matched and received without blocking into its own buffer.
+    struct incoming {
+        MPI_Request request = MPI_REQUEST_NULL;
+        received_message message;
+        wire_buffer buffer;
+        bool in = false;  ///< whole
+    };
+    const received_message* next_otherwise(bool block);  ///< next() with reclaim, or not blocking, or gentle, or may_lose
+    const received_message* next_matched();  ///< may_lose: matches what has come, returns the first one in whole
+    void abandon(std::size_t i);              ///< may_lose: gives up incoming_[i]
     void repost();  ///< reclaim: posts again the receive whose message next() returned
+    void release_otherwise();  ///< release() with reclaim or may_lose
     MPI_Comm comm_;
-    bool reclaim_, gentle_;
+    bool reclaim_, gentle_, may_lose_;
+    bool otherwise_;  ///< reclaim_ || gentle_ || may_lose_: next(true) is not a plain MPI_Recv
+    std::vector<std::unique_ptr<incoming>> incoming_;  ///< may_lose: on their way or in, in the order matched
+    std::vector<std::unique_ptr<incoming>> spare_;     ///< may_lose: buffers to reuse
+    std::unique_ptr<incoming> returned_;               ///< may_lose: next() returned it; back to spare_ at release()
     MPI_Request requests_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};  ///< reclaim: [0] released, [1] request
     posted_receive answer_, request_;
     posted_receive* taken_ = nullptr;  ///< reclaim: the receive whose message next() returned
