@@ -12,9 +12,9 @@
 // run a worker goes silent, either dead (it reads nothing and sends nothing more; each message it sent and the
 // farmer has not received is delivered or lost, as the input says, but its first request) or slow (alive: it
 // goes on later), and the driver's clock runs to the session's deadline, on_timer() after on_timer(), until the
-// session presumes it lost (1000 calls past its deadline at most) once it holds a chunk at a known pace (the timer
-// event does it later otherwise, and is the farm's last choice when nothing else can happen). When the input runs
-// out, the farm runs on in a fixed order until nothing can happen.
+// session presumes it lost (1000 calls past its deadline at most) while it holds a chunk (the timer event does it
+// later otherwise, and is the farm's last choice when nothing else can happen). When the input runs out, the farm
+// runs on in a fixed order until nothing can happen.
 // Invariants, after every event: every chunk handed out is within the tasks and made only of tasks nobody holds
 // (so each task is assigned to one worker at a time, a reclaimed range only once given back unstarted), but for
 // a piece of a chunk re-executed (stragglers: tasks held by one other worker, none delivered); a task is computed
@@ -24,20 +24,15 @@
 // the abort answering its own failure; a worker presumed lost is never presumed lost again (nor the own worker),
 // its results are never delivered (what it computed and was not delivered does not count, its tasks are nobody's
 // until handed out again), it is neither parked nor assigned, and is sent only stop (it asks) or abort (it failed);
-// the session never throws (an internal_error is a bug). At the end: no dead worker awaits being presumed lost;
+// the session never throws (an internal_error is a bug); a dead worker the session waits for (holding a chunk, or
+// owing an answer to a reclaim) has a deadline (farmer::silent_past), and is presumed lost within 1000 timer calls
+// past it. At the end: no dead worker awaits being presumed lost;
 // the session is over exactly when every living worker has ended (one presumed lost, alive, too) and no message
 // is left but a lost worker's; without a failure or a loss every task was computed exactly once and delivered
 // once, and the outcome is ok; with a failure (one that reached the farmer from a worker not lost), the outcome
 // says so; with a loss under stop, the outcome is worker_lost naming the first lost worker; under go_on, with a
 // worker never lost, the outcome is ok and every task delivered exactly once (with none left, worker_lost naming
 // a lost worker, or ok with every task delivered).
-// Known gaps of the core with lost workers, reported, end a run unchecked (no_pace(), farmer_handles(),
-// timer_fires()) or weaken an invariant (finished(): a worker stopped before the last loss is not left): a dead
-// worker holding a chunk before anybody finished one, or a victim dead before reading a reclaim with nothing left
-// in hand, is never presumed lost; techniques that plan a share per
-// worker keep one for a worker lost during calibration (n-*, an-*, hpls-*, dealdyn-*: internal_error) or need its
-// readings (dealdyn-*); a technique that stops a worker at the end of its share (static) leaves nobody for the
-// share of a worker lost after that.
 // For an odd number of tasks the farmer takes each message in two phases, receive() then settle(), as the MPI farmer
 // does, and checks that an assign it answers with is the one upcoming() named before (decided from a value drawn
 // anyway, so that the corpus decodes as before); otherwise on_message(), as the simulator does.
@@ -81,7 +76,7 @@ struct worker {
     bool heard = false;  // the farmer has had a message from it
     bool dead = false;   // it sends nothing more and reads nothing
     bool lost = false;   // the session presumed it lost (it may be alive: slow)
-    bool stopped_at_loss = false;  // the farmer had sent it stop at the last loss
+    bool told_later = false;  // the farmer sent it `later` and has had no request from it since: it owes one
 };
 
 class farm {
@@ -149,10 +144,10 @@ public:
         for (int w = 0; w < p; ++w) perform(w, workers_[static_cast<std::size_t>(w)].session.start());
         for (long step = 0;; ++step) {
             if (step > 1'000'000) fail(what_ + ": no end after a million events");
-            if (!event() || known_gap_) break;
+            if (!event()) break;
             invariants();
         }
-        if (!known_gap_) finished();
+        finished();
     }
 
 private:
@@ -164,26 +159,25 @@ private:
     unsigned& holders(task_count t) { return holders_[static_cast<std::size_t>(t)]; }
     int p() const { return static_cast<int>(workers_.size()); }
     bool losing() const { return loss_.what != pfarm::worker_loss_rule::kind::off; }
-    /// A dead worker the session must still find lost: not lost yet, not ended for the session (aborted, or
-    /// stopped with nothing in hand).
+    /// A dead worker the session must still find lost: not lost yet nor aborted, and the session waits for a message
+    /// from it (it holds a chunk, owes an answer to a reclaim, or owes the request a `later` asked for).
     bool awaits_loss(int w) const {
         const worker& x = workers_[static_cast<std::size_t>(w)];
-        return x.dead && !x.lost && !x.aborted && !(x.stopped && session_->decisions().held(w) == 0);
+        const auto& d = session_->decisions();
+        return x.dead && !x.lost && !x.aborted && (d.held(w) > 0 || d.asked(w) || x.told_later);
     }
     bool any_dead_unlost() const {
         for (int w = 0; w < p(); ++w)
             if (awaits_loss(w)) return true;
         return false;
     }
-    /// Only timers are left, and no dead worker has a deadline (farmer::silent_past): one holds a chunk before
-    /// anybody finished a task (no pace), or holds none while the session waits for it (a victim that died after its
-    /// last results, before reading a reclaim: its `released` never comes). Nothing ever presumes it lost and the
-    /// farm waits for ever: known gaps, reported, not checked further.
-    bool no_pace() {
+    /// Every dead worker the session waits for has a deadline (farmer::silent_past): one without would be waited
+    /// for for ever.
+    bool dead_have_deadlines() const {
         for (int w = 0; w < p(); ++w)
-            if (awaits_loss(w) && session_->decisions().silent_past(w, loss_) < std::numeric_limits<double>::infinity())
+            if (awaits_loss(w) && !(session_->decisions().silent_past(w, loss_) < std::numeric_limits<double>::infinity()))
                 return false;
-        return known_gap_ = true;
+        return true;
     }
     bool overdue_dead() const {
         for (int w = 0; w < p(); ++w)
@@ -241,7 +235,8 @@ private:
             const bool waiting = k == timer && losing() && any_dead_unlost();
             idle_timers_ = waiting ? idle_timers_ + 1 : 0;
             overdue_timers_ = waiting && overdue_dead() ? overdue_timers_ + 1 : 0;
-            if (idle_timers_ > 1000 && no_pace()) return false;  // the farm waits for ever: a known gap, see no_pace()
+            if (idle_timers_ > 1000 && !dead_have_deadlines())
+                fail(what_ + ": a dead worker the session waits for has no deadline" + dead_state());
             if (overdue_timers_ > 1000)
                 fail(what_ + ": a dead worker not presumed lost within 1000 timer calls past its deadline" + dead_state());
             happen(k, w);
@@ -373,6 +368,7 @@ private:
 
     void farmer_handles(int w, const pfarm::request_message& m) {
         at(w).heard = true;
+        if (m.what == pfarm::request_message::kind::ask) at(w).told_later = false;
         if (m.what == pfarm::request_message::kind::failure && !at(w).lost) failed_ = true;
         try {
             if (reply_first_) {  // the upcoming assign named first, as the MPI farmer writes it while it waits
@@ -389,15 +385,6 @@ private:
                 farmer_acts(session_->on_message(w, m, now_));
             }
         } catch (const std::exception& e) {
-            // Known gaps, reported: a technique that plans a share per worker (n-*, an-*, hpls-*, dealdyn-*) keeps
-            // one for a worker lost during calibration, and stops the others with that share never handed out; one
-            // whose calibration needs a reading from every worker (dealdyn-*) refuses to end it without that one's.
-            const std::string text = e.what();
-            if (!session_->lost().empty() && (text.find("stopped every worker with") != std::string::npos ||
-                                              text.find("from every worker") != std::string::npos)) {
-                known_gap_ = true;
-                return;
-            }
             fail(what_ + ": the farmer session threw on a message of kind " + std::to_string(static_cast<int>(m.what)) +
                  " from worker " + std::to_string(w) + ": " + e.what());
         }
@@ -425,13 +412,13 @@ private:
         for (int overdue = 0; !x.lost;) {
             const auto& d = session_->decisions();
             const double deadline = d.silent_past(w, loss_);
-            if (x.aborted || x.session.ended() || d.held(w) == 0 || !(deadline < std::numeric_limits<double>::infinity()))
-                break;
+            if (x.aborted || x.session.ended() || d.held(w) == 0) break;
+            check(deadline < std::numeric_limits<double>::infinity(),
+                  what_ + ": worker " + std::to_string(w) + " holds a chunk and has no deadline");
             if (now_ > deadline && ++overdue > 1000)
                 fail(what_ + ": worker " + std::to_string(w) + " not presumed lost within 1000 timer calls past its deadline" +
                      dead_state());
             timer_fires();
-            if (known_gap_) return;
         }
     }
 
@@ -441,12 +428,6 @@ private:
         try {
             farmer_acts(session_->on_timer(now_));
         } catch (const std::exception& e) {
-            // A known gap, reported: a technique whose calibration needs a reading from every worker (dealdyn-*)
-            // refuses to end it without the reading of a worker lost during calibration.
-            if (!session_->lost().empty() && std::string(e.what()).find("from every worker") != std::string::npos) {
-                known_gap_ = true;
-                return;
-            }
             fail(what_ + ": the farmer session threw on a timer: " + e.what());
         }
     }
@@ -460,7 +441,6 @@ private:
             check(w >= 0 && w < p() && w != own_worker_ && !at(w).lost,
                   what_ + ": worker " + std::to_string(w) + " presumed lost (again, or the own worker)");
             at(w).lost = true;
-            for (auto& x : workers_) x.stopped_at_loss = x.stopped;
             for (task_count t = 0; t < tasks_; ++t) {
                 const auto i = static_cast<std::size_t>(t);
                 holders_[i] &= ~bit(w);
@@ -516,6 +496,7 @@ private:
                     }
                 }
                 if (a.reply.what == reply_message::kind::stop) x.stopped = true;
+                if (a.reply.what == reply_message::kind::later) x.told_later = true;
                 if (a.reply.what == reply_message::kind::abort) x.aborted = true;
                 if (!x.dead) x.replies.push_back(a.reply);
                 break;
@@ -559,12 +540,9 @@ private:
                       what_ + ": stop on a loss, and the outcome does not name the first lost worker");
                 return;
             }
-            // go_on: the farm ends with every result while a worker is left; with none left, it may stop. A worker
-            // stopped before the last loss is not left: a technique that hands each worker its share (static) stops
-            // one at the end of its share while another's is not handed out yet, and a loss of that other one then
-            // ends the farm worker_lost (a known gap of farmer::request, reported; not checked further).
-            const bool survivor = std::any_of(workers_.begin(), workers_.end(),
-                                              [](const worker& x) { return !x.lost && !x.stopped_at_loss; });
+            // go_on: the farm ends with every result while a worker is left (none is stopped while tasks may still
+            // come back); with none left, it may stop.
+            const bool survivor = std::any_of(workers_.begin(), workers_.end(), [](const worker& x) { return !x.lost; });
             if (!survivor && outcome.what != pfarm::farm_outcome::kind::ok) {
                 check(lost_named, what_ + ": every worker lost, and the outcome does not name one");
                 return;
@@ -594,7 +572,6 @@ private:
     std::size_t seen_lost_ = 0;     ///< session_->lost() taken into account
     int idle_timers_ = 0;           ///< timer events in a row while a dead worker awaits its loss
     int overdue_timers_ = 0;        ///< of those, past such a worker's deadline
-    bool known_gap_ = false;  ///< the run met a known gap of the core (no_pace(), farmer_handles()): not checked further
     double now_ = 0.0;
     std::vector<double> seconds_per_task_;
     std::unique_ptr<pfarm::farmer_session> session_;

@@ -2,11 +2,13 @@
 // 30 tasks; a worker that goes silent holding a chunk is presumed lost at on_timer() past its deadline (4 x its
 // chunk's expected time at the pace measured + the slack), and its tasks go to the others, or the farm stops.
 #include "pfarm/error.hpp"
+#include "pfarm/calibration.hpp"
 #include "pfarm/farmer_session.hpp"
 #include "pfarm/registry.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <map>
 
@@ -43,6 +45,13 @@ struct scripted {
         m.seconds = 0.1 * static_cast<double>(done.count);  // 0.1 s per task
         m.started = now - m.seconds;
         m.finished = now;
+        if (readings) {  // distinct per worker, so that a fit over any two of them is determined
+            m.has_sample = true;
+            m.sample.availability = 0.25 + 0.25 * w;
+            m.sample.benchmark = 100.0 * (1 + w);
+            m.sample.latency = 1e-4 * (1 + w * w);
+            m.sample.run_queue = 1.0;
+        }
         return on(w, m, now);
     }
     void timer(double now) { take(s.on_timer(now)); }
@@ -73,6 +82,7 @@ struct scripted {
 
     pfarm::task_count tasks;
     pfarm::farmer_session s;
+    bool readings = false;  ///< requests carry monitor readings (a statistical calibration needs them)
     std::map<pfarm::task_count, int> delivered;
     std::map<int, reply_message::kind> last;
     std::map<int, chunk> work;
@@ -254,6 +264,188 @@ TEST(LostWorkers, EveryWorkerLostStopsTheFarm) {
     f.timer(100.0);  // and is lost too
     EXPECT_EQ(f.s.outcome().what, farm_outcome::kind::worker_lost);
     EXPECT_TRUE(f.s.over());
+}
+
+TEST(LostWorkers, AWorkerDeadInItsFirstChunkIsLostBeforeAnyTaskIsTimed) {
+    // Two workers, one task: worker 1 waits while worker 0's chunk is in flight, and nobody will ever time a task if
+    // worker 0 is dead. Its deadline takes a task to last the slack: 0 + 4 x 1 x 0.5 + 0.5 = 2.5.
+    scripted f(go_on(), "ss", false, false, 2, 1);
+    ASSERT_EQ(f.ask(0, {}, 0.0), reply_message::kind::assign);
+    EXPECT_EQ(f.ask(1, {}, 0.0), reply_message::kind{});  // parked: worker 0's chunk may come back
+    EXPECT_DOUBLE_EQ(f.s.decisions().silent_past(0, go_on()), 2.5);
+    f.timer(2.4);
+    EXPECT_TRUE(f.s.lost().empty());
+    f.timer(2.6);
+    ASSERT_EQ(f.s.lost(), std::vector<int>{0});
+    ASSERT_EQ(f.last[1], reply_message::kind::assign);
+    EXPECT_EQ(f.work[1], (chunk{0, 1}));
+    double now = 2.6;
+    f.drain(1, now);
+    EXPECT_TRUE(f.s.over());
+    EXPECT_EQ(f.s.outcome().what, farm_outcome::kind::ok);
+    f.every_task_once();
+
+    // A calibration learned by an earlier farm of the loop gives each worker its pace before any task is timed here.
+    const pfarm::calibration_result learned = pfarm::calibrate_times_only(std::vector<double>{0.2, 0.4}, 10);
+    pfarm::farmer g(10, 2, pfarm::make_technique("multi", {}, 2), 1, 1, false, false, &learned);
+    g.set_loss_tolerant(true);
+    const pfarm::decision d = g.request(1, 1.0);
+    ASSERT_EQ(d.what, pfarm::decision::kind::assign);
+    EXPECT_DOUBLE_EQ(g.silent_past(1, go_on()), 1.0 + 4.0 * static_cast<double>(d.work.count) * 0.4 + 0.5);
+    // A time of 0 measured (a timer too coarse for the tasks) is a pace: the slack alone.
+    ASSERT_EQ(g.request(0, 1.0).what, pfarm::decision::kind::assign);
+    g.complete(0, 0.0, nullptr, 1.5);
+    EXPECT_DOUBLE_EQ(g.silent_past(1, go_on()), 1.5);
+}
+
+TEST(LostWorkers, AVictimDeadAfterItsLastResultsIsLostWhileItsAnswerToAReclaimIsDue) {
+    // Worker 1 is asked for a reclaim, crosses it with its last results and dies before reading it: it holds nothing,
+    // and its thief waits for its answer. The answer's deadline: the slack from its last results (1.1 + 0.5).
+    scripted f(go_on(), "static", false, true, 2, 20);
+    start(f, 2);
+    EXPECT_EQ(f.ask(0, {0, 10}, 1.0), reply_message::kind{});  // a thief
+    ASSERT_EQ(f.reclaims.count(1), 1u);
+    EXPECT_EQ(f.ask(1, {10, 10}, 1.1), reply_message::kind::stop);  // nothing left for it; its answer is still due
+    EXPECT_FALSE(f.s.over());
+    EXPECT_DOUBLE_EQ(f.s.decisions().silent_past(1, go_on()), 1.6);
+    f.timer(1.7);
+    ASSERT_EQ(f.s.lost(), std::vector<int>{1});
+    EXPECT_EQ(f.last[0], reply_message::kind::stop);  // answered as if it gave nothing: nothing is left
+    EXPECT_TRUE(f.s.over());
+    EXPECT_EQ(f.s.outcome().what, farm_outcome::kind::ok);
+    f.every_task_once();
+}
+
+TEST(LostWorkers, AWorkerToldLaterThatDiesIsLostWhileItsRequestIsDue) {
+    // With prefetch, a worker that asks ahead when nothing is left is told `later`: it sends its last results, and owes
+    // a request with nothing in hand. Dead before it, it is lost the slack after its last results (0.2 + 0.5).
+    scripted f(go_on(), "ss", true, false, 1, 2);
+    ASSERT_EQ(f.ask(0, {}, 0.0), reply_message::kind::assign);
+    ASSERT_EQ(f.ask(0, {}, 0.01), reply_message::kind::assign);  // asks ahead
+    EXPECT_EQ(f.ask(0, {0, 1}, 0.1), reply_message::kind::later);
+    EXPECT_EQ(f.ask(0, {1, 1}, 0.2, request_message::kind::results), reply_message::kind{});
+    EXPECT_FALSE(f.s.over());
+    EXPECT_DOUBLE_EQ(f.s.decisions().silent_past(0, go_on()), 0.7);
+    f.timer(0.6);
+    EXPECT_TRUE(f.s.lost().empty());
+    f.timer(0.8);
+    ASSERT_EQ(f.s.lost(), std::vector<int>{0});
+    EXPECT_TRUE(f.s.over());
+    EXPECT_EQ(f.s.outcome().what, farm_outcome::kind::ok);
+    f.every_task_once();
+}
+
+TEST(LostWorkers, LostDuringCalibrationItsShareGoesToTheLiving) {
+    // Techniques that plan a share per worker: the share of worker 2, lost at its calibration task, is handed out in
+    // pieces to the others once they have had theirs, instead of stopping them with it unassigned.
+    for (const char* technique : {"an-gss", "n-fss", "hpls-tss", "dealdyn-sm", "multi"}) {
+        SCOPED_TRACE(technique);
+        scripted f(go_on(), technique);
+        start(f);  // one calibration task each
+        EXPECT_EQ(f.ask(0, f.work[0], 0.1), reply_message::kind{});  // parked at the barrier
+        EXPECT_EQ(f.ask(1, f.work[1], 0.1), reply_message::kind{});
+        f.timer(1.0);  // 0 + 4 x 1 x 0.1 + 0.5 = 0.9
+        ASSERT_EQ(f.s.lost(), std::vector<int>{2});
+        EXPECT_FALSE(f.s.decisions().calibrating());
+        double now = 1.0;
+        for (int i = 0; i < 200 && !f.s.over(); ++i) {
+            f.drain(0, now);
+            f.drain(1, now);
+            if (!f.s.over()) f.timer(now += 1.0);
+        }
+        EXPECT_TRUE(f.s.over());
+        EXPECT_EQ(f.s.outcome().what, farm_outcome::kind::ok);
+        f.every_task_once();
+    }
+}
+
+TEST(LostWorkers, LostDuringCalibrationItLeavesTheFit) {
+    // dealdyn-lr fits the calibration times to the workers' availability: worker 2, lost at its calibration task, has
+    // sent no readings. The fit is over workers 0 and 1; worker 2 is given the slowest time, and its share goes to
+    // them.
+    scripted f(go_on(), "dealdyn-lr");
+    f.readings = true;
+    start(f);
+    EXPECT_EQ(f.ask(0, f.work[0], 0.1), reply_message::kind{});
+    EXPECT_EQ(f.ask(1, f.work[1], 0.1), reply_message::kind{});
+    f.timer(1.0);
+    ASSERT_EQ(f.s.lost(), std::vector<int>{2});
+    const pfarm::calibration_result* c = f.s.decisions().calibration();
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->mode, pfarm::calibration_mode::univariate) << c->note;
+    EXPECT_EQ(c->fit.coefficients.size(), 2u);
+    ASSERT_EQ(c->fitness.size(), 3u);
+    EXPECT_LE(c->fitness[2], std::min(c->fitness[0], c->fitness[1]));
+    EXPECT_NE(c->note.find("worker(s) 2 lost during calibration"), std::string::npos) << c->note;
+    double now = 1.0;
+    for (int i = 0; i < 200 && !f.s.over(); ++i) {
+        f.drain(0, now);
+        f.drain(1, now);
+        if (!f.s.over()) f.timer(now += 1.0);
+    }
+    EXPECT_TRUE(f.s.over());
+    EXPECT_EQ(f.s.outcome().what, farm_outcome::kind::ok);
+    f.every_task_once();
+}
+
+TEST(LostWorkers, AWorkerPastItsShareWaitsWhileAnotherShareIsOut) {
+    // static: worker 0 has computed its share before worker 1 asks for its own. Stopped then, it could not take worker
+    // 1's share back if worker 1 is lost: it waits, and takes it.
+    scripted f(go_on(), "static", false, false, 2, 20);
+    ASSERT_EQ(f.ask(0, {}, 0.0), reply_message::kind::assign);
+    EXPECT_EQ(f.ask(0, {0, 10}, 1.0), reply_message::kind{});  // parked, not stopped
+    ASSERT_EQ(f.ask(1, {}, 1.0), reply_message::kind::assign);
+    EXPECT_EQ(f.work[1], (chunk{10, 10}));
+    f.timer(5.6);  // 1 + 4 x 10 x 0.1 + 0.5 = 5.5
+    ASSERT_EQ(f.s.lost(), std::vector<int>{1});
+    ASSERT_EQ(f.last[0], reply_message::kind::assign);
+    double now = 5.6;
+    f.drain(0, now);
+    EXPECT_TRUE(f.s.over());
+    EXPECT_EQ(f.s.outcome().what, farm_outcome::kind::ok);
+    f.every_task_once();
+
+    // Without a loss it is stopped once the last share is in, and the chunks are static's.
+    scripted g(go_on(), "static", false, false, 2, 20);
+    g.ask(0, {}, 0.0);
+    EXPECT_EQ(g.ask(0, {0, 10}, 1.0), reply_message::kind{});
+    g.ask(1, {}, 1.0);
+    EXPECT_EQ(g.ask(1, {10, 10}, 2.0), reply_message::kind::stop);
+    EXPECT_EQ(g.last[0], reply_message::kind::stop);
+    EXPECT_TRUE(g.s.over());
+    EXPECT_EQ(g.s.chunks_of(0).size(), 1u);
+    EXPECT_EQ(g.s.chunks_of(1).size(), 1u);
+    g.every_task_once();
+}
+
+TEST(LostWorkers, AThiefWhoseVictimGivesNothingTakesTheTasksThatWentBack) {
+    // Worker 2 is a thief waiting for worker 0's answer when worker 3 is lost; worker 0 then gives nothing. The tasks
+    // of worker 3 wait to be handed out again: the thief takes a piece of them (a share among the 3 workers left), not
+    // another reclaim (of worker 1).
+    scripted f(go_on(), "static", false, true, 4, 42);
+    start(f, 4);  // [0, 11), [11, 11), [22, 10), [32, 10)
+    EXPECT_EQ(f.ask(2, {22, 10}, 0.5), reply_message::kind{});
+    ASSERT_EQ(f.reclaims.count(0), 1u);  // the victim with the most to give
+    f.reclaims.clear();
+    f.timer(4.6);  // worker 3: 4 x 10 x 0.1 + 0.5 = 4.5; workers 0 and 1: 4 x 11 x 0.1 + 0.5 = 4.9
+    ASSERT_EQ(f.s.lost(), std::vector<int>{3});
+    request_message none;
+    none.what = request_message::kind::released;
+    none.done = {11, 0};
+    f.on(0, none, 4.7);
+    EXPECT_EQ(f.reclaims.count(1), 0u);
+    ASSERT_EQ(f.last[2], reply_message::kind::assign);
+    EXPECT_EQ(f.work[2], (chunk{32, 4}));
+    double now = 4.7;
+    f.ask(0, {0, 11}, now);
+    f.ask(1, {11, 11}, now);
+    for (int i = 0; i < 100 && !f.s.over(); ++i) {
+        for (int w : {0, 1, 2}) f.drain(w, now);
+        if (!f.s.over()) f.timer(now += 0.5);
+    }
+    EXPECT_TRUE(f.s.over());
+    EXPECT_EQ(f.s.outcome().what, farm_outcome::kind::ok);
+    f.every_task_once();
 }
 
 TEST(LostWorkers, TheRuleParsesAndRefusesWhatItDoesNotKnow) {

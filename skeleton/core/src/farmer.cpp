@@ -31,6 +31,30 @@ task_count calibration_budget(task_count cap, task_count handed, const Workers& 
         if (workers[v].calibration_tasks == 0 && workers[v].held == 0 && !workers[v].calibrated) ++unstarted;
     return cap - handed - unstarted;
 }
+
+/// The calibration `living` of the workers not `lost` (in worker order) made one entry per worker again: a lost worker
+/// gets the slowest time measured (and fitted), and the fitness is eq. 4 over them all, so that a technique that plans
+/// per worker keeps it the least (the others' relative fitness is that of the living workers' calibration). The
+/// statistics, k and the fit stay the living workers'.
+calibration_result with_lost_workers(calibration_result living, const std::vector<bool>& lost) {
+    const auto widen = [&](std::vector<double>& values) {
+        if (values.empty()) return;
+        const double slowest = *std::max_element(values.begin(), values.end());
+        std::vector<double> all;
+        std::size_t at = 0;
+        for (const bool gone : lost) all.push_back(gone ? slowest : values[at++]);
+        values.swap(all);
+    };
+    widen(living.times);
+    widen(living.fitted);
+    living.fitness = fitness_from_times(living.fitted.empty() ? living.times : living.fitted);
+    std::string who;
+    for (std::size_t v = 0; v < lost.size(); ++v)
+        if (lost[v]) who += (who.empty() ? "" : ", ") + std::to_string(v);
+    living.note = (living.note.empty() ? "" : living.note + "; ") + "worker(s) " + who +
+                  " lost during calibration: left out, given the slowest time measured";
+    return living;
+}
 }  // namespace
 
 farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk,
@@ -133,15 +157,26 @@ decision farmer::stop_worker(int worker) {
     auto& w = workers_[static_cast<std::size_t>(worker)];
     w.stopped = true;
     --active_;
-    if (active_ == 0 && remaining() > 0)
-        throw internal_error("farmer: technique '" + policy_->name() + "' stopped every worker with " +
-                             std::to_string(remaining()) + " tasks unassigned");
+    if (active_ == 0 && remaining() > 0) stranded();
     return {decision::kind::stop, {}, false};
+}
+
+decision farmer::later(int worker, double now) {
+    auto& w = workers_[static_cast<std::size_t>(worker)];
+    w.asks_again = true;
+    w.later_at = now;
+    return {decision::kind::later, {}, false};
+}
+
+void farmer::stranded() const {
+    throw internal_error("farmer: technique '" + policy_->name() + "' stopped every worker with " +
+                         std::to_string(remaining()) + " tasks unassigned");
 }
 
 decision farmer::request(int worker, double now, bool completing) {
     check_worker(worker);
     auto& w = workers_[static_cast<std::size_t>(worker)];
+    w.asks_again = false;
     if (w.stopped) return {decision::kind::stop, {}, false};
     const int limit = phase_ == phase::calibrating ? 1 : max_outstanding_;
     if (w.held - (completing ? 1 : 0) >= limit || w.held >= max_held)
@@ -160,7 +195,9 @@ decision farmer::request(int worker, double now, bool completing) {
             if (--calibration_pending_ == 0) finish_calibration();
             return d;
         }
-        if (worker >= static_cast<int>(calibration_times_.size())) return stop_worker(worker);
+        // More workers than tasks: the others do not calibrate. Stopped, unless a calibration task may come back.
+        if (worker >= static_cast<int>(calibration_times_.size()))
+            return loss_tolerant_ ? decision{decision::kind::wait, {}, false} : stop_worker(worker);
         const task_count count =
             w.calibration_tasks == 0
                 ? 1
@@ -174,21 +211,20 @@ decision farmer::request(int worker, double now, bool completing) {
         end_calibration_of(worker, w);  // the budget (or the loop) was taken by the others: what it measured so far
         if (phase_ == phase::calibrating) return {decision::kind::wait, {}, false};
     }
-    if (!retry_queue_.empty()) {  // a failed task runs again before any new chunk
-        if (const decision d = retry_for(worker, now); d.what == decision::kind::assign) return d;
+    if (!retry_queue_.empty() || !returned_.empty()) [[unlikely]] {  // failed tasks, a lost worker's, before new ones
+        if (const decision d = again_for(worker, now); d.what == decision::kind::assign) return d;
     }
-    if (!returned_.empty()) [[unlikely]] return hand_returned(worker, now);  // a lost worker's tasks before new ones
     const task_count left = remaining();
     if (left == 0) {
         if (pool_ && !closed_)  // more is coming; one that asks ahead must not keep its results waiting for it
-            return {w.held > 0 ? decision::kind::later : decision::kind::wait, {}, false};
+            return w.held > 0 ? later(worker, now) : decision{decision::kind::wait, {}, false};
         if (!reclaim_ && !stragglers()) {
             if (!retry_ && !loss_tolerant_) return stop_worker(worker);
             // Retry: one that asks ahead asks again with nothing in hand, when a failed task may be there for it.
-            return w.held > 0 ? decision{decision::kind::later, {}, false} : idle_end(worker);
+            return w.held > 0 ? later(worker, now) : idle_end(worker);
         }
         // Stragglers: one that asks ahead asks again with nothing in hand, when it may take a piece of an overdue chunk.
-        if (!reclaim_) return w.held == 0 ? rerun_or_stop(worker, now) : decision{decision::kind::later, {}, false};
+        if (!reclaim_) return w.held == 0 ? rerun_or_stop(worker, now) : later(worker, now);
         // Prefetch: a worker still holding a chunk asks again once it is done, when it may take work back.
         return take_back(worker, now);
     }
@@ -202,7 +238,8 @@ decision farmer::request(int worker, double now, bool completing) {
         wanted = std::max<task_count>(1, policy_->next(worker, left));
     }
     if (wanted <= 0) {  // the technique stops this worker; with reclaim, one holding a chunk may be asked for it
-        if (reclaim_ && w.held > 0) return {decision::kind::later, {}, false};
+        if (reclaim_ && w.held > 0) return later(worker, now);
+        if (loss_tolerant_) [[unlikely]] return past_share(worker, now);  // tasks may come back to it
         return stop_worker(worker);
     }
     const task_count count = std::min(left, std::max(wanted, min_chunk_));
@@ -238,7 +275,7 @@ decision farmer::take_back(int thief, double now) {
     // (victim's time left - thief's), and otherwise gets `later`.
     const double thief_time = seconds_per_task(thief);
     const auto& asker = workers_[static_cast<std::size_t>(thief)];
-    if (asker.held > 0 && thief_time == 0.0) return {decision::kind::later, {}, false};  // nothing to judge by yet
+    if (asker.held > 0 && thief_time == 0.0) return later(thief, now);  // nothing to judge by yet
     double busy = 0.0;
     for (int i = 0; i < asker.held; ++i) busy += static_cast<double>(asker.in_flight[i].count) * thief_time;
     int best = -1;
@@ -271,7 +308,7 @@ decision farmer::take_back(int thief, double now) {
         if (gain > best_gain) best = v, best_gain = gain, best_share = share;
     }
     if (best < 0) {
-        if (asker.held > 0) return {decision::kind::later, {}, false};
+        if (asker.held > 0) return later(thief, now);
         // A chunk that is being asked already may have tasks left once it answers: wait for that answer
         // (the driver re-asks waiting workers after every released()) rather than stop for good.
         for (const auto& w : workers_)
@@ -280,6 +317,7 @@ decision farmer::take_back(int thief, double now) {
     }
     auto& victim = workers_[static_cast<std::size_t>(best)];
     victim.thief = thief;
+    victim.asked_at = now;
     victim.asked_version = victim.version;
     victim.asked_for_busy = busy > 0.0;
     workers_[static_cast<std::size_t>(thief)].waiting_for_victim = true;
@@ -328,9 +366,9 @@ release_outcome farmer::released(int victim, chunk given, double now) {
         // more until it gets a new chunk. (Judged by the thief's state at the answer instead, the victim of a busy
         // thief that has since sent its results would be retired with unstarted tasks left, and a slow victim would
         // keep its whole chunk to the end.)
-        if (workers_[static_cast<std::size_t>(thief)].held > 0) return {thief, {decision::kind::later, {}, false}};
+        if (workers_[static_cast<std::size_t>(thief)].held > 0) return {thief, later(thief, now)};
         if (!v.asked_for_busy && v.version == v.asked_version) v.reclaimable = false;
-        return {thief, take_back(thief, now)};
+        return {thief, idle_thief(thief, now)};
     }
     from->count -= given.count;
     ++v.version;
@@ -426,6 +464,7 @@ const completion& farmer::complete(int worker, double seconds, const resource_sa
         counted -= retry_failed(worker, failed);
     }
     w.free_at = finished;
+    if (w.held == 0) w.idle_at = finished;
     completed_ += counted;
     w.busy_seconds += seconds;
     w.done_tasks += count;
@@ -443,13 +482,14 @@ const completion& farmer::complete(int worker, double seconds, const resource_sa
     return completion_;
 }
 
-void farmer::drop(int worker) {
+void farmer::drop(int worker, double now) {
     check_worker(worker);
     auto& w = workers_[static_cast<std::size_t>(worker)];
     if (!w.cancelled || w.held == 0)
         throw internal_error("farmer: worker " + std::to_string(worker) + " dropped a chunk that was not cancelled");
     w.cancelled = false;
     pop_oldest(w);
+    if (w.held == 0) w.idle_at = now;
 }
 
 void farmer::run_queue_changed(int worker, double queue) {
@@ -480,7 +520,21 @@ void farmer::end_calibration_of(int worker, worker_state& w) {
 void farmer::finish_calibration() {
     phase_ = phase::scheduling;
     if (remaining() == 0 && (!pool_ || closed_)) return;  // the calibration tasks were the whole loop
-    calibration_ = calibrate(calibration_mode_, calibration_times_, calibration_samples_, loop_size());
+    if (lost_count_ == 0) [[likely]] {
+        calibration_ = calibrate(calibration_mode_, calibration_times_, calibration_samples_, loop_size());
+    } else {  // lost workers leave the calibration (farmer.hpp "Lost workers")
+        std::vector<double> times;
+        std::vector<resource_sample> samples;
+        std::vector<bool> lost;
+        for (std::size_t v = 0; v < calibration_times_.size(); ++v) {
+            lost.push_back(workers_[v].lost);
+            if (workers_[v].lost) continue;
+            times.push_back(calibration_times_[v]);
+            samples.push_back(calibration_samples_[v]);
+        }
+        if (times.empty()) return;  // every worker that calibrated is lost: nobody is left to schedule for
+        calibration_ = with_lost_workers(calibrate(calibration_mode_, times, samples, loop_size()), lost);
+    }
     calibration_->span = span_;
     if (pool_) return;  // started at the next request
     policy_->start({tasks_, remaining(), workers(), &*calibration_});
@@ -488,7 +542,7 @@ void farmer::finish_calibration() {
     if (policy_->needs_calibration() == calibration_mode::none)
         for (int v = 0; v < static_cast<int>(calibration_times_.size()); ++v) {
             const auto& w = workers_[static_cast<std::size_t>(v)];
-            if (w.calibration_tasks > 0)
+            if (w.calibration_tasks > 0 && !w.lost)
                 policy_->completed(v, w.calibration_tasks, std::max(w.calibration_seconds, min_seconds));
         }
 }

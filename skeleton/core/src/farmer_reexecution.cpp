@@ -140,13 +140,36 @@ void farmer::set_loss_tolerant(bool on) {
     if (on) constant_ = 0;  // upcoming() knows no chunk ahead: a lost worker's tasks may go first
 }
 
+double farmer::loss_pace(int worker, double slack) const {
+    // Unlike seconds_per_task(), a time of 0 measured (a timer too coarse for the tasks) is a pace: the deadline is
+    // then the slack alone. Before any task has been timed there is no pace to judge by, and a chunk's deadline must
+    // still come (a worker that dies in its first chunk, with no other to time a task, would be waited for for ever):
+    // a time learned by an earlier farm of the loop, else the slack per task.
+    const auto& w = workers_[static_cast<std::size_t>(worker)];
+    if (w.done_tasks > 0) return w.busy_seconds / static_cast<double>(w.done_tasks);
+    double busy = 0.0;
+    task_count done = 0;
+    for (const auto& o : workers_) busy += o.busy_seconds, done += o.done_tasks;
+    if (done > 0) return busy / static_cast<double>(done);
+    const auto j = static_cast<std::size_t>(worker);
+    if (calibration_ && j < calibration_->times.size()) return calibration_->times[j];
+    return slack;
+}
+
 double farmer::silent_past(int worker, const worker_loss_rule& rule) const {
     const auto& x = workers_.at(static_cast<std::size_t>(worker));
-    if (x.held == 0 || x.lost) return std::numeric_limits<double>::infinity();
-    const double t = seconds_per_task(worker);
-    if (t <= 0.0) return std::numeric_limits<double>::infinity();
-    const double start = std::max(x.assigned_at[0], x.free_at);
-    return start + rule.factor * static_cast<double>(x.in_flight[0].count) * t + rule.slack;
+    if (x.lost) return std::numeric_limits<double>::infinity();
+    if (x.held > 0) {
+        const double start = std::max(x.assigned_at[0], x.free_at);
+        const double expected = static_cast<double>(x.in_flight[0].count) * loss_pace(worker, rule.slack);
+        return start + rule.factor * expected + rule.slack;
+    }
+    // Holding nothing, it owes a message at once, from when it came to hold nothing or was asked for it, whichever
+    // is later: its answer to a reclaim it crossed with its last results, or the request `later` asked for.
+    double due = std::numeric_limits<double>::infinity();
+    if (x.thief >= 0) due = std::max(x.asked_at, x.idle_at);
+    if (x.asks_again) due = std::min(due, std::max(x.later_at, x.idle_at));
+    return due + rule.slack;
 }
 
 release_outcome farmer::lose(int worker, double now) {
@@ -155,6 +178,7 @@ release_outcome farmer::lose(int worker, double now) {
     if (w.lost) return {};
     if (!loss_tolerant_) throw internal_error("farmer: lose() without loss tolerance");
     w.lost = true;
+    ++lost_count_;
     for (int i = 0; i < w.held; ++i) {
         const chunk c = w.in_flight[i];
         if (i == 0 && (w.cancelled || w.rerun_of >= 0)) continue;  // computed elsewhere, or being re-executed there
@@ -172,15 +196,9 @@ release_outcome farmer::lose(int worker, double now) {
     ++w.version;
     w.cancelled = false, w.rerun_of = -1, w.piece_of = -1, w.reclaimable = false;
     w.waiting_for_victim = false;  // a thief: its victim's answer goes back (released())
+    // Lost before the barrier, it leaves the calibration (finish_calibration()), which no longer waits for it.
     if (phase_ == phase::calibrating && !w.calibrated && worker < static_cast<int>(calibration_times_.size())) {
-        double slowest = 0.0;  // its pace: the slowest measured, so that the technique gives it the least
-        for (std::size_t v = 0; v < workers_.size(); ++v) {
-            const auto& o = workers_[v];
-            if (o.calibration_tasks > 0) slowest = std::max(slowest, o.calibration_seconds / static_cast<double>(o.calibration_tasks));
-        }
-        w.calibration_tasks = 0, w.calibration_seconds = 0.0;
         w.calibrated = true;
-        calibration_times_[static_cast<std::size_t>(worker)] = slowest;
         if (--calibration_pending_ == 0) finish_calibration();
     }
     if (!w.stopped) {
@@ -196,17 +214,49 @@ release_outcome farmer::lose(int worker, double now) {
         auto& t = workers_[static_cast<std::size_t>(owed.thief)];
         t.waiting_for_victim = false;
         // Idle, it takes the tasks that went back first, as request() hands them (it may be the only worker left).
-        owed.answer = t.held > 0           ? decision{decision::kind::later, {}, false}
-                      : !returned_.empty() ? hand_returned(owed.thief, now)
-                                           : take_back(owed.thief, now);
+        owed.answer = t.held > 0 ? later(owed.thief, now) : idle_thief(owed.thief, now);
     }
     return owed;
 }
 
+task_count farmer::piece_of(task_count count) const {
+    const auto share = static_cast<task_count>(std::max(1, active_));
+    return std::min(count, std::max(min_chunk_, (count + share - 1) / share));
+}
+
+decision farmer::again_for(int worker, double now) {
+    if (!retry_queue_.empty())
+        if (const decision d = retry_for(worker, now); d.what == decision::kind::assign) return d;
+    if (!returned_.empty()) return hand_returned(worker, now);
+    return {decision::kind::stop, {}, false};
+}
+
+decision farmer::idle_thief(int thief, double now) {
+    if (const decision d = again_for(thief, now); d.what == decision::kind::assign) return d;
+    return take_back(thief, now);
+}
+
+decision farmer::past_share(int worker, double now) {
+    auto& w = workers_[static_cast<std::size_t>(worker)];
+    if (w.held > 0) return later(worker, now);  // it asks again with nothing in hand
+    if (lost_count_ > 0) {  // a share the technique keeps for a lost worker would be nobody's: a piece of what is left
+        const task_count first = next_index_;
+        next_index_ += piece_of(remaining());
+        return assign(worker, first, next_index_ - first, false, now);
+    }
+    // Before a loss the tasks left are another worker's share: it waits, in case that worker is lost. Unless nobody
+    // is left to take them (every other worker stopped, or answered 0 and idle): the technique stranded them.
+    w.drained = true;
+    for (int v = 0; v < workers(); ++v) {
+        const auto& o = workers_[static_cast<std::size_t>(v)];
+        if (v != worker && !o.stopped && (!o.drained || o.held > 0)) return {decision::kind::wait, {}, false};
+    }
+    stranded();
+}
+
 decision farmer::hand_returned(int worker, double now) {
     chunk& front = returned_.front();
-    const auto share = static_cast<task_count>(std::max(1, active_));
-    const task_count piece = std::min(front.count, std::max(min_chunk_, (front.count + share - 1) / share));
+    const task_count piece = piece_of(front.count);
     const chunk c{front.first, piece};
     front.first += piece;
     front.count -= piece;

@@ -406,7 +406,7 @@ void farmer_session::discard(int worker) {
         std::erase_if(w.failures, [c](const task_failure& f) { return f.task >= c.first && f.task < c.first + c.count; });
     }
     const held_chunk h = pop_held(worker);
-    farmer_.drop(worker);
+    farmer_.drop(worker, losing_ ? now() : 0.0);
     // It counts nowhere: not in the worker's chunks, not in the records (the chunk's results came from elsewhere).
     w.chunks.erase(h.size_index);
     for (int i = 0; i < farmer_.held(worker); ++i)

@@ -50,8 +50,14 @@
 // - Lost workers (set_loss_tolerant(), lose(); docs/reliability.md "A lost worker"): a worker that is gone (its rank
 //   died) is stopped, and the tasks of the chunks it held go back: handed out again in pieces, before any new chunk,
 //   to the workers that ask (a chunk of it being re-executed goes on without it; a piece of a re-execution it held
-//   is handed out again by that re-execution). As with retry, once every task is handed out a worker with nothing in
-//   hand waits while a chunk is in flight elsewhere, whose worker may be lost too.
+//   is handed out again by that re-execution). A piece is a share of what is left among the workers not stopped.
+//   No worker is stopped while tasks may still come back: once every task is handed out, a worker with nothing in
+//   hand waits (as with retry) while a chunk is in flight elsewhere, whose worker may be lost too; a worker whose
+//   share the technique has handed out (it answers 0: static, dealdyn-*, the shares of n-*) waits while tasks are
+//   unassigned, and once a worker has been lost it takes a piece of them instead (the technique may keep a share for
+//   the lost worker that nobody else would take). A worker lost before the calibration barrier passes leaves the
+//   calibration: the calibration is computed over the living workers, and the lost one is given the slowest time
+//   measured (fitted), so that a technique that plans per worker keeps it the least.
 #pragma once
 
 #include "pfarm/technique.hpp"
@@ -226,8 +232,9 @@ public:
     double straggler_deadline(double after) const;
     /// Whether worker `worker`'s oldest chunk was cancelled (re-executed elsewhere) and not dropped yet.
     bool cancelled(int worker) const { return workers_.at(static_cast<std::size_t>(worker)).cancelled; }
-    /// Worker `worker` no longer holds its oldest chunk, cancelled: it dropped it, or its results were discarded.
-    void drop(int worker);
+    /// Worker `worker` no longer holds its oldest chunk, cancelled: it dropped it, or its results were discarded, at
+    /// `now` (the driver's clock; read by the loss rule only).
+    void drop(int worker, double now = 0.0);
     /// Chunks re-executed so far, and tasks handed out again for them.
     task_count reruns() const noexcept { return reruns_started_; }
     task_count rerun_tasks() const noexcept { return rerun_tasks_; }
@@ -237,13 +244,16 @@ public:
     void set_loss_tolerant(bool on);
     /// Worker `worker` is gone at `now` (see "Lost workers"): it is stopped and asked nothing more, and the tasks it
     /// held go back. Returns the answer owed to a thief that waited for its answer to a reclaim (thief -1: none).
-    /// While the farm calibrates and it had not, its time per task is the slowest measured (the barrier no longer
-    /// waits for it).
+    /// While the farm calibrates it leaves the calibration (the barrier no longer waits for it).
     release_outcome lose(int worker, double now = 0.0);
     bool lost(int worker) const { return workers_.at(static_cast<std::size_t>(worker)).lost; }
     bool loss_tolerant() const noexcept { return loss_tolerant_; }
-    /// When worker `worker`, holding a chunk, is past the deadline of `rule` (infinity: it holds none, is lost
-    /// already, or nobody has a pace yet).
+    /// When worker `worker` is past the deadline of `rule`: holding a chunk, `factor` x the chunk's tasks x its
+    /// seconds per task (its own; else the others' mean; else the time a calibration learned by an earlier farm gives
+    /// it; else, before any task has been timed, the slack: a task is taken to last at most that) + the slack, from
+    /// when the chunk was handed out or its last one ended. Holding none, while it owes a message (its answer to a
+    /// reclaim, or the request a `later` asked for; both due at once): the slack from when it was asked for it or
+    /// came to hold nothing, whichever is later. Infinity: it holds nothing and owes nothing, or is lost already.
     double silent_past(int worker, const worker_loss_rule& rule) const;
     /// Tasks that went back from lost workers so far, and those waiting to be handed out again.
     task_count returned_tasks() const noexcept { return returned_tasks_; }
@@ -297,11 +307,16 @@ private:
         double calibration_seconds = 0.0;    ///< their compute time
         bool stopped = false;
         bool lost = false;                   ///< lose(): gone, its tasks handed out again
+        bool drained = false;                ///< lost workers: the technique answered it 0 (its share is handed out)
         // Reclaim bookkeeping: what the farmer knows of its chunks and its speed.
         double assigned_at[max_held] = {};   ///< when the chunks in flight were handed out (the driver's clock)
         std::uint64_t version = 0;           ///< bumped whenever the chunks it holds change
         bool reclaimable = false;            ///< may still be asked to give tasks back
         int thief = -1;                      ///< a reclaim is pending: the worker waiting for its answer
+        double asked_at = 0.0;               ///< when the pending reclaim was sent (the driver's clock)
+        bool asks_again = false;             ///< answered `later`, and has not asked since
+        double later_at = 0.0;               ///< when it was answered `later`
+        double idle_at = 0.0;                ///< when it came to hold no chunk (its last chunk's end, or its drop)
         std::uint64_t asked_version = 0;     ///< its version when the pending reclaim was sent
         bool asked_for_busy = false;         ///< the pending reclaim's thief still held chunks (thief_busy > 0)
         bool waiting_for_victim = false;     ///< this worker is a thief waiting for an answer
@@ -341,6 +356,10 @@ private:
     task_count loop_size() const noexcept { return pool_ ? expected_ : tasks_; }
     decision take_back(int worker, double now);
     decision stop_worker(int worker);
+    /// `later` for `worker`: it asks again once it holds nothing (a request the loss rule waits for).
+    decision later(int worker, double now);
+    /// The technique stopped every worker with tasks unassigned: internal_error naming it.
+    [[noreturn]] void stranded() const;
     double seconds_per_task(int worker) const;
     /// Stragglers: when worker v's oldest chunk becomes overdue (infinity: it may not be re-executed, or there
     /// is no time to judge by).
@@ -357,6 +376,18 @@ private:
     decision idle_end(int worker);
     /// Lost workers: the next piece of the ranges that went back, for `worker`.
     decision hand_returned(int worker, double now);
+    /// Lost workers: a piece of `count` tasks, a share of them among the workers not stopped (at least min_chunk).
+    task_count piece_of(task_count count) const;
+    /// Work handed out again before any new chunk: a failed task to retry, else a lost worker's tasks; stop-like
+    /// (count 0) when there is none for `worker`.
+    decision again_for(int worker, double now);
+    /// A thief left with nothing in hand (its victim gave nothing, or was lost): what request() would answer it once
+    /// every task is handed out (work handed out again first, then take_back).
+    decision idle_thief(int thief, double now);
+    /// Lost workers: the technique answered 0 for `worker` while tasks are unassigned (see "Lost workers").
+    decision past_share(int worker, double now);
+    /// Lost workers: the seconds per task silent_past() reads for `worker`.
+    double loss_pace(int worker, double slack) const;
     /// Retry: takes `failed` out of completion_.deliver and queues them; returns how many were queued.
     task_count retry_failed(int worker, std::span<const task_count> failed);
 
@@ -404,6 +435,7 @@ private:
     bool loss_tolerant_ = false;
     std::deque<chunk> returned_;          ///< tasks of lost workers' chunks, to hand out again, in the order they went back
     task_count returned_tasks_ = 0;
+    int lost_count_ = 0;                  ///< workers lost so far
 };
 
 }  // namespace pfarm

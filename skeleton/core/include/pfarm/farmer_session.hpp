@@ -36,8 +36,9 @@
 // on_timer() at deadline() when no message has come by then. Results of a cancelled chunk that still come are
 // discarded; its worker's `dropped` says that it has let it go.
 //
-// Lost workers (options.worker_loss; docs/reliability.md "A lost worker"): a worker holding a chunk that sends
-// nothing past the rule's deadline is presumed lost; the driver calls on_timer() at deadline() as with stragglers.
+// Lost workers (options.worker_loss; docs/reliability.md "A lost worker"): a worker holding a chunk, or owing a message
+// with nothing in hand (an answer to a reclaim, the request a `later` asked for), that sends nothing past the rule's
+// deadline (farmer::silent_past) is presumed lost; the driver calls on_timer() at deadline() as with stragglers.
 // With `continue` its tasks go to the others (farmer.hpp "Lost workers") and the farm ends without it; with `stop`
 // the farm stops (outcome worker_lost). Either way it is retired, and lost() names it; a message that still comes
 // from it is not counted: a request is answered `stop`, anything else dropped (one whose request had no answer yet
