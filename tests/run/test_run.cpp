@@ -537,10 +537,10 @@ TEST(RunOutput, LineBufferedPiecesTaggedAndInOrderWithKeepOrder) {
 
     const fs::path dir = scratch("lines");
     const auto printed = [&](const std::string& name) { return slurp(dir / name); };
+    const auto fresh = [&](const std::string& name) { return ::open((dir / name).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644); };
     const std::vector<std::vector<std::string>> args{{"a"}, {"b"}, {"c"}};
     {  // printed as the pieces come, each line tagged; a piece that continues a line gets no tag at its start
-        const int out = ::open((dir / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        const int err = ::open((dir / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int out = fresh("out"), err = fresh("err");
         run::output_printer printer({false, true, "", out, err}, args, 3);
         printer.line(1, 1, "b1\nb2", false);
         printer.line(0, 2, "a-err\n", false);
@@ -550,8 +550,7 @@ TEST(RunOutput, LineBufferedPiecesTaggedAndInOrderWithKeepOrder) {
         ::close(out), ::close(err);
     }
     {  // -k: the first command that has not ended prints as its pieces come; the others' are held until their turn
-        const int out = ::open((dir / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        const int err = ::open((dir / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int out = fresh("out"), err = fresh("err");
         run::output_printer printer({true, true, "", out, err}, args, 3);
         printer.line(2, 1, "c1\n", false);
         printer.line(1, 1, "b1\n", false);

@@ -80,6 +80,16 @@ struct scripted {
         }
     }
 
+    /// Workers 0 and 1 (the living ones) compute what they are given until stopped, the clock ticking a second
+    /// between rounds (the timer presumes the others lost), from `now` until the farm is over (200 rounds at most).
+    void run_out(double now) {
+        for (int i = 0; i < 200 && !s.over(); ++i) {
+            drain(0, now);
+            drain(1, now);
+            if (!s.over()) timer(now += 1.0);
+        }
+    }
+
     pfarm::task_count tasks;
     pfarm::farmer_session s;
     bool readings = false;  ///< requests carry monitor readings (a statistical calibration needs them)
@@ -206,12 +216,7 @@ TEST(LostWorkers, LostDuringCalibrationTheBarrierPassesWithoutIt) {
     ASSERT_EQ(f.s.lost(), std::vector<int>{2});
     EXPECT_FALSE(f.s.decisions().calibrating());
     EXPECT_EQ(f.last[0], reply_message::kind::assign);
-    double now = 1.0;
-    for (int i = 0; i < 200 && !f.s.over(); ++i) {
-        f.drain(0, now);
-        f.drain(1, now);
-        if (!f.s.over()) f.timer(now += 1.0);
-    }
+    f.run_out(1.0);
     EXPECT_TRUE(f.s.over());
     f.every_task_once();
 }
@@ -347,12 +352,7 @@ TEST(LostWorkers, LostDuringCalibrationItsShareGoesToTheLiving) {
         f.timer(1.0);  // 0 + 4 x 1 x 0.1 + 0.5 = 0.9
         ASSERT_EQ(f.s.lost(), std::vector<int>{2});
         EXPECT_FALSE(f.s.decisions().calibrating());
-        double now = 1.0;
-        for (int i = 0; i < 200 && !f.s.over(); ++i) {
-            f.drain(0, now);
-            f.drain(1, now);
-            if (!f.s.over()) f.timer(now += 1.0);
-        }
+        f.run_out(1.0);
         EXPECT_TRUE(f.s.over());
         EXPECT_EQ(f.s.outcome().what, farm_outcome::kind::ok);
         f.every_task_once();
@@ -377,12 +377,7 @@ TEST(LostWorkers, LostDuringCalibrationItLeavesTheFit) {
     ASSERT_EQ(c->fitness.size(), 3u);
     EXPECT_LE(c->fitness[2], std::min(c->fitness[0], c->fitness[1]));
     EXPECT_NE(c->note.find("worker(s) 2 lost during calibration"), std::string::npos) << c->note;
-    double now = 1.0;
-    for (int i = 0; i < 200 && !f.s.over(); ++i) {
-        f.drain(0, now);
-        f.drain(1, now);
-        if (!f.s.over()) f.timer(now += 1.0);
-    }
+    f.run_out(1.0);
     EXPECT_TRUE(f.s.over());
     EXPECT_EQ(f.s.outcome().what, farm_outcome::kind::ok);
     f.every_task_once();

@@ -48,6 +48,15 @@ bool poll(Test test, bool block) {
         if (test()) return true;
     }
 }
+/// A spent buffer holder from `spare` to use again, or a new one: buffers keep their capacity between messages.
+template <class T>
+std::unique_ptr<T> reuse_or_make(std::vector<std::unique_ptr<T>>& spare) {
+    if (spare.empty()) return std::make_unique<T>();
+    std::unique_ptr<T> x = std::move(spare.back());
+    spare.pop_back();
+    return x;
+}
+
 }  // namespace
 
 int wait_any(int count, MPI_Request* requests, MPI_Status& status, bool block, bool gentle) {
@@ -125,13 +134,7 @@ void following_payloads::receive_in_place(std::byte* into, std::size_t bytes, in
 
 following_payloads::payload& following_payloads::receive(std::size_t bytes, int source, MPI_Comm comm, task_count first,
                                                          std::size_t index_bytes) {
-    std::unique_ptr<payload> p;
-    if (spare_.empty()) {
-        p = std::make_unique<payload>();
-    } else {
-        p = std::move(spare_.back());
-        spare_.pop_back();
-    }
+    std::unique_ptr<payload> p = reuse_or_make(spare_);
     p->buffer.reserve(bytes);
     p->first = first;
     p->index_bytes = index_bytes;
@@ -227,13 +230,7 @@ const received_message* farmer_inbox::next_matched() {
         mpi::check(MPI_Improbe(MPI_ANY_SOURCE, tag_released, comm_, &flag, &matched, &status), "MPI_Improbe");
     if (!flag) mpi::check(MPI_Improbe(MPI_ANY_SOURCE, tag_request, comm_, &flag, &matched, &status), "MPI_Improbe");
     if (flag) {
-        std::unique_ptr<incoming> x;
-        if (spare_.empty()) {
-            x = std::make_unique<incoming>();
-        } else {
-            x = std::move(spare_.back());
-            spare_.pop_back();
-        }
+        std::unique_ptr<incoming> x = reuse_or_make(spare_);
         int bytes = 0;
         mpi::check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
         x->buffer.reserve(std::max(static_cast<std::size_t>(bytes), inline_capacity));
