@@ -137,6 +137,7 @@ constexpr pfarm::tools::flag_name sim_flags[] = {
     {"atomic_overhead", "--atomic-overhead"},
     {"atomic_latency", "--atomic-latency"},
     {"victims", "--victims"},
+    {"prefetch", "--prefetch"},
 };
 
 }  // namespace
