@@ -99,14 +99,15 @@ TEST(StealingSimulator, EveryTaskOnceOverShapesSpeedsAndRules) {
                 }
 }
 
-// One rank, ss, uniform tasks of 1 s: each claim is a round trip to its own window (2 L + s), the chunk computes,
-// and after the last the flush (2 L) and the notice (L, then s at the counter) end the run.
+// One rank, ss, uniform tasks of 1 s: each claim is a round trip to its own window (2 L + s), the chunk computes;
+// after the last the flush of the puts (2 L), the notice and its flush (2 L + s), then the poll of the one counter
+// (2 L + s) end the run.
 TEST(StealingSimulator, OneRankTimingIsExact) {
     const double s = 1e-4, L = 1e-3;
     const auto r = sim::simulate(platform({1.0}, s, L), loop(10), "ss", {}, stealing("random"));
-    EXPECT_NEAR(r.makespan, 10 * (1.0 + 2 * L + s) + 3 * L + s, 1e-9);
-    EXPECT_EQ(r.host_atomics, 11);  // 10 claims and the notice
-    EXPECT_EQ(r.termination_messages, 2);  // the notice and the stop
+    EXPECT_NEAR(r.makespan, 10 * (1.0 + 2 * L + s) + 6 * L + 2 * s, 1e-9);
+    EXPECT_EQ(r.host_atomics, 12);  // 10 claims, the notice and the poll's read
+    EXPECT_EQ(r.termination_messages, 3);  // the notice, the poll's read and the stop
     EXPECT_EQ(r.steals, 0);
     EXPECT_EQ(r.lost_swaps, 0);
     ASSERT_EQ(r.trace.size(), 10u);

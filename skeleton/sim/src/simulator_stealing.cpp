@@ -37,16 +37,22 @@
 //     victims at all.
 //   - Results: a put to rank 0 per chunk, at its end, arriving `atomic_latency` later (a trace record's `received`).
 //   - Termination without a farmer: a rank whose range is empty, as it turns thief, flushes its puts (complete one
-//     round trip after the last is issued) and adds the tasks it computed since its last notice to a counter on rank
-//     0 (one accumulate, served by rank 0's counter, a server of its own taking atomic_overhead per notice). When the
-//     counter reaches S, rank 0 holds every result: that is the makespan. Rank 0 then puts a stop flag into every
-//     rank's window (p puts); a thief reads it locally before each attempt and stops. termination_messages counts
-//     the notices and the stop puts. A thief of `tree` stops trying earlier, once it has finished: its range is
-//     empty and its parent had finished when it read its parent's window (a flag beside the pair, read with it; the
-//     root finishes when its range is empty): no work can reach it any more, since work only travels down the tree.
-//     It then waits for the stop.
+//     round trip after the last is issued) and adds the tasks it computed since its last notice to one of
+//     c = ceil(sqrt(p)) counters, counter j mod c, held by rank j mod c (one accumulate, served by that counter, a
+//     server of its own taking atomic_overhead per notice): spread over c counters, the notices that come together
+//     at the end (p of them, and one more per successful steal) do not queue at one rank. Rank 0, while it has no
+//     chunk in hand (from when its own notice is complete), polls: it reads the c counters together (c reads, one
+//     flush), and again after a backoff (the thieves' rule, its own failures) while their sum is short of S.
+//     Counters only grow, so a sum of S read once means every result is at rank 0: the makespan is when that
+//     poll's last answer reaches rank 0. Rank 0 then puts a stop flag into every rank's window (p puts); a thief
+//     reads it locally before each attempt and stops. termination_messages counts the notices, the polls' reads
+//     and the stop puts. A thief of `tree` stops trying earlier, once it has finished: its range is empty and its
+//     parent had finished when it read its parent's window (a flag beside the pair, read with it; the root
+//     finishes when its range is empty): no work can reach it any more, since work only travels down the tree. It
+//     then waits for the stop.
 //   - Metrics: makespan as above; the fluid bound as the other farms; host_atomics counts every atomic the windows
-//     served (claims, reads, swaps, installs) and the notices; steals the swaps that took tasks. Every task is
+//     and the counters served (claims, reads, swaps, installs, notices, polls' reads); steals the swaps that took
+//     tasks. Every task is
 //     computed exactly once: counted per task, an internal_error otherwise.
 //   - Left out: the puts' bandwidth and their cost at rank 0 (as in the decentralised model), each claim's local
 //     work, the input of a chunk (every rank holds the input, or the tasks are indices).
@@ -57,6 +63,7 @@
 #include "simulator_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -168,10 +175,17 @@ result simulate_stealing(const platform& given, const workload& wl, const std::s
     std::vector<std::uint8_t> computed(static_cast<std::size_t>(S), 0);  // per task: how many times
 
     event_queue events;
-    servers windows(p + 1);  // each rank's window; server p: the notice counter on rank 0
-    const int counter = p;
-    task_count reported = 0;
-    double stop_at = std::numeric_limits<double>::infinity();  // rank 0 holds every result, then puts the stop
+    // Servers 0..p-1: the ranks' windows; p + k: notice counter k, on rank k (k < counters).
+    const int counters = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(p))));
+    servers windows(p + counters);
+    std::vector<task_count> counted(static_cast<std::size_t>(counters), 0);  // the counters' values
+    double stop_at = std::numeric_limits<double>::infinity();  // rank 0 knows it holds every result, puts the stop
+    // Rank 0's poll of the counters: in flight, answers still to come, their sum, failed polls in a row, and
+    // whether it polls now (it has no chunk in hand).
+    bool polling = false, poll_in_flight = false;
+    int poll_answers = 0, poll_failures = 0;
+    task_count poll_sum = 0;
+    double notice_done = 0.0;  // rank 0's last notice is complete (its flush returned)
 
     const auto send = [&](std::size_t j, int server, double t, std::size_t mail = 0) {
         auto e = event::at(t + latency, static_cast<int>(j), event::kind::to_server);
@@ -212,24 +226,44 @@ result simulate_stealing(const platform& given, const workload& wl, const std::s
         r.sent = t;
         issue(j, op_kind::read, v, t);
     };
-    const auto failed_attempt = [&](std::size_t j, double t) {
-        auto& r = ranks[j];
-        r.failures = std::min(r.failures + 1, 62);
+    // How long rank j waits after its n-th failure in a row (a steal attempt, or rank 0's poll).
+    const auto backoff = [&](std::size_t j, int& failures) {
+        failures = std::min(failures + 1, 62);
         const auto& mine = parts[j].workers.front();  // what it measured: seconds per task
         const double task = mine.tasks > 0 ? mine.busy / static_cast<double>(mine.tasks) : 0.0;
-        const double wait = std::min(static_cast<double>(std::uint64_t{1} << (r.failures - 1)) * round_trip,
-                                     std::max(steal_backoff_floor * round_trip, task / steal_polls_per_task));
-        events.push(event::at(t + wait, static_cast<int>(j), event::kind::retry));
+        return std::min(static_cast<double>(std::uint64_t{1} << (failures - 1)) * round_trip,
+                        std::max(steal_backoff_floor * round_trip, task / steal_polls_per_task));
+    };
+    const auto failed_attempt = [&](std::size_t j, double t) {
+        events.push(event::at(t + backoff(j, ranks[j].failures), static_cast<int>(j), event::kind::retry));
+    };
+    // Rank 0 reads every counter at t (one read each, issued together; a flush of them all).
+    const auto poll = [&](double t) {
+        if (!polling || poll_in_flight || t >= stop_at) return;
+        poll_in_flight = true;
+        poll_answers = counters;
+        poll_sum = 0;
+        for (int k = 0; k < counters; ++k) {
+            ++out.termination_messages;
+            send(0, p + k, t);
+        }
     };
     // Rank j's range is empty and its chunk done at t: it reports what it computed, then turns thief.
     const auto idle = [&](std::size_t j, double t) {
         auto& r = ranks[j];
-        if (r.unreported > 0) {
+        if (r.unreported > 0) {  // to counter j mod counters, once its puts are flushed
             ++out.termination_messages;
-            send(j, counter, std::max(t, r.put_done), static_cast<std::size_t>(r.unreported));
+            const double sent = std::max(t, r.put_done);
+            send(j, p + static_cast<int>(j % static_cast<std::size_t>(counters)), sent, static_cast<std::size_t>(r.unreported));
+            if (j == 0) notice_done = sent + round_trip;
             r.unreported = 0;
         }
         r.failures = 0;
+        if (j == 0) {  // rank 0 polls while it has no chunk in hand, once its own notice is complete
+            polling = true;
+            poll_failures = 0;
+            poll(std::max(t, notice_done));
+        }
         attempt(j, t);
     };
     const auto start_chunk = [&](std::size_t j, chunk c, double t) {
@@ -237,6 +271,7 @@ result simulate_stealing(const platform& given, const workload& wl, const std::s
         for (task_count i = c.first; i < c.first + c.count; ++i)
             if (++computed[static_cast<std::size_t>(i)] != 1)
                 throw internal_error("simulator: the work-stealing farm handed out task " + std::to_string(i) + " twice");
+        if (j == 0) polling = false;
         r.current = c;
         r.start = t;
         r.end = compute.end(j, c.first, c.count, t);
@@ -252,12 +287,15 @@ result simulate_stealing(const platform& given, const workload& wl, const std::s
     // counter serves a notice.
     const auto serve = [&](const event& m, double now) {
         ++out.host_atomics;
-        if (m.server == counter) {
-            reported += static_cast<task_count>(m.mail);
-            if (reported == S) {
-                out.makespan = now + service;
-                stop_at = out.makespan;
-                out.termination_messages += p;  // the stop flag put into every rank's window
+        if (m.server >= p) {  // a counter: a notice adds to it, rank 0's poll reads it
+            const auto k = static_cast<std::size_t>(m.server - p);
+            if (m.from == 0 && m.mail == 0) {
+                poll_sum += counted[k];
+                auto e = event::at(now + service + latency, 0, event::kind::to_worker);
+                e.server = m.server;  // a poll's answer
+                events.push(e);
+            } else {
+                counted[k] += static_cast<task_count>(m.mail);
             }
             return now + service;
         }
@@ -349,7 +387,22 @@ result simulate_stealing(const platform& given, const workload& wl, const std::s
             windows.turn(e, events, serve);
             break;
         case event::kind::to_worker:
-            answered(j, e.time);
+            if (e.server < p) {
+                answered(j, e.time);
+                break;
+            }
+            if (--poll_answers > 0) break;  // rank 0's poll: every counter has answered
+            poll_in_flight = false;
+            if (poll_sum == S) {  // every result is at rank 0: the stop goes to every rank
+                out.makespan = e.time;
+                stop_at = e.time;
+                out.termination_messages += p;
+            } else if (polling) {
+                events.push(event::at(e.time + backoff(0, poll_failures), 0, event::kind::boundary));
+            }
+            break;
+        case event::kind::boundary:  // rank 0 polls again
+            poll(e.time);
             break;
         case event::kind::chunk_end: {
             auto& r = ranks[j];
@@ -379,7 +432,9 @@ result simulate_stealing(const platform& given, const workload& wl, const std::s
         if (computed[i] != 1)
             throw internal_error("simulator: the work-stealing farm computed task " + std::to_string(i) + " " +
                                  std::to_string(computed[i]) + " times");
-    if (reported != S || windows.busy())
+    task_count reported = 0;
+    for (const task_count c : counted) reported += c;
+    if (reported != S || windows.busy() || out.makespan == 0.0)
         throw internal_error("simulator: the work-stealing farm ended with " + std::to_string(reported) + " of " +
                              std::to_string(S) + " tasks reported");
     for (std::size_t j = 0; j < up; ++j)
