@@ -1,4 +1,4 @@
-// pfarm simulator: the work-stealing farm's event loop (farmer_kind::stealing). No farmer and no shared counter:
+// pfarm simulator: the work-stealing farm's event loop (farmer_kind::stealing). No farmer and no shared work counter:
 // every rank owns a contiguous range of the loop held as a (front, back) pair in its own window, claims from the
 // front, and when its range is empty steals half of another rank's remainder from the back. Only the simulator has
 // this mode (the MPI farm has no `--farmer stealing`). The model, decided once:
@@ -24,9 +24,8 @@
 //     that loses (the owner claimed or another thief stole since the read) is retried from the pair it returned
 //     while R >= 1 (lost_swaps). The thief then installs the stolen range in its own window with its first chunk
 //     claimed (one atomic on its own window) and goes on as an owner. A read that finds the range empty is a failed
-//     attempt: the thief waits 2^(n-1) atomic round
-//     trips (2 atomic_latency + atomic_overhead) after its n-th failure in a row, and tries again (a success resets
-//     n); the wait is at most the larger of steal_backoff_floor round trips and 1 / steal_polls_per_task of the
+//     attempt: the thief waits 2^(n-1) atomic round trips (2 atomic_latency + atomic_overhead) after its n-th
+//     failure in a row, and tries again (a success resets n); the wait is at most the larger of steal_backoff_floor round trips and 1 / steal_polls_per_task of the
 //     seconds per task the thief has measured on its own chunks: a thief that waits loses a small part of a task,
 //     and the simulator's events stay bounded on loops of long tasks. (What the cap changes at scale:
 //     docs/measurements/2026-12-03-work-stealing-sim.md.)
@@ -52,8 +51,7 @@
 //     then waits for the stop.
 //   - Metrics: makespan as above; the fluid bound as the other farms; host_atomics counts every atomic the windows
 //     and the counters served (claims, reads, swaps, installs, notices, polls' reads); steals the swaps that took
-//     tasks. Every task is
-//     computed exactly once: counted per task, an internal_error otherwise.
+//     tasks. Every task is computed exactly once: counted per task, an internal_error otherwise.
 //   - Left out: the puts' bandwidth and their cost at rank 0 (as in the decentralised model), each claim's local
 //     work, the input of a chunk (every rank holds the input, or the tasks are indices).
 #include "pfarm/registry.hpp"
