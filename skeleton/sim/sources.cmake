@@ -4,6 +4,7 @@ set(pfarm_sim_sources
   src/simulator.cpp
   src/simulator_hierarchical.cpp
   src/simulator_decentralised.cpp
+  src/simulator_stealing.cpp
   src/simulated_worker.cpp
   src/platform.cpp
 )

@@ -226,7 +226,8 @@ farmer_kind parse_farmer(const std::string& name) {
     if (name == "flat") return farmer_kind::flat;
     if (name == "hierarchical") return farmer_kind::hierarchical;
     if (name == "decentralised") return farmer_kind::decentralised;
-    throw unknown_name("farmer", "unknown name '" + name + "'; expected one of: flat, hierarchical, decentralised");
+    if (name == "stealing") return farmer_kind::stealing;
+    throw unknown_name("farmer", "unknown name '" + name + "'; expected one of: flat, hierarchical, decentralised, stealing");
 }
 
 std::string to_string(farmer_kind kind) {
@@ -234,18 +235,23 @@ std::string to_string(farmer_kind kind) {
     case farmer_kind::flat: return "flat";
     case farmer_kind::hierarchical: return "hierarchical";
     case farmer_kind::decentralised: return "decentralised";
+    case farmer_kind::stealing: return "stealing";
     }
     throw invalid_argument("farmer", "is " + std::to_string(static_cast<int>(kind)) + "; not a farmer");
 }
 
 result simulate(const platform& given, const workload& wl, const std::string& technique,
                 const technique_options& options, const run_options& run) {
+    check_victims(run);
+    if (run.farmer != farmer_kind::stealing && run.victims != "random")  // contradictory: only thieves choose victims
+        throw invalid_argument("victims", "is '" + run.victims + "'; only farmer = stealing has victims");
     if (run.farmer == farmer_kind::hierarchical) return simulate_hierarchical(given, wl, technique, options, run);
     if (run.masters != 0)  // contradictory: only the hierarchical farmer has masters
         throw invalid_argument("masters", "is " + std::to_string(run.masters) + "; only farmer = hierarchical has masters");
     if (!run.master_technique.empty())
         throw invalid_argument("master_technique", "is '" + run.master_technique + "'; only farmer = hierarchical has masters");
     if (run.farmer == farmer_kind::decentralised) return simulate_decentralised(given, wl, technique, options, run);
+    if (run.farmer == farmer_kind::stealing) return simulate_stealing(given, wl, technique, options, run);
     const platform pl = effective_platform(given);
     const std::vector<double> costs = task_costs(wl);
     const int p = static_cast<int>(pl.task_times.size());

@@ -1,4 +1,4 @@
-// pfarm simulator: what the flat, hierarchical and decentralised event loops start from and end with (simulator.cpp
+// pfarm simulator: what the flat, hierarchical, decentralised and work-stealing event loops start from and end with (simulator.cpp
 // documents the model): the platform validated, the fluid bound, the result before the run, the report merged from
 // the sessions' parts into it, the loops' entry points.
 // The simulated worker is in simulated_worker.hpp, the events and servers in simulator_events.hpp. Internal header.
@@ -123,5 +123,12 @@ result simulate_hierarchical(const platform& platform, const workload& workload,
 /// The decentralised farm's event loop (simulator_decentralised.cpp); simulate() dispatches to it.
 result simulate_decentralised(const platform& platform, const workload& workload, const std::string& technique,
                               const technique_options& options, const run_options& run);
+
+/// The work-stealing farm's event loop (simulator_stealing.cpp); simulate() dispatches to it.
+result simulate_stealing(const platform& platform, const workload& workload, const std::string& technique,
+                         const technique_options& options, const run_options& run);
+
+/// run_options::victims is a victim rule ("random", "tree"; invalid_argument naming "victims" otherwise).
+void check_victims(const run_options& run);
 
 }  // namespace pfarm::sim::model

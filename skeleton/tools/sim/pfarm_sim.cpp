@@ -1,4 +1,5 @@
-// pfarm-sim: runs a technique through the farmer state machine (or, for the decentralised farm, the claim sessions)
+// pfarm-sim: runs a technique through the farmer state machine (or, for the decentralised farm, the claim sessions;
+// for the work-stealing farm, the simulator's model of owners and thieves)
 // in simulated time (pfarm/simulator.hpp has the model) and prints the makespan against the fluid lower bound, the imbalance, the calibration (F, CV, k)
 // and every worker's chunks.
 #include "calibration_report.hpp"
@@ -29,7 +30,8 @@ void write_trace(const std::string& path, const std::string& technique, const pf
     pfarm::write_trace(path, s, r.trace, "--trace");
 }
 
-nlohmann::json to_json(const std::string& technique, const pfarm::sim::workload& wl, const pfarm::sim::result& r) {
+nlohmann::json to_json(const std::string& technique, const pfarm::sim::workload& wl, const pfarm::sim::result& r,
+                       bool stealing) {
     nlohmann::json workers = nlohmann::json::array();
     for (const auto& w : r.workers)
         workers.push_back({{"chunks", w.chunks.to_vector()}, {"tasks", w.tasks}, {"finish", w.finish}});
@@ -56,9 +58,14 @@ nlohmann::json to_json(const std::string& technique, const pfarm::sim::workload&
         out["master_merged"] = r.master_merged;
         out["master_chunks"] = r.master_chunks;
     }
-    if (r.host_atomics > 0) {  // decentralised
+    if (r.host_atomics > 0) {  // decentralised, stealing
         out["host_atomics"] = r.host_atomics;
         out["lost_swaps"] = r.lost_swaps;
+    }
+    if (stealing) {
+        out["steal_attempts"] = r.steal_attempts;
+        out["steals"] = r.steals;
+        out["termination_messages"] = r.termination_messages;
     }
     if (r.k) out["k"] = *r.k;
     if (!r.calibration_note.empty()) out["calibration_note"] = r.calibration_note;
@@ -66,7 +73,8 @@ nlohmann::json to_json(const std::string& technique, const pfarm::sim::workload&
     return out;
 }
 
-void print_summary(const std::string& technique, const pfarm::sim::workload& wl, const pfarm::sim::result& r) {
+void print_summary(const std::string& technique, const pfarm::sim::workload& wl, const pfarm::sim::result& r,
+                   bool stealing) {
     std::cout << std::setprecision(6);
     std::cout << "technique        " << technique << "\n"
               << "tasks            " << wl.tasks << " (" << (wl.costs.empty() ? pfarm::sim::to_string(wl.shape) : std::string("measured costs")) << "), " << r.workers.size()
@@ -92,7 +100,11 @@ void print_summary(const std::string& technique, const pfarm::sim::workload& wl,
                   << " messages; sent " << up << " requests up, " << merged << " with results)\n"
                   << "supermaster      " << r.farmer_messages << " messages, " << r.farmer_requests << " requests\n";
     }
-    if (r.host_atomics > 0)
+    if (stealing)
+        std::cout << "steals           " << r.steals << " of " << r.steal_attempts << " attempts (" << r.host_atomics
+                  << " atomics, " << r.lost_swaps << " compare-and-swaps lost, " << r.termination_messages
+                  << " termination messages)\n";
+    else if (r.host_atomics > 0)
         std::cout << "window host      " << r.host_atomics << " atomics (" << r.lost_swaps << " compare-and-swaps lost)\n";
     if (r.calibration) std::cout << "calibration      " << pfarm::tools::calibration_line(*r.calibration) << "\n";
     std::cout << "\n"
@@ -124,6 +136,8 @@ constexpr pfarm::tools::flag_name sim_flags[] = {
     {"master_latency", "--master-latency"},
     {"atomic_overhead", "--atomic-overhead"},
     {"atomic_latency", "--atomic-latency"},
+    {"victims", "--victims"},
+    {"prefetch", "--prefetch"},
 };
 
 }  // namespace
@@ -136,7 +150,8 @@ int main(int argc, char** argv) {
     std::optional<double> overhead, latency;
     std::vector<std::string> load_changes;
     bool json = false, reclaim = false, prefetch = false;
-    std::string farmer = "flat", master_technique;
+    std::string farmer = "flat", master_technique, victims = "random";
+    std::uint64_t victim_seed = 1;
     int masters = 0;
     std::optional<double> master_overhead, supermaster_overhead, master_latency, atomic_overhead, atomic_latency;
     app.add_option("--tasks,-S", wl.tasks, "tasks S >= 1 (required unless --costs gives them)");
@@ -167,8 +182,15 @@ int main(int argc, char** argv) {
                  "a worker asks for its next chunk when it starts one, hiding the request's cost (the farm's --prefetch)");
     app.add_option("--farmer", farmer,
                    "flat (one farmer), hierarchical (a supermaster, --masters K masters, workers; docs/hierarchical.md), "
-                   "or decentralised (no farmer: workers claim chunks with atomics on a window host; docs/skeleton.md)")
+                   "decentralised (no farmer: workers claim chunks with atomics on a window host; docs/skeleton.md), "
+                   "or stealing (simulator only: every rank owns an equal range, idle ranks steal half of another's; "
+                   "docs/hierarchical.md)")
         ->capture_default_str();
+    app.add_option("--victims", victims,
+                   "stealing: random (a victim drawn uniformly from the other ranks) or tree (Tree Scheduling: always the "
+                   "parent in a binary tree of the ranks)")
+        ->capture_default_str();
+    app.add_option("--victim-seed", victim_seed, "stealing: seed of the random victims")->capture_default_str();
     app.add_option("--masters", masters, "hierarchical: K masters over contiguous groups of workers, 1 <= K <= workers");
     app.add_option("--master-technique", master_technique,
                    "hierarchical: the supermaster's technique over the masters (default: the workers' technique when "
@@ -232,12 +254,15 @@ int main(int argc, char** argv) {
         run.farmer = pfarm::sim::parse_farmer(farmer);
         run.masters = masters;
         run.master_technique = master_technique;
+        run.victims = victims;
+        run.victim_seed = victim_seed;
         const auto r = pfarm::sim::simulate(pl, wl, args.technique, args.options, run);
         if (!trace.empty()) write_trace(trace, args.technique, wl, r);
+        const bool stealing = run.farmer == pfarm::sim::farmer_kind::stealing;
         if (json)
-            std::cout << to_json(args.technique, wl, r).dump() << "\n";
+            std::cout << to_json(args.technique, wl, r, stealing).dump() << "\n";
         else
-            print_summary(args.technique, wl, r);
+            print_summary(args.technique, wl, r, stealing);
         return 0;
     }, sim_flags);
 }

@@ -5,7 +5,9 @@
 // predicts is what an MPI run does, for every technique, without mpirun. Three farms: flat (one farmer,
 // simulator.cpp), hierarchical (a supermaster, K masters and their workers, simulator_hierarchical.cpp;
 // docs/hierarchical.md) and decentralised (no farmer: every worker claims its chunks with atomic operations on a
-// window host's counters, the core's claim_session; simulator_decentralised.cpp).
+// window host's counters, the core's claim_session; simulator_decentralised.cpp). A fourth, work stealing (every
+// rank owns a range and idle ranks steal half of another's; simulator_stealing.cpp), is a model of the simulator
+// alone: no MPI driver runs it.
 #pragma once
 
 #include "pfarm/calibration.hpp"
@@ -130,11 +132,18 @@ struct result {
     /// (another worker claimed first) and were retried.
     task_count host_atomics = 0;
     task_count lost_swaps = 0;
+    /// Work stealing: host_atomics counts the atomics every rank's window served (claims, reads, swaps, installs) and
+    /// the notices rank 0's counter served; lost_swaps the owners' and the thieves' compare-and-swaps that lost.
+    /// steal_attempts: a thief's reads of a victim's range; steals: the swaps that took tasks; termination_messages:
+    /// the notices to rank 0 and its stop puts (simulator_stealing.cpp).
+    task_count steal_attempts = 0;
+    task_count steals = 0;
+    task_count termination_messages = 0;
 };
 
-/// Which farm the simulator runs.
-enum class farmer_kind { flat, hierarchical, decentralised };
-/// Parses "flat", "hierarchical", "decentralised" (pfarm::unknown_name naming "farmer" otherwise).
+/// Which farm the simulator runs. `stealing` exists in the simulator only (no MPI driver runs it).
+enum class farmer_kind { flat, hierarchical, decentralised, stealing };
+/// Parses "flat", "hierarchical", "decentralised", "stealing" (pfarm::unknown_name naming "farmer" otherwise).
 farmer_kind parse_farmer(const std::string& name);
 std::string to_string(farmer_kind kind);
 
@@ -160,6 +169,14 @@ struct run_options {
     /// hierarchical: the supermaster's technique over the masters; empty: pfarm::default_master_technique()'s rule
     /// (pfarm/master_session.hpp), with pfarm::master_options() for its options.
     std::string master_technique;
+    /// stealing: no farmer; every rank owns an equal contiguous range, claims its chunks from the front of it (the
+    /// technique's rule over its own remainder: ss, css or gss) and, once it is empty, steals half of a victim's
+    /// remainder from the back (simulator_stealing.cpp has the model). `victims`: "random" (a victim drawn uniformly
+    /// from the other ranks, the default) or "tree" (seed 002's Tree Scheduling: always its parent in a binary
+    /// tree); invalid_argument naming "victims" otherwise, and for a farm other than stealing. `victim_seed` seeds
+    /// the random draws (a run is deterministic for a seed).
+    std::string victims = "random";
+    std::uint64_t victim_seed = 1;
 };
 
 
