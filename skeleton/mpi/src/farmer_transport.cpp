@@ -39,7 +39,7 @@ public:
           // Retry: a failed task's fill must not land over its later result.
           buffered_(kernel.streamed() || setup.config.stragglers ||
                     setup.config.task_errors == static_cast<std::int32_t>(task_error_rule::kind::retry)),
-          may_lose_(setup.config.worker_loss != 0),
+          may_lose_(ranks.may_lose),
           progress_(progress, setup.config.tasks), session_(session),
           own_(kernel, setup, monitors, 0, [t0] { return now() - t0; }),
           inbox_(ranks.comm, ranks.reclaim, setup.config.gentle_wait != 0, may_lose_), side_(side),
@@ -87,7 +87,7 @@ public:
             o.what = farm_outcome::kind::worker_lost;
             o.text = results_missing_;
         }
-        if (setup_.config.worker_loss != 0) {  // no collective: a rank may be gone (on_worker_loss)
+        if (may_lose_) {  // no collective: a rank may be gone (on_worker_loss)
             o.lost = lost_ranks();
             for (int lost : o.lost) {  // one presumed lost that lives and waits for a reply is told to stop
                 reply_message stop;
@@ -389,7 +389,7 @@ private:
         const auto arrived = [&](const auto& p) {
             if (deliver) deliver_following(p);
         };
-        if (setup_.config.worker_loss == 0) {
+        if (!may_lose_) {
             payloads_.complete(true, arrived);
             return;
         }

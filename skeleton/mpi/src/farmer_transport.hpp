@@ -35,10 +35,13 @@ struct farmer_ranks {
     bool failure_names_rank = false;
     /// Victims' answers to a reclaim are served first (farmer_inbox).
     bool reclaim = false;
+    /// A worker of the communicator may be lost (on_worker_loss): nothing waits for one, and the farm ends point to
+    /// point (send_outcome) instead of with collectives.
+    bool may_lose = false;
 };
 
 /// What the transport leaves once the farm is over: the outcome, learned by every rank of the communicator
-/// (collective: end_traffic then share_outcome), and the requests (asks) the workers sent.
+/// (collective: end_traffic then share_outcome; with may_lose point to point), and the requests (asks) the workers sent.
 struct farmer_transport_result {
     outcome result;
     task_count requests = 0;
