@@ -26,6 +26,7 @@
 // ranks lost in every group.
 #include "hierarchical.hpp"
 
+#include "farmer_transport.hpp"
 #include "messages.hpp"
 #include "own_worker.hpp"
 #include "results.hpp"
@@ -34,7 +35,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -83,7 +83,7 @@ public:
             finish_following();
         }
         const bool gentle = setup_.config.gentle_wait != 0;
-        if (may_lose_) return end_among_living(gentle);
+        if (may_lose_) return end_living(gentle);
         sends_.complete(true);
         for (posted_receive* p : {&reply_, &answer_, &request_}) p->cancel();
         end_traffic(down_, true, gentle);  // what its workers sent after their abort, dropped
@@ -120,7 +120,7 @@ private:
     /// With on_worker_loss, the end of its farm: the upper level (rank 0 and the masters, none of them presumed lost)
     /// ends with its collectives and learns the ranks lost in every group; the outcome, with them, goes to its group's
     /// living ranks point to point (a stop first to each one presumed lost, in case it lives and waits for a reply).
-    outcome end_among_living(bool gentle) {
+    outcome end_living(bool gentle) {
         sends_.let_go(lost_in_group());
         sends_.complete(true);
         reply_.cancel();
@@ -129,15 +129,7 @@ private:
         outcome o;
         share_outcome(up_, o);
         o.lost = share_lost(up_, lost_ranks());
-        for (int lost : lost_in_group()) {
-            reply_message stop;
-            stop.what = reply_message::kind::stop;
-            const reply_header h = encode(stop);
-            std::vector<std::byte> bytes(sizeof h);
-            std::memcpy(bytes.data(), &h, sizeof h);
-            send_detached(down_, std::move(bytes), lost, tag_reply);
-        }
-        send_outcome(down_, o, lost_in_group());
+        end_among_living(down_, o, lost_in_group());  // as the flat farmer ends
         return o;
     }
 
@@ -190,8 +182,7 @@ private:
         p.completed(status);
         if (index == 0) take_reply();
         else take_request(p, index == 1 ? tag_released : tag_request, index);
-        sends_.complete(false);
-        if (!payloads_.empty()) progress_following(false);
+        after_message();
         return true;
     }
 

@@ -89,15 +89,7 @@ public:
         }
         if (may_lose_) {  // no collective: a rank may be gone (on_worker_loss)
             o.lost = lost_ranks();
-            for (int lost : o.lost) {  // one presumed lost that lives and waits for a reply is told to stop
-                reply_message stop;
-                stop.what = reply_message::kind::stop;
-                const reply_header h = encode(stop);
-                std::vector<std::byte> bytes(sizeof h);
-                std::memcpy(bytes.data(), &h, sizeof h);
-                send_detached(comm_, std::move(bytes), lost, tag_reply);
-            }
-            send_outcome(comm_, o, o.lost);
+            end_among_living(comm_, o, o.lost);
         } else {
             end_traffic(comm_, true, setup_.config.gentle_wait != 0);  // what workers sent after their abort, dropped
             share_outcome(comm_, o);
@@ -461,6 +453,18 @@ private:
 };
 
 }  // namespace
+
+void end_among_living(MPI_Comm comm, const outcome& o, const std::vector<int>& lost) {
+    for (int rank : lost) {  // one presumed lost that lives and waits for a reply is told to stop
+        reply_message stop;
+        stop.what = reply_message::kind::stop;
+        const reply_header h = encode(stop);
+        std::vector<std::byte> bytes(sizeof h);
+        std::memcpy(bytes.data(), &h, sizeof h);
+        send_detached(comm, std::move(bytes), rank, tag_reply);
+    }
+    send_outcome(comm, o, lost);
+}
 
 farmer_transport_result run_farmer_transport(const farmer_ranks& ranks, farmer_session& session, const std::byte* in,
                                              std::byte* out, const task_kernel& kernel, const shared_setup& setup,
