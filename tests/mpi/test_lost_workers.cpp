@@ -13,9 +13,8 @@
 //              body never comes; inputs: 4 KiB of inputs a task (replies above the eager size; a large chunk's inputs
 //              follow their reply); asked: the same inputs, the victim dying right after sending its 3rd request, so
 //              that rank 0 answers a dead rank with a reply above the eager size (a blocking send would wait for ever)
-//              hierarchical, hierarchical-prefetch, hierarchical-reclaim, hierarchical-computes: the hierarchical
-//              farm, 2 masters (6 ranks: groups {1, 2, 3} and {4, 5}), the victim a worker of a group, presumed lost
-//              by its master
+//              hierarchical-V: the variant V (hierarchical alone: plain) with the hierarchical farm, 2 masters (6
+//              ranks: groups {1, 2, 3} and {4, 5}), the victim a worker of a group, presumed lost by its master
 //   stop       stop=0.5: every living rank throws pfarm::error naming the victim's rank and "presumed lost" (argv[3]:
 //              a variant as above, hierarchical included)
 //   abort      continue=2, and rank 0's sink throws at the 150th result, after the victim died and before it is
@@ -110,13 +109,19 @@ int verdict_p2p(const std::string& scenario) {
     return total == 0 ? 0 : 1;
 }
 
-pfarm::farm_options options_for(std::string variant) {
+/// The variant without its farmer: hierarchical-prefetch is prefetch, hierarchical is plain.
+std::string base_of(const std::string& variant) {
+    if (!variant.starts_with("hierarchical")) return variant;
+    return variant.size() > 13 ? variant.substr(13) : "plain";
+}
+
+pfarm::farm_options options_for(const std::string& full) {
     pfarm::farm_options o;
-    if (variant.starts_with("hierarchical")) {  // 2 masters; the victim a worker rank of a group
+    if (full.starts_with("hierarchical")) {  // 2 masters; the victim a worker rank of a group
         o.topology.farmer = pfarm::farmer_mode::hierarchical;
         o.topology.masters = 2;
-        variant = variant.size() > 13 ? variant.substr(13) : "plain";  // hierarchical-prefetch: prefetch
     }
+    const std::string variant = base_of(full);
     o.schedule.technique = variant == "ss" || variant.starts_with("midsend") ? "ss" : "fss";
     o.protocol.prefetch = variant == "prefetch";
     o.protocol.reclaim = variant == "reclaim" || variant == "midsend-reclaim";
@@ -152,8 +157,9 @@ void check_journal(const std::string& path) {
     std::remove(path.c_str());
 }
 
-void run_continue(const std::string& variant, bool late) {
-    pfarm::farm_options o = options_for(variant);
+void run_continue(const std::string& full, bool late) {
+    pfarm::farm_options o = options_for(full);
+    const std::string variant = base_of(full);
     if (late) o.protocol.on_worker_loss = pfarm::parse_worker_loss_rule("continue=0.3");
     else if (variant == "plain") o.protocol.on_worker_loss.reset();  // recovery mode in the environment: continue=5
     else o.protocol.on_worker_loss = pfarm::parse_worker_loss_rule("continue=0.5");
