@@ -13,7 +13,10 @@
 //              body never comes; inputs: 4 KiB of inputs a task (replies above the eager size; a large chunk's inputs
 //              follow their reply); asked: the same inputs, the victim dying right after sending its 3rd request, so
 //              that rank 0 answers a dead rank with a reply above the eager size (a blocking send would wait for ever)
-//   stop       stop=0.5: every living rank throws pfarm::error naming the victim's rank and "presumed lost"
+//              hierarchical-V: the variant V (hierarchical alone: plain) with the hierarchical farm, 2 masters (6
+//              ranks: groups {1, 2, 3} and {4, 5}), the victim a worker of a group, presumed lost by its master
+//   stop       stop=0.5: every living rank throws pfarm::error naming the victim's rank and "presumed lost" (argv[3]:
+//              a variant as above, hierarchical included)
 //   abort      continue=2, and rank 0's sink throws at the 150th result, after the victim died and before it is
 //              presumed lost: the farm aborts, waits for the dead victim no longer than its deadline, and every living
 //              rank throws pfarm::error with the sink's text
@@ -106,8 +109,19 @@ int verdict_p2p(const std::string& scenario) {
     return total == 0 ? 0 : 1;
 }
 
-pfarm::farm_options options_for(const std::string& variant) {
+/// The variant without its farmer: hierarchical-prefetch is prefetch, hierarchical is plain.
+std::string base_of(const std::string& variant) {
+    if (!variant.starts_with("hierarchical")) return variant;
+    return variant.size() > 13 ? variant.substr(13) : "plain";
+}
+
+pfarm::farm_options options_for(const std::string& full) {
     pfarm::farm_options o;
+    if (full.starts_with("hierarchical")) {  // 2 masters; the victim a worker rank of a group
+        o.topology.farmer = pfarm::farmer_mode::hierarchical;
+        o.topology.masters = 2;
+    }
+    const std::string variant = base_of(full);
     o.schedule.technique = variant == "ss" || variant.starts_with("midsend") ? "ss" : "fss";
     o.protocol.prefetch = variant == "prefetch";
     o.protocol.reclaim = variant == "reclaim" || variant == "midsend-reclaim";
@@ -143,8 +157,9 @@ void check_journal(const std::string& path) {
     std::remove(path.c_str());
 }
 
-void run_continue(const std::string& variant, bool late) {
-    pfarm::farm_options o = options_for(variant);
+void run_continue(const std::string& full, bool late) {
+    pfarm::farm_options o = options_for(full);
+    const std::string variant = base_of(full);
     if (late) o.protocol.on_worker_loss = pfarm::parse_worker_loss_rule("continue=0.3");
     else if (variant == "plain") o.protocol.on_worker_loss.reset();  // recovery mode in the environment: continue=5
     else o.protocol.on_worker_loss = pfarm::parse_worker_loss_rule("continue=0.5");
@@ -199,8 +214,8 @@ void run_continue(const std::string& variant, bool late) {
     }
 }
 
-void run_stop() {
-    pfarm::farm_options o = options_for("plain");
+void run_stop(const std::string& variant) {
+    pfarm::farm_options o = options_for(variant);
     o.protocol.on_worker_loss = pfarm::parse_worker_loss_rule("stop=0.5");
     std::vector<double> out(tasks, -1.0);
     try {
@@ -245,7 +260,7 @@ int main(int argc, char** argv) {
     const std::string variant = argc > 3 ? argv[3] : "plain";
     if (scenario == "continue") run_continue(variant, false);
     else if (scenario == "late") run_continue(variant, true);
-    else if (scenario == "stop") run_stop();
+    else if (scenario == "stop") run_stop(variant);
     else if (scenario == "abort") run_abort();
     else {
         if (rank_ == 0) std::fprintf(stderr, "unknown scenario %s\n", scenario.c_str());

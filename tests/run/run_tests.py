@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """pfarm-run under mpiexec (docs/run.md), one scenario per call:
 
-  run_tests.py farm|kill|halt|hierarchical|jobs|lines|lost WORKDIR PFARM_RUN LAUNCHER... --
+  run_tests.py farm|kill|halt|hierarchical|jobs|lines|lost|lost_hierarchical WORKDIR PFARM_RUN LAUNCHER... --
 
 farm  200 commands of random durations on 4 ranks, some failing, some killed by a signal, some failing once then
       succeeding on their retry, some timing out: every command runs exactly once per attempt, on the rank the job
@@ -26,6 +26,8 @@ lines  --line-buffer: each command prints a start line, then waits for a file th
 lost  a worker rank lost (Open MPI's recovery mode, --on-worker-loss continue=1): rank 2's pfarm-run process is
       SIGKILLed by its third command; the run ends on the living ranks, with every command's output printed exactly
       once, every command logged once as succeeded, and the JSON naming rank 2 in lost_ranks.
+lost_hierarchical  the same with the hierarchical farmer on 6 ranks, 2 masters (groups {1, 2, 3} and {4, 5}): rank 3,
+      a worker of group 0, is lost, and its master hands its commands to the group's other worker.
 """
 import json
 import os
@@ -349,39 +351,39 @@ def scenario_jobs():
     check_run("one rank", [], 1, per_rank)
 
 
-def scenario_lost():
+def scenario_lost(ranks=4, victim=2, extra=()):
     n = 40
     flags = path("flags")
     os.makedirs(flags)
-    # The victim: rank 2's third command kills its pfarm-run process (the ancestor of the command's shell named
+    # The victim: rank `victim`'s third command kills its pfarm-run process (the ancestor of the command's shell named
     # pfarm-run, found through /proc) before it prints anything.
-    kill = (f'if [ "$PFARM_RANK" = 2 ]; then c=$(cat {flags}/count 2>/dev/null || echo 0); c=$((c+1)); '
+    kill = (f'if [ "$PFARM_RANK" = {victim} ]; then c=$(cat {flags}/count 2>/dev/null || echo 0); c=$((c+1)); '
             f'echo $c > {flags}/count; if [ $c = 3 ]; then p=$$; '
             f'while [ "$p" -gt 1 ] && [ "$(cat /proc/$p/comm)" != pfarm-run ]; do p=$(cut -d" " -f4 /proc/$p/stat); done; '
             f'kill -9 $p; sleep 5; fi; fi')
     write_commands([f"{kill}; sleep 0.05; echo out {i}" for i in range(n)])
     cmd = launcher[:]
-    cmd[cmd.index("-n") + 1 if "-n" in cmd else cmd.index("-np") + 1] = "4"
+    cmd[cmd.index("-n") + 1 if "-n" in cmd else cmd.index("-np") + 1] = str(ranks)
     env = dict(os.environ, OMPI_MCA_orte_enable_recovery="1")
     try:
         p = subprocess.run(cmd + [pfarm_run, "--json", "--progress", "quiet", "--technique", "ss", "--on-worker-loss",
-                                  "continue=1", "--joblog-full", path("joblog"), path("commands")],
+                                  "continue=1", *extra, "--joblog-full", path("joblog"), path("commands")],
                            capture_output=True, text=True, env=env, timeout=90)
     except subprocess.TimeoutExpired:
         fail("pfarm-run did not end within 90 s of a lost rank")
     count = os.path.join(flags, "count")
     check(os.path.exists(count) and int(open(count).read().split()[0]) >= 3,
-          "rank 2 never ran its third command: nothing was killed")
+          f"rank {victim} never ran its third command: nothing was killed")
     outputs = Counter(line for line in p.stdout.splitlines() if line.startswith("out "))
     check(all(outputs[f"out {i}"] == 1 for i in range(n)) and len(outputs) == n,
           f"outputs not printed exactly once: {dict(outputs)}\nstderr: {p.stderr}")
     report = json.loads(p.stdout[p.stdout.index("{"):p.stdout.rindex("}") + 1])
-    check(report["lost_ranks"] == [2], f"lost_ranks {report['lost_ranks']}, expected [2]")
+    check(report["lost_ranks"] == [victim], f"lost_ranks {report['lost_ranks']}, expected [{victim}]")
     check(report["succeeded"] == n and report["exit_status"] == 0, f"JSON report {report}")
     log = read_log("joblog")
     check(sorted(log) == list(range(n)) and all(r["status"] == "ok" for r in log.values()),
           f"job log: {len(log)} rows, statuses {Counter(r['status'] for r in log.values())}")
-    print(f"run_tests.py lost: rank 2 lost; {n} commands, each output once, each logged once as ok")
+    print(f"run_tests.py lost: rank {victim} lost; {n} commands, each output once, each logged once as ok")
 
 
 def scenario_lines():
@@ -451,5 +453,6 @@ def scenario_lines():
 
 
 {"farm": scenario_farm, "kill": scenario_kill, "halt": scenario_halt, "hierarchical": scenario_hierarchical,
- "jobs": scenario_jobs, "lines": scenario_lines, "lost": scenario_lost}[mode]()
+ "jobs": scenario_jobs, "lines": scenario_lines, "lost": scenario_lost,
+ "lost_hierarchical": lambda: scenario_lost(6, 3, ("--farmer", "hierarchical", "--masters", "2"))}[mode]()
 print(f"run_tests.py {mode}: passed")

@@ -113,7 +113,12 @@ struct random_farm {
     int deepest = 0;  ///< the most chunks a master held at once (its up session's)
     std::mt19937_64 random;
 
-    random_farm(task_count n, int k, int p, const std::string& technique, bool prefetch, bool reclaim, std::uint64_t seed)
+    /// Lost workers: worker `dead` (-1: none) dies after `dead_after` events: it computes nothing more, and what is
+    /// sent to it is lost (what it sent before comes). The masters run the loss rule `loss`; time moves by 1 ms per
+    /// event, and when nothing is left to happen the clock jumps past every deadline and the masters' timers run.
+    int dead = -1, dead_after = 0;
+    random_farm(task_count n, int k, int p, const std::string& technique, bool prefetch, bool reclaim, std::uint64_t seed,
+                pfarm::worker_loss_rule loss = {})
         : tasks(n), computed(static_cast<std::size_t>(n), 0), delivered_top(static_cast<std::size_t>(n), 0),
           sent_up(static_cast<std::size_t>(n), 0), random(seed) {
         auto top_options = pfarm::master_options(runnable_options(), groups(k, p));
@@ -124,6 +129,7 @@ struct random_farm {
             pfarm::master_session_options o;
             o.group.prefetch = prefetch;
             o.group.reclaim = reclaim;
+            o.group.worker_loss = loss;
             o.expected = n * size_of[static_cast<std::size_t>(m)] / p + 1;
             o.readings_each = !top->needs().with_every_request.empty();
             masters.push_back(std::make_unique<pfarm::master_session>(
@@ -187,16 +193,25 @@ struct random_farm {
     int run(double& now) {
         for (int j = 0; j < static_cast<int>(workers.size()); ++j) from_worker(j, workers[static_cast<std::size_t>(j)].start());
         for (int m = 0; m < static_cast<int>(masters.size()); ++m) from_master(m, masters[static_cast<std::size_t>(m)]->start(now));
-        int events = 0;
+        int events = 0, timers = 0;
         std::vector<int> computing;  // workers with a chunk to compute
         for (;;) {
+            const bool died = dead >= 0 && events >= dead_after;
             computing.clear();
             for (int j = 0; j < static_cast<int>(workers.size()); ++j)
-                if (workers[static_cast<std::size_t>(j)].computing()) computing.push_back(j);
+                if (workers[static_cast<std::size_t>(j)].computing() && !(died && j == dead)) computing.push_back(j);
             const std::size_t choices = bag.size() + computing.size();
+            const bool masters_over =
+                std::all_of(masters.begin(), masters.end(), [](const auto& m) { return m->over(); });
+            if (choices == 0 && dead >= 0 && !masters_over && ++timers < 10) {  // only deadlines are left
+                now += 1000.0;
+                for (int m = 0; m < static_cast<int>(masters.size()); ++m)
+                    from_master(m, masters[static_cast<std::size_t>(m)]->on_timer(now));
+                continue;
+            }
             if (choices == 0) break;
             const std::size_t pick = std::uniform_int_distribution<std::size_t>(0, choices - 1)(random);
-            now += 1.0;
+            now += dead >= 0 ? 0.001 : 1.0;
             ++events;
             if (pick >= bag.size()) {  // a worker computes its chunk (asking ahead first, as at its boundary)
                 const int j = computing[pick - bag.size()];
@@ -238,6 +253,7 @@ struct random_farm {
                 break;
             }
             case message::to::worker: {
+                if (died && m.who == dead) break;  // lost with it
                 auto& w = workers[static_cast<std::size_t>(m.who)];
                 if (m.reply.what == pfarm::reply_message::kind::reclaim) {
                     const chunk c = w.current();
@@ -280,6 +296,41 @@ TEST_P(MasterSessionRandom, EveryTaskOnceUnderRandomEventOrders) {
         deepest = std::max(deepest, farm.deepest);
     }
     EXPECT_GT(deepest, 2) << "some master held more than two chunks (the refill rule)";
+}
+
+/// A lost worker inside a group (farmer.hpp "Lost workers" in pool mode): a worker of group 0 dies at a random point;
+/// its master presumes it lost past its deadline and hands its chunks to the group's other workers, and every task's
+/// results still reach the supermaster exactly once, each from its chunk's attachment, every ledger emptied.
+TEST_P(MasterSessionRandom, ALostWorkerInAGroupEveryTaskOnceUnderRandomEventOrders) {
+    int lost = 0;
+    for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+        const bool prefetch = seed % 2 == 0, reclaim = seed % 3 == 0;
+        random_farm farm(157, 2, 7, GetParam(), prefetch, reclaim, seed, {pfarm::worker_loss_rule::kind::go_on, 4.0, 100.0});
+        farm.dead = static_cast<int>(seed % 4);  // one of group 0's four workers
+        farm.dead_after = static_cast<int>(5 + 13 * seed);
+        double now = 0.0;
+        farm.run(now);
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        ASSERT_TRUE(farm.top->over());
+        EXPECT_EQ(farm.top->outcome().what, pfarm::farm_outcome::kind::ok);
+        for (const auto& m : farm.masters) {
+            EXPECT_TRUE(m->over());
+            EXPECT_TRUE(m->held().empty()) << "every chunk left the ledger with its results";
+        }
+        const auto& gone = farm.masters[0]->lost();
+        EXPECT_LE(gone.size(), 1u);
+        if (!gone.empty()) EXPECT_EQ(gone[0], farm.dead) << "only the dead worker is presumed lost";
+        lost += static_cast<int>(gone.size());
+        EXPECT_TRUE(farm.masters[1]->lost().empty());
+        for (int j = 0; j < static_cast<int>(farm.workers.size()); ++j)
+            if (j != farm.dead) EXPECT_TRUE(farm.workers[static_cast<std::size_t>(j)].ended()) << "worker " << j;
+        for (task_count t = 0; t < farm.tasks; ++t) {
+            ASSERT_EQ(farm.delivered_top[static_cast<std::size_t>(t)], 1) << "task " << t << " reached the supermaster once";
+            ASSERT_EQ(farm.sent_up[static_cast<std::size_t>(t)], 1) << "task " << t << " went up from its chunk's attachment";
+        }
+        EXPECT_TRUE(farm.top->decisions().done());
+    }
+    EXPECT_GT(lost, 0) << "some run lost its worker while it held work";
 }
 
 INSTANTIATE_TEST_SUITE_P(Techniques, MasterSessionRandom,

@@ -443,6 +443,88 @@ TEST(LostWorkers, AThiefWhoseVictimGivesNothingTakesTheTasksThatWentBack) {
     f.every_task_once();
 }
 
+// Pool mode (a hierarchical master's group, farmer.hpp "Pool"): a lost worker's chunk goes back before the pool's
+// tasks, in pieces among the living, and the farm is done once the pool is closed with every task completed once.
+TEST(LostWorkers, InPoolModeALostWorkersChunkGoesToTheOthersBeforeThePool) {
+    pfarm::farmer f(30, 3, pfarm::make_technique("static", {}, 3), 1, 1, false, true);
+    f.set_loss_tolerant(true);
+    f.add_tasks({100, 30});
+    EXPECT_EQ(f.request(0).work, (chunk{100, 10}));
+    EXPECT_EQ(f.request(1).work, (chunk{110, 10}));
+    EXPECT_EQ(f.request(2).work, (chunk{120, 10}));
+    f.complete(0, 1.0);
+    f.add_tasks({200, 4});
+    EXPECT_EQ(f.lose(2, 2.0).thief, -1);
+    EXPECT_TRUE(f.lost(2));
+    EXPECT_EQ(f.returned_tasks(), 10);
+    auto d = f.request(0, 2.0);
+    ASSERT_EQ(d.what, pfarm::decision::kind::assign);
+    EXPECT_EQ(d.work, (chunk{120, 5})) << "the lost chunk first, a share of it among the two left";
+    f.complete(1, 1.0);
+    EXPECT_EQ(f.request(1, 2.0).work, (chunk{125, 3})) << "a share of what is left of it";
+    pfarm::task_count next = 128;  // the rest of it, in pieces, then the pool
+    for (int w = 0;; w = 1 - w) {
+        f.complete(w, 1.0);
+        d = f.request(w, 3.0);
+        ASSERT_EQ(d.what, pfarm::decision::kind::assign);
+        if (next == 130) break;
+        EXPECT_EQ(d.work.first, next);
+        next += d.work.count;
+    }
+    EXPECT_EQ(d.work.first, 200) << "then the pool";
+    f.complete(1, 1.0);  // the last piece
+    f.complete(0, 1.0);
+    while ((d = f.request(0, 4.0)).what == pfarm::decision::kind::assign) f.complete(0, 1.0);
+    EXPECT_EQ(d.what, pfarm::decision::kind::wait) << "the pool is open";
+    EXPECT_EQ(f.completed_tasks(), 34);
+    EXPECT_FALSE(f.done());
+    f.close_pool();
+    EXPECT_TRUE(f.done());
+    EXPECT_EQ(f.request(0, 5.0).what, pfarm::decision::kind::stop);
+    EXPECT_EQ(f.request(2, 5.0).what, pfarm::decision::kind::stop) << "a lost worker is stopped";
+}
+
+// Pool mode calibrates one task per worker as its tasks come: a lost worker's calibration task is the next worker's
+// calibration task, and one left without a task once the pool is closed waits (tasks may still come back) instead of
+// stopping, the barrier no longer waiting for it.
+TEST(LostWorkers, InPoolModeACalibrationTaskGoesBackAndAWorkerWithoutOneWaits) {
+    {
+        pfarm::farmer f(10, 3, pfarm::make_technique("multi", {}, 3), 1, 1, false, true);
+        f.set_loss_tolerant(true);
+        f.add_tasks({0, 2});
+        EXPECT_EQ(f.request(0).work, (chunk{0, 1}));
+        EXPECT_EQ(f.request(1).work, (chunk{1, 1}));
+        EXPECT_EQ(f.request(2).what, pfarm::decision::kind::wait);
+        f.lose(1, 1.0);
+        const auto d = f.request(2, 1.0);
+        ASSERT_EQ(d.what, pfarm::decision::kind::assign);
+        EXPECT_TRUE(d.calibration);
+        EXPECT_EQ(d.work, (chunk{1, 1})) << "the lost worker's calibration task";
+        f.complete(0, 1.0), f.complete(2, 2.0);
+        EXPECT_FALSE(f.calibrating()) << "the barrier waited for the living only";
+        f.close_pool();
+        EXPECT_TRUE(f.done());
+    }
+    {
+        pfarm::farmer f(10, 3, pfarm::make_technique("multi", {}, 3), 1, 1, false, true);
+        f.set_loss_tolerant(true);
+        f.add_tasks({0, 2});
+        f.request(0), f.request(1);
+        f.complete(0, 1.0);
+        f.close_pool();
+        EXPECT_EQ(f.request(2).what, pfarm::decision::kind::wait) << "worker 1's task may come back";
+        EXPECT_TRUE(f.calibrating());
+        f.lose(1, 2.0);
+        EXPECT_FALSE(f.calibrating());
+        const auto d = f.request(2, 2.0);
+        ASSERT_EQ(d.what, pfarm::decision::kind::assign);
+        EXPECT_EQ(d.work, (chunk{1, 1}));
+        f.complete(2, 1.0);
+        EXPECT_TRUE(f.done());
+        EXPECT_EQ(f.completed_tasks(), 2);
+    }
+}
+
 TEST(LostWorkers, TheRuleParsesAndRefusesWhatItDoesNotKnow) {
     EXPECT_EQ(pfarm::parse_worker_loss_rule("off").what, worker_loss_rule::kind::off);
     EXPECT_EQ(pfarm::parse_worker_loss_rule("stop").what, worker_loss_rule::kind::stop);

@@ -85,6 +85,7 @@ farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy,
         learned->fitness.size() == static_cast<std::size_t>(workers)) {
         calibration_ = *learned;  // learned by an earlier farm of this loop: no calibration tasks
         policy_->start({tasks_, tasks_, workers, &*calibration_});
+        started_ = true;
     } else if (calibration_mode_ != calibration_mode::none) {
         phase_ = phase::calibrating;
         // More workers than tasks: only the first `tasks` workers calibrate; the rest are stopped at once.
@@ -95,6 +96,7 @@ farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy,
         calibration_cap_ = std::max<task_count>(calibration_pending_, tasks / 2);
     } else if (!pool_) {  // pool mode: started by the first request that finds tasks in the pool
         policy_->start({tasks_, tasks_, workers, nullptr});
+        started_ = true;
     }
 }
 
@@ -189,27 +191,40 @@ decision farmer::request(int worker, double now, bool completing) {
         if (w.calibrated) return {decision::kind::wait, {}, false};
         if (pool_) {
             if (remaining() > 0) return assign(worker, take_from_pool(1).first, 1, true, now);
+            if (!returned_.empty()) {  // a lost worker's calibration task: this worker's calibration task now
+                chunk& front = returned_.front();
+                const task_count first = front.first;
+                ++front.first;
+                if (--front.count == 0) returned_.pop_front();
+                return assign(worker, first, 1, true, now);
+            }
             if (!closed_) return {decision::kind::wait, {}, false};
-            w.calibrated = true;  // nothing left to calibrate on: it stops, and the barrier no longer waits for it
-            const decision d = stop_worker(worker);
+            w.calibrated = true;  // nothing left to calibrate on: the barrier no longer waits for it
+            if (!loss_tolerant_) {  // and it stops
+                const decision d = stop_worker(worker);
+                if (--calibration_pending_ == 0) finish_calibration();
+                return d;
+            }
+            // Lost workers: tasks may still come back to it; it waits for the barrier, or asks as any worker past it.
             if (--calibration_pending_ == 0) finish_calibration();
-            return d;
+            if (phase_ == phase::calibrating) return {decision::kind::wait, {}, false};
+        } else {
+            // More workers than tasks: the others do not calibrate. Stopped, unless a calibration task may come back.
+            if (worker >= static_cast<int>(calibration_times_.size()))
+                return loss_tolerant_ ? decision{decision::kind::wait, {}, false} : stop_worker(worker);
+            const task_count count =
+                w.calibration_tasks == 0
+                    ? 1
+                    : std::min(next_calibration_chunk(w), calibration_budget(calibration_cap_, next_index_, workers_,
+                                                                             calibration_times_.size()));
+            if (remaining() > 0 && count > 0) {
+                const task_count first = next_index_;
+                next_index_ += std::min(count, remaining());
+                return assign(worker, first, next_index_ - first, true, now);
+            }
+            end_calibration_of(worker, w);  // the budget (or the loop) was taken by the others: what it measured so far
+            if (phase_ == phase::calibrating) return {decision::kind::wait, {}, false};
         }
-        // More workers than tasks: the others do not calibrate. Stopped, unless a calibration task may come back.
-        if (worker >= static_cast<int>(calibration_times_.size()))
-            return loss_tolerant_ ? decision{decision::kind::wait, {}, false} : stop_worker(worker);
-        const task_count count =
-            w.calibration_tasks == 0
-                ? 1
-                : std::min(next_calibration_chunk(w), calibration_budget(calibration_cap_, next_index_, workers_,
-                                                                         calibration_times_.size()));
-        if (remaining() > 0 && count > 0) {
-            const task_count first = next_index_;
-            next_index_ += std::min(count, remaining());
-            return assign(worker, first, next_index_ - first, true, now);
-        }
-        end_calibration_of(worker, w);  // the budget (or the loop) was taken by the others: what it measured so far
-        if (phase_ == phase::calibrating) return {decision::kind::wait, {}, false};
     }
     if (!retry_queue_.empty() || !returned_.empty()) [[unlikely]] {  // failed tasks, a lost worker's, before new ones
         if (const decision d = again_for(worker, now); d.what == decision::kind::assign) return d;
@@ -228,9 +243,9 @@ decision farmer::request(int worker, double now, bool completing) {
         // Prefetch: a worker still holding a chunk asks again once it is done, when it may take work back.
         return take_back(worker, now);
     }
-    if (pool_ && !pool_started_) {
+    if (pool_ && !started_) {
         policy_->start({expected_, left, workers(), calibration()});
-        pool_started_ = true;
+        started_ = true;
     }
     task_count wanted = policy_->next(worker, left);
     if (pool_ && wanted <= 0) {  // its round is handed out: a new round over the pool, and a chunk whatever it says
@@ -349,6 +364,7 @@ release_outcome farmer::released(int victim, chunk given, double now) {
     const int thief = v.thief;
     v.thief = -1;
     workers_[static_cast<std::size_t>(thief)].waiting_for_victim = false;
+    workers_[static_cast<std::size_t>(thief)].answered_at = now;
     if (workers_[static_cast<std::size_t>(thief)].lost) [[unlikely]] {  // what it gives back goes back for the others
         if (from) {
             from->count -= given.count;
@@ -478,7 +494,9 @@ const completion& farmer::complete(int worker, double seconds, const resource_sa
             end_calibration_of(worker, w);
         return completion_;
     }
-    policy_->completed(worker, count, std::max(seconds, min_seconds));
+    // A technique not started yet learns nothing from a chunk of tasks that went back (a lost worker's: pool mode before
+    // the pool's first chunk, or a loop whose calibration tasks were all of it).
+    if (started_) [[likely]] policy_->completed(worker, count, std::max(seconds, min_seconds));
     return completion_;
 }
 
@@ -538,6 +556,7 @@ void farmer::finish_calibration() {
     calibration_->span = span_;
     if (pool_) return;  // started at the next request
     policy_->start({tasks_, remaining(), workers(), &*calibration_});
+    started_ = true;
     // A technique calibrated only for the span learns from the calibration chunks as from any other chunk.
     if (policy_->needs_calibration() == calibration_mode::none)
         for (int v = 0; v < static_cast<int>(calibration_times_.size()); ++v) {

@@ -135,7 +135,6 @@ decision farmer::idle_end(int worker) {
 }
 
 void farmer::set_loss_tolerant(bool on) {
-    if (on && pool_) throw invalid_argument("on_worker_loss", "is not handled by a hierarchical master (pool mode)");
     loss_tolerant_ = on;
     if (on) constant_ = 0;  // upcoming() knows no chunk ahead: a lost worker's tasks may go first
 }
@@ -158,9 +157,11 @@ double farmer::loss_pace(int worker, double slack) const {
 
 double farmer::silent_past(int worker, const worker_loss_rule& rule) const {
     const auto& x = workers_.at(static_cast<std::size_t>(worker));
-    if (x.lost) return std::numeric_limits<double>::infinity();
+    // A thief waiting for its victim's answer waits for the farmer (it may hold back its results for that reply): it
+    // owes nothing until answered, and its chunk's deadline runs again from then.
+    if (x.lost || x.waiting_for_victim) return std::numeric_limits<double>::infinity();
     if (x.held > 0) {
-        const double start = std::max(x.assigned_at[0], x.free_at);
+        const double start = std::max({x.assigned_at[0], x.free_at, x.answered_at});
         const double expected = static_cast<double>(x.in_flight[0].count) * loss_pace(worker, rule.slack);
         return start + rule.factor * expected + rule.slack;
     }
@@ -213,6 +214,7 @@ release_outcome farmer::lose(int worker, double now) {
         w.thief = -1;
         auto& t = workers_[static_cast<std::size_t>(owed.thief)];
         t.waiting_for_victim = false;
+        t.answered_at = now;
         // Idle, it takes the tasks that went back first, as request() hands them (it may be the only worker left).
         owed.answer = t.held > 0 ? later(owed.thief, now) : idle_thief(owed.thief, now);
     }

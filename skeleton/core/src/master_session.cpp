@@ -177,7 +177,7 @@ void master_session::report_failure() {
     if (failure_sent_ || up_.ended()) return;
     const farm_outcome& o = group_.outcome();
     if (o.what != farm_outcome::kind::task_failed && o.what != farm_outcome::kind::worker_failed &&
-        o.what != farm_outcome::kind::farmer_failed)
+        o.what != farm_outcome::kind::farmer_failed && o.what != farm_outcome::kind::worker_lost)
         return;
     failure_sent_ = true;
     // The worker's task and text go up unchanged; whose failure it was is failed_worker() (a driver names it by its
@@ -231,6 +231,14 @@ const std::vector<master_action>& master_session::on_message(int worker, const r
     actions_.clear();
     read(worker, m);
     take_group(group_.on_message(worker, m, now, arrived));
+    report_failure();
+    settle(now);
+    return actions_;
+}
+
+const std::vector<master_action>& master_session::on_timer(double now) {
+    actions_.clear();
+    take_group(group_.on_timer(now));
     report_failure();
     settle(now);
     return actions_;

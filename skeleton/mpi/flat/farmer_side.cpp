@@ -64,7 +64,8 @@ farm_report run_farmer_side(MPI_Comm comm, int ranks, const std::byte* in, std::
                             .worker_loss = worker_loss_of(setup.config),
                             .own_worker = first == 0 ? 0 : -1});
     farmer_ranks at{.comm = comm, .first = first, .offsets = std::move(offsets), .named = {},
-                    .failure_names_rank = false, .reclaim = setup.config.reclaim != 0};
+                    .failure_names_rank = false, .reclaim = setup.config.reclaim != 0,
+                    .may_lose = setup.config.worker_loss != 0};
     for (int w = 0; w < workers; ++w) at.named.push_back(w + first);  // a worker's failure names its rank
     const double cpu0 = cpu_seconds();
     const farmer_transport_result done =

@@ -13,6 +13,9 @@
 // level meets the other's. Times: every session runs on rank 0's clock (each rank's offset from clock_offsets,
 // broadcast), so the groups' records and finish times and the supermaster's makespan compare. Once the outcome is
 // known and good, each master sends its group's part of the report up to rank 0.
+// With on_worker_loss a worker rank of a group may be lost: its master presumes it lost and its group computes its
+// tasks (master.cpp), and each group's farm ends point to point among its living ranks; rank 0 and the masters are
+// not presumed lost (their level ends with collectives, and every rank of it learns the lost ranks: share_lost).
 #include "hierarchical.hpp"
 
 #include "pfarm/registry.hpp"
@@ -77,8 +80,10 @@ farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte
                                          .stragglers = {},
                                          .task_errors = task_errors_of(setup.config),
                                          .clock = {},
-                                         .worker_loss = {},
-                                         .own_worker = -1});
+                                         // A worker of its group may be lost (docs/reliability.md "A lost worker"):
+                                         // the master presumes it lost as a flat farmer does; never its own worker.
+                                         .worker_loss = worker_loss_of(setup.config),
+                                         .own_worker = h.computes ? 0 : -1});
     return run_master(up.comm, down.comm, rank, ranks, in, kernel, options, setup, h, plan, g, t0, offsets, monitors);
 }
 

@@ -10,6 +10,7 @@
 #include "pfarm/master_session.hpp"
 #include "pfarm/mpi.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,8 +44,9 @@ hierarchy_plan plan_of(const rank_layout& h, const std::string& technique, const
 /// Sends without blocking, keeping each buffer alive until its send is complete.
 class pending_sends {
 public:
-    void add(MPI_Request r, std::shared_ptr<wire_buffer> keep) {
-        sends_.push_back({r, std::move(keep)});
+    /// `to`: the rank it goes to (let_go() reads it).
+    void add(MPI_Request r, std::shared_ptr<wire_buffer> keep, int to = -1) {
+        sends_.push_back({r, std::move(keep), to});
         if (sends_.size() >= 64) complete(false);
     }
     /// Drops the sends that are complete (`all`: waits for every one).
@@ -59,15 +61,26 @@ public:
         }
         std::erase_if(sends_, [](const send& s) { return s.request == MPI_REQUEST_NULL; });
     }
+    /// Lets go of the sends to the ranks in `lost` (presumed lost: on_worker_loss), never received: their requests are
+    /// freed and their buffers kept for the process's lifetime, since MPI may still read them.
+    void let_go(const std::vector<int>& lost) {
+        static std::vector<std::shared_ptr<wire_buffer>> kept;
+        for (auto& s : sends_)
+            if (s.request != MPI_REQUEST_NULL && std::find(lost.begin(), lost.end(), s.to) != lost.end()) {
+                mpi::check(MPI_Request_free(&s.request), "MPI_Request_free");
+                kept.push_back(std::move(s.keep));
+            }
+        std::erase_if(sends_, [](const send& s) { return s.request == MPI_REQUEST_NULL; });
+    }
 
 private:
     struct send {
         MPI_Request request;
         std::shared_ptr<wire_buffer> keep;
+        int to;
     };
     std::vector<send> sends_;
 };
-
 
 /// Rank 0: the supermaster over the masters (upper communicator `up`); once the farm is over and good, rank 0's
 /// report, with the masters' parts (supermaster.cpp).
@@ -83,6 +96,10 @@ farm_report run_master(MPI_Comm up, MPI_Comm down, int rank, int ranks, const st
                        sampler& monitors);
 
 // The report (report.cpp).
+
+/// With on_worker_loss: every rank of `up` (rank 0 and the masters, all living) learns the ranks the masters presumed
+/// lost, `mine` being this rank's, in group order (collective over `up`).
+std::vector<int> share_lost(MPI_Comm up, const std::vector<int>& mine);
 
 /// A master's part, sent to rank 0 (collective over `up` with gather_report).
 void send_group_part(MPI_Comm up, const report_part& part);

@@ -18,15 +18,25 @@
 //     session's failed_worker()), so that every rank throws what the flat farmer's ranks throw.
 // With farm_options::topology.farmer_computes its own worker (own_worker.hpp) is worker 0 of its group, between two of whose
 // tasks it serves the others.
+// With on_worker_loss (docs/reliability.md "A lost worker") a worker of its group may die: as the flat farmer's
+// transport does, its workers' messages come through the farmer's inbox without blocking (farmer_inbox: matched, then
+// received into their own buffers), polled with the supermaster's reply between the session's deadlines (on_timer
+// presumes silent workers lost, and their receives on their way are given up); replies go without waiting; and its
+// group's farm ends point to point (send_outcome to the living), once the upper level has shared the outcome and the
+// ranks lost in every group.
 #include "hierarchical.hpp"
 
+#include "farmer_transport.hpp"
 #include "messages.hpp"
 #include "own_worker.hpp"
 #include "results.hpp"
 
+#include "pfarm/error.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <thread>
 
@@ -45,8 +55,9 @@ public:
         : up_(up), down_(down), rank_(rank), in_(in), kernel_(kernel), setup_(setup), workers_(std::move(workers)),
           first_(workers_.front() == rank ? 0 : 1), t0_(t0), clock_offset_(offsets.at(static_cast<std::size_t>(rank))),
           session_(static_cast<int>(workers_.size()), std::move(policy), options),
-          inputs_travel_(!setup.config.replicated && kernel.in_bytes > 0) {
+          inputs_travel_(!setup.config.replicated && kernel.in_bytes > 0), may_lose_(setup.config.worker_loss != 0) {
         for (int r : workers_) offsets_.push_back(offsets.at(static_cast<std::size_t>(r)));
+        if (may_lose_) inbox_ = std::make_unique<farmer_inbox>(down, setup.config.reclaim != 0, setup.config.gentle_wait != 0, true);
         if (first_ == 0) own_.emplace(kernel, setup, monitors, rank, [this] { return clock(); });
     }
 
@@ -63,17 +74,18 @@ public:
                 }
                 step();
             }
-            progress_following(true);  // the last results on their way, and the messages up that wait for them
+            finish_following();  // the last results on their way, and the messages up that wait for them
         } catch (const std::exception& e) {  // the master itself failed: its group is aborted, the failure goes up
             if (own_) own_->drop_requests();
             store_following_ = false;  // the farm fails: results still on their way are not kept
             perform(session_.abort(e.what()));
             while (!session_.over()) step();
-            progress_following(true);
+            finish_following();
         }
+        const bool gentle = setup_.config.gentle_wait != 0;
+        if (may_lose_) return end_living(gentle);
         sends_.complete(true);
         for (posted_receive* p : {&reply_, &answer_, &request_}) p->cancel();
-        const bool gentle = setup_.config.gentle_wait != 0;
         end_traffic(down_, true, gentle);  // what its workers sent after their abort, dropped
         end_traffic(up_, false, gentle);
         outcome o;
@@ -91,9 +103,40 @@ private:
     /// Rank 0's clock, read here.
     double clock() const { return now() - t0_ - clock_offset_; }
 
+    /// The world ranks of its workers presumed lost, in the order they were.
+    std::vector<int> lost_ranks() const {
+        std::vector<int> ranks;
+        for (int w : session_.lost()) ranks.push_back(workers_.at(static_cast<std::size_t>(w)));
+        return ranks;
+    }
+
+    /// The same as ranks of its group's communicator.
+    std::vector<int> lost_in_group() const {
+        std::vector<int> ranks;
+        for (int w : session_.lost()) ranks.push_back(w + first_);
+        return ranks;
+    }
+
+    /// With on_worker_loss, the end of its farm: the upper level (rank 0 and the masters, none of them presumed lost)
+    /// ends with its collectives and learns the ranks lost in every group; the outcome, with them, goes to its group's
+    /// living ranks point to point (a stop first to each one presumed lost, in case it lives and waits for a reply).
+    outcome end_living(bool gentle) {
+        sends_.let_go(lost_in_group());
+        sends_.complete(true);
+        reply_.cancel();
+        inbox_->close();
+        end_traffic(up_, false, gentle);
+        outcome o;
+        share_outcome(up_, o);
+        o.lost = share_lost(up_, lost_ranks());
+        end_among_living(down_, o, lost_in_group());  // as the flat farmer ends
+        return o;
+    }
+
     void post() {
         reply_.post(up_, 0, tag_reply);
         requests_[0] = reply_.request();
+        if (may_lose_) return;  // its workers' messages come through the inbox
         if (setup_.config.reclaim) {
             answer_.post(down_, MPI_ANY_SOURCE, tag_released);
             requests_[1] = answer_.request();
@@ -123,6 +166,7 @@ private:
     /// The next message: the supermaster's reply first (it refills the pool), then a victim's answer (a thief waits
     /// for it), then whatever comes. Not `block`: false at once when none has come.
     bool next(bool block) {
+        if (may_lose_) [[unlikely]] return next_or_timer(block);
         MPI_Status status;
         int index = -1;
         for (int i = 0; i < 2 && index < 0; ++i) {
@@ -138,9 +182,65 @@ private:
         p.completed(status);
         if (index == 0) take_reply();
         else take_request(p, index == 1 ? tag_released : tag_request, index);
+        after_message();
+        return true;
+    }
+
+    /// next() with on_worker_loss: the supermaster's reply first, then its workers' messages from the inbox, else the
+    /// session's timer once its deadline has passed, polled (not `block`: false at once when none of them is due).
+    bool next_or_timer(bool block) {
+        for (;;) {
+            if (requests_[0] != MPI_REQUEST_NULL) {
+                MPI_Status status;
+                int flag = 0;
+                mpi::check(MPI_Test(&requests_[0], &flag, &status), "MPI_Test");
+                if (flag) {
+                    reply_.request() = MPI_REQUEST_NULL;
+                    reply_.completed(status);
+                    take_reply();
+                    after_message();
+                    return true;
+                }
+            }
+            if (const received_message* m = inbox_->next(false)) {
+                try {
+                    take_message(m->source, m->data, m->bytes());
+                } catch (...) {
+                    inbox_->release();
+                    throw;
+                }
+                inbox_->release();
+                after_message();
+                return true;
+            }
+            if (clock() >= session_.deadline()) {
+                on_timer();
+                after_message();
+                return true;
+            }
+            if (!block) return false;
+            if (setup_.config.gentle_wait) std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+    }
+
+    /// The session's timer: its workers silent past their deadline are presumed lost, and the messages on their way
+    /// from them given up (farmer_inbox::abandon_from); results that were to follow a request of theirs will not come.
+    void on_timer() {
+        perform(session_.on_timer(clock()));
+        if (session_.lost().empty()) return;
+        const std::vector<int> lost = lost_in_group();
+        inbox_->abandon_from([&](int rank) { return std::find(lost.begin(), lost.end(), rank) != lost.end(); });
+        for (const awaited& a : awaited_)  // (once the farm fails nothing of them is kept: they are given up at the end)
+            if (store_following_ && std::find(lost.begin(), lost.end(), a.source) != lost.end() && !a.into.empty())
+                throw error("hierarchical farm: rank " + std::to_string(workers_.at(static_cast<std::size_t>(a.source - first_))) +
+                            " was presumed lost with its results on their way; rerun with the journal to compute what is "
+                            "missing");
+    }
+
+    /// What follows each message: sends complete dropped, results on their way stored.
+    void after_message() {
         sends_.complete(false);
         if (!payloads_.empty()) progress_following(false);
-        return true;
     }
 
     /// Its own worker's next task, its input from the chunk of the pool that holds it (or the caller's input), its
@@ -205,33 +305,42 @@ private:
     /// A worker's message (a request, or a victim's answer); its receive is posted again once it is handled.
     void take_request(posted_receive& p, int tag, int index) {
         try {
-            const int worker = p.source() - first_;
-            request_header h;
-            std::memcpy(&h, p.data(), sizeof h);
-            decode(h, offsets_.at(static_cast<std::size_t>(worker)), message_);
-            if (message_.what == request_message::kind::failure || message_.what == request_message::kind::task_error) {
-                const auto* text = reinterpret_cast<const char*>(p.data() + request_payload_offset);
-                message_.text.assign(text, p.bytes() - request_payload_offset);
-            }
-            payload_ = p.data() + request_payload_offset;
-            index_bytes_ = static_cast<std::size_t>(h.index_bytes);
-            payload_first_ = message_.done.first;
-            if (h.results_follow) {  // too large to travel in the request: they follow, received without blocking
-                following_ = &payloads_.receive(static_cast<std::size_t>(h.results_bytes), p.source(), down_, h.first,
-                                                index_bytes_);
-                awaited_.push_back({following_, {}});
-                payload_ = nullptr;
-            }
-            if (message_.what == request_message::kind::ask) ++served_;
-            perform(session_.on_message(worker, message_, clock()));
+            take_message(p.source(), p.data(), p.bytes());
         } catch (...) {
-            following_ = nullptr;
             p.post(down_, MPI_ANY_SOURCE, tag);
             requests_[index] = p.request();
             throw;
         }
         p.post(down_, MPI_ANY_SOURCE, tag);
         requests_[index] = p.request();
+    }
+
+    /// The message `data` (`bytes` long) from group rank `source`, to the session.
+    void take_message(int source, const std::byte* data, std::size_t bytes) {
+        try {
+            const int worker = source - first_;
+            request_header h;
+            std::memcpy(&h, data, sizeof h);
+            decode(h, offsets_.at(static_cast<std::size_t>(worker)), message_);
+            if (message_.what == request_message::kind::failure || message_.what == request_message::kind::task_error) {
+                const auto* text = reinterpret_cast<const char*>(data + request_payload_offset);
+                message_.text.assign(text, bytes - request_payload_offset);
+            }
+            payload_ = data + request_payload_offset;
+            index_bytes_ = static_cast<std::size_t>(h.index_bytes);
+            payload_first_ = message_.done.first;
+            if (h.results_follow) {  // too large to travel in the request: they follow, received without blocking
+                following_ = &payloads_.receive(static_cast<std::size_t>(h.results_bytes), source, down_, h.first,
+                                                index_bytes_);
+                awaited_.push_back({following_, {}, source});
+                payload_ = nullptr;
+            }
+            if (message_.what == request_message::kind::ask) ++served_;
+            perform(session_.on_message(worker, message_, clock()));
+        } catch (...) {
+            following_ = nullptr;
+            throw;
+        }
     }
 
     /// The replies to workers first (they wait), then the results into their chunks' buffers (or, when they follow
@@ -265,6 +374,13 @@ private:
     /// waits: messages up go in the order the session says.
     void up(const request_message& m, const chunk_attachment& attachment) {
         auto* results = static_cast<chunk_buffers*>(attachment.get());
+        if (m.what == request_message::kind::failure && may_lose_) {
+            // The farm fails: the failure goes at once, not behind results that may wait for a lost worker's (what
+            // waited is of no use once the supermaster aborts the farm).
+            waiting_up_.clear();
+            send_up(m, nullptr);
+            return;
+        }
         if (waiting_up_.empty() && (!results || results->pending == 0)) send_up(m, results);
         else waiting_up_.push_back({m, std::static_pointer_cast<chunk_buffers>(attachment)});
     }
@@ -289,6 +405,30 @@ private:
         }
     }
 
+    /// The results still on their way once the farm is over, and the messages up that wait for them. With
+    /// on_worker_loss a payload of a worker presumed lost may never come: those whose results were not kept (its
+    /// messages after it was presumed lost) are waited for a slack's time at most, then given up.
+    void finish_following() {
+        if (!may_lose_) {
+            progress_following(true);
+            return;
+        }
+        const double until = clock() + worker_loss_of(setup_.config).slack;
+        while (!payloads_.empty() && clock() < until) {
+            progress_following(false);
+            if (setup_.config.gentle_wait) std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+        if (payloads_.empty()) return;
+        for (const awaited& a : awaited_)
+            if (store_following_ && !a.into.empty())
+                throw error("hierarchical farm: results that followed their request did not arrive within " +
+                            std::to_string(worker_loss_of(setup_.config).slack) + " s (rank " +
+                            std::to_string(workers_.at(static_cast<std::size_t>(a.source - first_))) +
+                            " lost with its results on their way); rerun with the journal to compute what is missing");
+        payloads_.cancel();
+        awaited_.clear();
+    }
+
     /// A held chunk's buffers: its attachment in the session's ledger, from its reply until its results go up, and
     /// as long after as a message up held back, a send up, or results on their way to it keep them.
     struct chunk_buffers {
@@ -308,6 +448,7 @@ private:
     struct awaited {
         const following_payloads::payload* payload = nullptr;
         std::vector<std::vector<held_chunk>> into;
+        int source = -1;  ///< its sender's group rank
     };
 
     static chunk_buffers& buffers(const held_chunk& h) { return *static_cast<chunk_buffers*>(h.attachment.get()); }
@@ -377,8 +518,16 @@ private:
         const int to = worker + first_;
         const std::size_t payload =
             r.what == reply_message::kind::assign && inputs_travel_ ? static_cast<std::size_t>(r.work.count) * kernel_.in_bytes : 0;
-        if (payload == 0) {
+        if (payload == 0 && !may_lose_) {
             mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, to, tag_reply, down_), "MPI_Send");
+            return;
+        }
+        if (payload == 0) {  // on_worker_loss: nothing waits for a rank that may be dead
+            auto header = std::make_shared<wire_buffer>();
+            header->put(h);
+            MPI_Request request;
+            mpi::check(MPI_Isend(header->data(), sizeof h, MPI_BYTE, to, tag_reply, down_, &request), "MPI_Isend");
+            sends_.add(request, std::move(header), to);
             return;
         }
         std::shared_ptr<wire_buffer> keep;
@@ -392,16 +541,16 @@ private:
             mpi::check(MPI_Isend(message->data(), static_cast<int>(reply_payload_offset + payload), MPI_BYTE, to, tag_reply,
                                  down_, &request),
                        "MPI_Isend");
-            sends_.add(request, std::move(message));
+            sends_.add(request, std::move(message), to);
             return;
         }
         h.inputs_follow = 1;
         auto header = std::make_shared<wire_buffer>();
         header->put(h);
         mpi::check(MPI_Isend(header->data(), sizeof h, MPI_BYTE, to, tag_reply, down_, &request), "MPI_Isend");
-        sends_.add(request, std::move(header));
+        sends_.add(request, std::move(header), to);
         mpi::check(MPI_Isend(inputs, static_cast<int>(payload), MPI_BYTE, to, tag_inputs, down_, &request), "MPI_Isend");
-        sends_.add(request, std::move(keep));
+        sends_.add(request, std::move(keep), to);
     }
 
     /// A message to the supermaster; with the results of its chunk `m.done` when it carries them, from that chunk's
@@ -476,6 +625,8 @@ private:
     master_session session_;
     std::optional<own_worker> own_;  ///< its own worker, when it computes
     bool inputs_travel_;
+    bool may_lose_;                       ///< on_worker_loss: a worker of its group may die; nothing waits for one
+    std::unique_ptr<farmer_inbox> inbox_;  ///< on_worker_loss: its workers' messages (else answer_ and request_)
     posted_receive reply_, answer_, request_;
     MPI_Request requests_[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};  ///< reply, answer, request
     request_message message_;
@@ -503,7 +654,9 @@ farm_report run_master(MPI_Comm up, MPI_Comm down, int rank, int ranks, const st
     const outcome o = m.run();
     if (o.what != farm_outcome::kind::ok) throw_outcome(o);
     send_group_part(up, m.part());
-    return group_report(options, ranks, setup.config.tasks, h, g, m.session_group());
+    farm_report r = group_report(options, ranks, setup.config.tasks, h, g, m.session_group());
+    r.lost_ranks = o.lost;  // every group's (on_worker_loss)
+    return r;
 }
 
 }  // namespace pfarm::detail

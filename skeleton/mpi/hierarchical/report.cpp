@@ -8,6 +8,19 @@ namespace pfarm::detail {
 
 void send_group_part(MPI_Comm up, const report_part& part) { (void)gather_parts(up, 0, part); }
 
+std::vector<int> share_lost(MPI_Comm up, const std::vector<int>& mine) {
+    int ranks = 0;
+    mpi::check(MPI_Comm_size(up, &ranks), "MPI_Comm_size");
+    const int count = static_cast<int>(mine.size());
+    std::vector<int> counts(static_cast<std::size_t>(ranks)), at(static_cast<std::size_t>(ranks), 0);
+    mpi::check(MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, up), "MPI_Allgather");
+    for (int r = 1; r < ranks; ++r) at[static_cast<std::size_t>(r)] = at[static_cast<std::size_t>(r) - 1] + counts[static_cast<std::size_t>(r) - 1];
+    std::vector<int> all(static_cast<std::size_t>(at.back() + counts.back()));
+    mpi::check(MPI_Allgatherv(mine.data(), count, MPI_INT, all.data(), counts.data(), at.data(), MPI_INT, up),
+               "MPI_Allgatherv");
+    return all;
+}
+
 farm_report group_report(const farm_options& options, int ranks, task_count tasks, const rank_layout& h, int g,
                          const farmer_session& group) {
     farm_report r = empty_report(options, ranks, tasks);

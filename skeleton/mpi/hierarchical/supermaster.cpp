@@ -6,7 +6,8 @@
 // session, one more unit beside the masters (a group of one: its chunks come from the supermaster's technique,
 // weighted as one worker). A master's failure message carries the failed rank (the worker's, or the master's own),
 // which the outcome names, so that every rank throws what the flat farmer's ranks throw. Once the farm is over and
-// good, rank 0's report is gathered from the masters (report.cpp).
+// good, rank 0's report is gathered from the masters (report.cpp), with the worker ranks they presumed lost
+// (on_worker_loss). The masters themselves are not presumed lost: the upper level ends with collectives.
 #include "hierarchical.hpp"
 
 #include "farmer_transport.hpp"
@@ -30,14 +31,19 @@ farm_report run_supermaster(MPI_Comm up, int ranks, const std::byte* in, std::by
                     .offsets = std::vector<double>(static_cast<std::size_t>(h.groups()) + 1, 0.0),
                     .named = {},
                     .failure_names_rank = true,
-                    .reclaim = false};
+                    .reclaim = false,
+                    .may_lose = false};  // a master is not presumed lost
     if (plan.own() != 0) at.named.push_back(0);
     at.named.insert(at.named.end(), h.master.begin(), h.master.end());
-    const farmer_transport_result done =
+    farmer_transport_result done =
         run_farmer_transport(at, session, in, out, kernel, setup, options.output.progress, monitors, t0,
                              options.protocol.side_channel);
+    // on_worker_loss: the ranks the masters presumed lost, learned here as on every rank of the upper level.
+    if (setup.config.worker_loss != 0) done.result.lost = share_lost(up, {});
     if (done.result.what != farm_outcome::kind::ok) throw_outcome(done.result);
-    return gather_report(up, options, ranks, setup.config.tasks, h, session, done.requests, cpu0);
+    farm_report r = gather_report(up, options, ranks, setup.config.tasks, h, session, done.requests, cpu0);
+    r.lost_ranks = done.result.lost;
+    return r;
 }
 
 }  // namespace pfarm::detail

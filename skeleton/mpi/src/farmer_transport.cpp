@@ -39,7 +39,7 @@ public:
           // Retry: a failed task's fill must not land over its later result.
           buffered_(kernel.streamed() || setup.config.stragglers ||
                     setup.config.task_errors == static_cast<std::int32_t>(task_error_rule::kind::retry)),
-          may_lose_(setup.config.worker_loss != 0),
+          may_lose_(ranks.may_lose),
           progress_(progress, setup.config.tasks), session_(session),
           own_(kernel, setup, monitors, 0, [t0] { return now() - t0; }),
           inbox_(ranks.comm, ranks.reclaim, setup.config.gentle_wait != 0, may_lose_), side_(side),
@@ -87,17 +87,9 @@ public:
             o.what = farm_outcome::kind::worker_lost;
             o.text = results_missing_;
         }
-        if (setup_.config.worker_loss != 0) {  // no collective: a rank may be gone (on_worker_loss)
+        if (may_lose_) {  // no collective: a rank may be gone (on_worker_loss)
             o.lost = lost_ranks();
-            for (int lost : o.lost) {  // one presumed lost that lives and waits for a reply is told to stop
-                reply_message stop;
-                stop.what = reply_message::kind::stop;
-                const reply_header h = encode(stop);
-                std::vector<std::byte> bytes(sizeof h);
-                std::memcpy(bytes.data(), &h, sizeof h);
-                send_detached(comm_, std::move(bytes), lost, tag_reply);
-            }
-            send_outcome(comm_, o, o.lost);
+            end_among_living(comm_, o, o.lost);
         } else {
             end_traffic(comm_, true, setup_.config.gentle_wait != 0);  // what workers sent after their abort, dropped
             share_outcome(comm_, o);
@@ -389,7 +381,7 @@ private:
         const auto arrived = [&](const auto& p) {
             if (deliver) deliver_following(p);
         };
-        if (setup_.config.worker_loss == 0) {
+        if (!may_lose_) {
             payloads_.complete(true, arrived);
             return;
         }
@@ -461,6 +453,18 @@ private:
 };
 
 }  // namespace
+
+void end_among_living(MPI_Comm comm, const outcome& o, const std::vector<int>& lost) {
+    for (int rank : lost) {  // one presumed lost that lives and waits for a reply is told to stop
+        reply_message stop;
+        stop.what = reply_message::kind::stop;
+        const reply_header h = encode(stop);
+        std::vector<std::byte> bytes(sizeof h);
+        std::memcpy(bytes.data(), &h, sizeof h);
+        send_detached(comm, std::move(bytes), rank, tag_reply);
+    }
+    send_outcome(comm, o, lost);
+}
 
 farmer_transport_result run_farmer_transport(const farmer_ranks& ranks, farmer_session& session, const std::byte* in,
                                              std::byte* out, const task_kernel& kernel, const shared_setup& setup,

@@ -4,7 +4,8 @@
 // rank's own worker when it computes, polls the caller's side channel while it would otherwise wait, and ends with
 // the outcome every rank of the communicator learns (farmer_transport.cpp). It keeps no rule of the protocol and
 // builds no report: each driver makes its session and its report around it (flat/farmer_side.cpp,
-// hierarchical/supermaster.cpp).
+// hierarchical/supermaster.cpp). A hierarchical master, which has its own transport, ends its group's farm after a
+// lost worker as this transport ends the flat farm (end_among_living).
 #pragma once
 
 #include "engine.hpp"
@@ -35,14 +36,22 @@ struct farmer_ranks {
     bool failure_names_rank = false;
     /// Victims' answers to a reclaim are served first (farmer_inbox).
     bool reclaim = false;
+    /// A worker of the communicator may be lost (on_worker_loss): nothing waits for one, and the farm ends point to
+    /// point (send_outcome) instead of with collectives.
+    bool may_lose = false;
 };
 
 /// What the transport leaves once the farm is over: the outcome, learned by every rank of the communicator
-/// (collective: end_traffic then share_outcome), and the requests (asks) the workers sent.
+/// (collective: end_traffic then share_outcome; with may_lose point to point), and the requests (asks) the workers sent.
 struct farmer_transport_result {
     outcome result;
     task_count requests = 0;
 };
+
+/// With on_worker_loss, the end of a farm among the living ranks of `comm`, from its rank 0 (the flat farmer, a
+/// hierarchical master): a stop to each rank in `lost` (presumed lost: in case it lives and waits for a reply), sent
+/// without waiting, then the outcome `o` to every other rank point to point (send_outcome).
+void end_among_living(MPI_Comm comm, const outcome& o, const std::vector<int>& lost);
 
 /// Runs `session` over the communicator's ranks until it is over. Results land in `out` (task i at i x out_bytes)
 /// or go to the kernel's sink; inputs are read from `in`. `t0`: the farm's start on this rank's clock. `side`: the

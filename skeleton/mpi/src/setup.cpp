@@ -176,22 +176,22 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
                 options.topology.farmer == farmer_mode::decentralised)
                 throw invalid_argument("on_task_error", "retry is not served by the decentralised farm (no rank hands "
                                                         "tasks out again); use skip, or --farmer flat or hierarchical");
-            // on_worker_loss: as asked; unset, continue where the runtime survives a lost rank and the farm is flat.
+            // on_worker_loss: as asked; unset, continue where the runtime survives a lost rank and the farm is flat or
+            // hierarchical (a lost worker inside a group; a lost master is not survived: docs/reliability.md).
             worker_loss_rule loss;
             if (options.protocol.on_worker_loss) {
                 loss = *options.protocol.on_worker_loss;
                 check_worker_loss_rule(loss, "on_worker_loss");
-                if (loss.what != worker_loss_rule::kind::off && options.topology.farmer != farmer_mode::flat)
-                    throw invalid_argument("on_worker_loss", "is served by the flat farmer only (the hierarchical and "
-                                                             "decentralised farms end with collectives over every "
-                                                             "rank); use off, or --farmer flat");
+                if (loss.what != worker_loss_rule::kind::off && options.topology.farmer == farmer_mode::decentralised)
+                    throw invalid_argument("on_worker_loss", "is served by the flat and hierarchical farmers only (the "
+                                                             "decentralised farm ends with collectives over every "
+                                                             "rank); use off, or --farmer flat or hierarchical");
             } else if (runtime_survives_a_lost_rank()) {
-                if (options.topology.farmer == farmer_mode::flat) loss.what = worker_loss_rule::kind::go_on;
+                if (options.topology.farmer != farmer_mode::decentralised) loss.what = worker_loss_rule::kind::go_on;
                 else
                     std::cerr << "pfarm: warning: the MPI runtime keeps the job running after a rank dies, but the "
-                              << (options.topology.farmer == farmer_mode::hierarchical ? "hierarchical" : "decentralised")
-                              << " farm does not survive a lost rank (a lost "
-                              << "rank leaves the others waiting); use --farmer flat, or start without recovery\n";
+                              << "decentralised farm does not survive a lost rank (a lost rank leaves the others "
+                              << "waiting); use --farmer flat or hierarchical, or start without recovery\n";
             }
             s.config.worker_loss = static_cast<std::int32_t>(loss.what);
             s.config.worker_loss_factor = loss.factor;

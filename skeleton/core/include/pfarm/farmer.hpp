@@ -57,7 +57,11 @@
 //   unassigned, and once a worker has been lost it takes a piece of them instead (the technique may keep a share for
 //   the lost worker that nobody else would take). A worker lost before the calibration barrier passes leaves the
 //   calibration: the calibration is computed over the living workers, and the lost one is given the slowest time
-//   measured (fitted), so that a technique that plans per worker keeps it the least.
+//   measured (fitted), so that a technique that plans per worker keeps it the least. In pool mode (a hierarchical
+//   master's group) the tasks that went back are handed out before the pool's (the master's ledger counts their
+//   results as they come from whoever computes them), a calibration task that went back is another worker's
+//   calibration task, and a worker left with nothing to calibrate on once the pool is closed leaves the barrier and
+//   waits (rather than stops) while tasks may still come back.
 #pragma once
 
 #include "pfarm/technique.hpp"
@@ -240,7 +244,7 @@ public:
     task_count rerun_tasks() const noexcept { return rerun_tasks_; }
 
     /// Lost workers (see "Lost workers"): a worker with nothing in hand waits while a chunk is in flight elsewhere.
-    /// Off by default; set before the first request. Not in pool mode (invalid_argument "on_worker_loss").
+    /// Off by default; set before the first request. In pool mode too (a hierarchical master: a worker of its group).
     void set_loss_tolerant(bool on);
     /// Worker `worker` is gone at `now` (see "Lost workers"): it is stopped and asked nothing more, and the tasks it
     /// held go back. Returns the answer owed to a thief that waited for its answer to a reclaim (thief -1: none).
@@ -253,7 +257,8 @@ public:
     /// it; else, before any task has been timed, the slack: a task is taken to last at most that) + the slack, from
     /// when the chunk was handed out or its last one ended. Holding none, while it owes a message (its answer to a
     /// reclaim, or the request a `later` asked for; both due at once): the slack from when it was asked for it or
-    /// came to hold nothing, whichever is later. Infinity: it holds nothing and owes nothing, or is lost already.
+    /// came to hold nothing, whichever is later. Infinity: it holds nothing and owes nothing, is lost already, or is a
+    /// thief waiting for its victim's answer (it waits for the farmer; its chunk's deadline runs again from the answer).
     double silent_past(int worker, const worker_loss_rule& rule) const;
     /// Tasks that went back from lost workers so far, and those waiting to be handed out again.
     task_count returned_tasks() const noexcept { return returned_tasks_; }
@@ -320,6 +325,7 @@ private:
         std::uint64_t asked_version = 0;     ///< its version when the pending reclaim was sent
         bool asked_for_busy = false;         ///< the pending reclaim's thief still held chunks (thief_busy > 0)
         bool waiting_for_victim = false;     ///< this worker is a thief waiting for an answer
+        double answered_at = 0.0;            ///< when its last wait for a victim's answer ended (the loss rule reads it)
         double busy_seconds = 0.0;           ///< compute time of its completed chunks
         task_count done_tasks = 0;           ///< tasks of its completed chunks
         // Stragglers: what its oldest chunk is to a re-execution.
@@ -413,7 +419,7 @@ private:
     task_count reclaims_ = 0;
     task_count reclaimed_tasks_ = 0;
     bool pool_ = false, closed_ = false;  ///< pool mode, and nothing more will be added
-    bool pool_started_ = false;           ///< pool mode: the technique has been started
+    bool started_ = false;                ///< the technique has been started (pool mode: at the first chunk from the pool)
     task_count expected_ = 0;             ///< pool mode: the loop size the technique is started with
     std::deque<chunk> pool_ranges_;       ///< pool mode: the ranges not handed out
     straggler_rule straggle_;

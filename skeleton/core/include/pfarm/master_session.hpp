@@ -32,7 +32,11 @@
 //     cores the group size;
 //   - failures: a worker's failure aborts the group (farmer_session) and is reported up as the master's failure,
 //     with the worker's task and text unchanged (failed_worker() says which worker of the group; -1: the master
-//     itself failed, abort()); an abort from the supermaster aborts the group.
+//     itself failed, abort()); an abort from the supermaster aborts the group;
+//   - lost workers (options.group.worker_loss): a worker of the group silent past its deadline is presumed lost at
+//     on_timer(), and its chunks go back to the group's pool side (farmer.hpp "Lost workers"): the ledger's chunks are
+//     completed by whoever computes those tasks, each result credited once, so that every chunk's results still go
+//     up once. The farm stopping for it (`stop`), or a group left without workers, goes up as a failure naming it.
 // Calibration happens in the group (the workers' technique, at the master, over its workers); the supermaster
 // weights masters by the powers it is given (the sum of the workers' weights, or the group sizes), not by
 // measured ones. Reclaim works within a group; there is none between masters (docs/hierarchical.md says why).
@@ -129,6 +133,15 @@ public:
     const std::vector<master_action>& on_message(int worker, const request_message& m, double now, double arrived = -1.0);
     /// The master itself failed: its group is aborted and the failure goes up.
     const std::vector<master_action>& abort(const std::string& why);
+    /// Lost workers (options.group.worker_loss; docs/reliability.md "A lost worker"): when the driver must call
+    /// on_timer() if no message comes before (infinity: no need), as for a flat farm's session.
+    double deadline() const { return group_.deadline(); }
+    /// The group's workers silent past the loss rule's deadline are presumed lost: with `continue` their tasks go to the
+    /// group's other workers (the ledger counts their results as they come), with `stop`, or when no worker of the group
+    /// is left, the group is aborted and the loss goes up as the master's failure, naming that worker.
+    const std::vector<master_action>& on_timer(double now);
+    /// The group's workers presumed lost, in the order they were (their indices in the group).
+    const std::vector<int>& lost() const noexcept { return group_.lost(); }
 
     bool over() const noexcept { return up_.ended() && group_.over(); }
     const farmer_session& group() const noexcept { return group_; }
