@@ -6,4 +6,5 @@ set(pfarm_sim_sources
   src/simulator_decentralised.cpp
   src/simulated_worker.cpp
   src/platform.cpp
+  src/predictor.cpp
 )
