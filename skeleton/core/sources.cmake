@@ -23,4 +23,5 @@ set(pfarm_core_sources
   src/techniques/two_phase.cpp
   src/techniques/calibrated.cpp
   src/techniques/literature.cpp
+  src/techniques/auto.cpp
 )

@@ -7,4 +7,5 @@ set(pfarm_sim_sources
   src/simulator_stealing.cpp
   src/simulated_worker.cpp
   src/platform.cpp
+  src/predictor.cpp
 )

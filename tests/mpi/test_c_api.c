@@ -46,12 +46,13 @@ int main(int argc, char **argv) {
     enum { n = 64 };
     double in[n], out[n];
     int iin[n], iout[2 * n];
-    const enum scheduling modes[] = {SCH_TRAD, SCH_DEAL, SCH_DEALDYN_LR, SCH_DEALDYN_MV, SCH_DEALDYN_SM, SCH_MULTI};
+    const enum scheduling modes[] = {SCH_TRAD, SCH_DEAL, SCH_DEALDYN_LR, SCH_DEALDYN_MV, SCH_DEALDYN_SM, SCH_MULTI,
+                                     SCH_AUTO};
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     for (int i = 0; i < n; ++i) in[i] = i * 0.5, iin[i] = i;
 
-    for (int m = 0; m < 6; ++m) {
+    for (int m = 0; m < 7; ++m) {
         memset(out, 0, sizeof out);
         pfarm(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, modes[m]);
         if (pfarm_status() != PFARM_OK) fprintf(stderr, "mode %d: %s\n", m, pfarm_error_message());

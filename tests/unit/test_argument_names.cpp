@@ -91,6 +91,7 @@ TEST(ArgumentNames, EveryTechniqueUnderEveryDriverNamesTheField) {
     pfarm::sim::workload workload;
     workload.tasks = tasks;
     int thrown = 0;
+    const pfarm::candidate_predictor predictor = pfarm::sim::make_predictor(0.0, 0.0, {});  // for auto
     for (const auto& t : pfarm::techniques()) {
         for (const auto& bad : bad_options()) {
             // The bad option on top of the required ones (css's chunk, fsc's overhead and sigma), or nothing at all.
@@ -100,8 +101,9 @@ TEST(ArgumentNames, EveryTechniqueUnderEveryDriverNamesTheField) {
             const std::string context = t.name + ", " + bad.label;
             const bool made = check_name([&] { (void)pfarm::make_technique(t.name, o, workers); }, bad.expected,
                                          context + ", make_technique");
-            const bool scheduled = check_name([&] { (void)pfarm::schedule_round_robin(t.name, tasks, workers, o); },
-                                              bad.expected, context + ", schedule_round_robin");
+            const bool scheduled = check_name(
+                [&] { (void)pfarm::schedule_round_robin(t.name, tasks, workers, o, {}, &predictor); }, bad.expected,
+                context + ", schedule_round_robin");
             const bool simulated = check_name([&] { (void)pfarm::sim::simulate(platform, workload, t.name, o); },
                                               bad.expected, context + ", simulate");
             // What make_technique refuses, every driver refuses (some options are checked later, at start()).

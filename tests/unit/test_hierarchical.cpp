@@ -618,6 +618,15 @@ TEST_P(HierarchicalEveryTechnique, EveryTaskExactlyOnceWithTwoAndFourMasters) {
     sim::workload w;
     w.tasks = 700;
     w.shape = sim::workload_shape::random;
+    if (GetParam() == "auto") {  // it simulates its candidates through a predictor only the flat farm has
+        try {
+            (void)sim::simulate(p, w, "auto", runnable_options(), hierarchical(2));
+            FAIL() << "auto under the hierarchical farm was not refused";
+        } catch (const pfarm::invalid_argument& e) {
+            EXPECT_EQ(e.argument(), "technique") << e.what();
+        }
+        return;
+    }
     for (int masters : {2, 4})
         for (int mode = 0; mode < 3; ++mode) {
             SCOPED_TRACE(std::to_string(masters) + " masters, mode " + std::to_string(mode));

@@ -7,6 +7,7 @@
 #include "pfarm/worker_session.hpp"
 #include "pfarm/registry.hpp"
 #include "pfarm/round_robin.hpp"
+#include "pfarm/simulator.hpp"
 
 #include <gtest/gtest.h>
 
@@ -22,6 +23,12 @@
 namespace {
 
 using pfarm::task_count;
+
+/// What `auto` chooses with: the simulator's flat farm, with a farmer cost per request.
+const pfarm::candidate_predictor* predictor() {
+    static const pfarm::candidate_predictor p = pfarm::sim::make_predictor(1e-3, 1e-4, {});
+    return &p;
+}
 
 std::vector<std::string> technique_names() {
     std::vector<std::string> names;
@@ -79,7 +86,8 @@ drive_result random_drive(const std::string& name, task_count tasks, int p, cons
                           std::uint64_t seed, bool prefetch = false, bool reclaim = false, bool reply_first = false) {
     double now = 0.0;
     pfarm::farmer_session farm(tasks, p, pfarm::make_technique(name, o, p),
-                               {.min_chunk = o.min_chunk, .prefetch = prefetch, .reclaim = reclaim, .clock = [&now] { return now; }});
+                               {.min_chunk = o.min_chunk, .prefetch = prefetch, .reclaim = reclaim, .clock = [&now] { return now; },
+                                .predictor = predictor()});
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<double> unit(0.0, 1.0), jitter(0.8, 1.25);
     // Monitor readings for the statistical calibrations (dealdyn-lr, dealdyn-mv).
@@ -276,7 +284,7 @@ TEST_P(EveryTechnique, UpcomingIsTheChunkTheNextRequestAssigns) {
         const auto o = random_options(rng, p, trial % 2 == 0);
         auto policy = pfarm::make_technique(name, o, p);
         constant = policy->constant_chunk() > 0;
-        pfarm::farmer f(tasks, p, std::move(policy), o.min_chunk, 1, false, false, nullptr);
+        pfarm::farmer f(tasks, p, std::move(policy), o.min_chunk, 1, false, false, nullptr, 0.0, predictor());
         SCOPED_TRACE(name + " I=" + std::to_string(tasks) + " p=" + std::to_string(p) + " trial " + std::to_string(trial));
         std::vector<char> stopped(static_cast<std::size_t>(p), 0);
         for (int step = 0; step < 100000 && !f.done(); ++step) {
@@ -403,8 +411,8 @@ TEST_P(EveryTechnique, Deterministic) {
         samples[static_cast<std::size_t>(j)].availability = 0.2 + 0.15 * j;
         samples[static_cast<std::size_t>(j)].latency = 1e-4 * (5 - j);
     }
-    const auto a = pfarm::schedule_round_robin(name, 3000, 5, o, samples);
-    const auto b = pfarm::schedule_round_robin(name, 3000, 5, o, samples);
+    const auto a = pfarm::schedule_round_robin(name, 3000, 5, o, samples, predictor());
+    const auto b = pfarm::schedule_round_robin(name, 3000, 5, o, samples, predictor());
     ASSERT_EQ(a.handouts.size(), b.handouts.size());
     for (std::size_t i = 0; i < a.handouts.size(); ++i) {
         EXPECT_EQ(a.handouts[i].worker, b.handouts[i].worker);
@@ -418,7 +426,7 @@ TEST_P(EveryTechnique, MoreWorkersThanTasksStopTheSurplus) {
     const auto o = random_options(rng, 8, false);
     std::vector<pfarm::resource_sample> samples(8);
     for (int j = 0; j < 8; ++j) samples[static_cast<std::size_t>(j)].availability = 0.1 * (j + 1), samples[static_cast<std::size_t>(j)].latency = 1e-3 / (j + 1);
-    const auto s = pfarm::schedule_round_robin(name, 3, 8, o, samples);
+    const auto s = pfarm::schedule_round_robin(name, 3, 8, o, samples, predictor());
     task_count sum = 0;
     for (const auto& h : s.handouts) sum += h.work.count;
     EXPECT_EQ(sum, 3);

@@ -59,8 +59,9 @@ calibration_result with_lost_workers(calibration_result living, const std::vecto
 
 farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk,
                int max_outstanding, bool reclaim, bool pool, const calibration_result* learned,
-               double calibration_span)
-    : tasks_(pool ? 0 : tasks), min_chunk_(min_chunk), policy_(std::move(policy)), max_outstanding_(max_outstanding),
+               double calibration_span, const candidate_predictor* predictor)
+    : tasks_(pool ? 0 : tasks), min_chunk_(min_chunk), policy_(std::move(policy)), predictor_(predictor),
+      max_outstanding_(max_outstanding),
       reclaim_(reclaim), pool_(pool), expected_(tasks) {
     if (max_outstanding < 1 || max_outstanding > (reclaim ? 2 : max_held))
         throw invalid_argument("max_outstanding", "is " + std::to_string(max_outstanding) + "; expected 1.." +
@@ -84,7 +85,7 @@ farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy,
     if (!pool && policy_->needs_calibration() != calibration_mode::none && learned &&
         learned->fitness.size() == static_cast<std::size_t>(workers)) {
         calibration_ = *learned;  // learned by an earlier farm of this loop: no calibration tasks
-        policy_->start({tasks_, tasks_, workers, &*calibration_});
+        policy_->start({tasks_, tasks_, workers, &*calibration_, predictor_});
         started_ = true;
     } else if (calibration_mode_ != calibration_mode::none) {
         phase_ = phase::calibrating;
@@ -95,7 +96,7 @@ farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy,
         // At most half the loop goes to calibration, and every worker that calibrates gets its first task.
         calibration_cap_ = std::max<task_count>(calibration_pending_, tasks / 2);
     } else if (!pool_) {  // pool mode: started by the first request that finds tasks in the pool
-        policy_->start({tasks_, tasks_, workers, nullptr});
+        policy_->start({tasks_, tasks_, workers, nullptr, predictor_});
         started_ = true;
     }
 }
@@ -244,12 +245,12 @@ decision farmer::request(int worker, double now, bool completing) {
         return take_back(worker, now);
     }
     if (pool_ && !started_) {
-        policy_->start({expected_, left, workers(), calibration()});
+        policy_->start({expected_, left, workers(), calibration(), predictor_});
         started_ = true;
     }
     task_count wanted = policy_->next(worker, left);
     if (pool_ && wanted <= 0) {  // its round is handed out: a new round over the pool, and a chunk whatever it says
-        policy_->start({expected_, left, workers(), calibration()});
+        policy_->start({expected_, left, workers(), calibration(), predictor_});
         wanted = std::max<task_count>(1, policy_->next(worker, left));
     }
     if (wanted <= 0) {  // the technique stops this worker; with reclaim, one holding a chunk may be asked for it
@@ -555,7 +556,7 @@ void farmer::finish_calibration() {
     }
     calibration_->span = span_;
     if (pool_) return;  // started at the next request
-    policy_->start({tasks_, remaining(), workers(), &*calibration_});
+    policy_->start({tasks_, remaining(), workers(), &*calibration_, predictor_});
     started_ = true;
     // A technique calibrated only for the span learns from the calibration chunks as from any other chunk.
     if (policy_->needs_calibration() == calibration_mode::none)

@@ -19,7 +19,7 @@ farmer_session::farmer_session(task_count tasks, int workers, std::unique_ptr<te
                                const farmer_session_options& options)
     : farmer_(tasks, workers, std::move(policy), options.min_chunk,
               options.depth > 0 ? options.depth : options.prefetch ? 2 : 1, options.reclaim,
-               options.pool, options.learned, options.calibration_span),
+               options.pool, options.learned, options.calibration_span, options.predictor),
       options_(options) {
     needs_ = farmer_.policy().needs();
     // Chunk sizes that read no measured time (no completion, no reading, no calibration): a claim form says so.

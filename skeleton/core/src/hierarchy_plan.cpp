@@ -87,6 +87,11 @@ hierarchy_plan::hierarchy_plan(std::vector<int> group_of, hierarchy_plan_options
             throw unknown_name("master_technique", e.message());
         }
     }
+    // auto simulates its candidates through a predictor only a flat farmer has (pfarm/prediction.hpp).
+    if (options_.technique == "auto")
+        throw invalid_argument("technique", "auto is served by the flat farm only; use --farmer flat, or name a technique");
+    if (top_name_ == "auto")
+        throw invalid_argument("master_technique", "auto is served by the flat farm only; name a technique");
 
     for (int g = 0; g < groups; ++g) group_options_.push_back(options_for(o, members(g)));
     // The per-worker lists in unit order (its own worker first, then the groups'): master_options reads units

@@ -20,7 +20,8 @@ constexpr alias aliases[] = {{"wf", "dfss"}};
 std::vector<technique_info> build_table() {
     std::vector<technique_info> all;
     for (auto family : {detail::simple_techniques, detail::weighted_techniques, detail::two_phase_techniques,
-                        detail::calibrated_techniques, detail::literature_techniques}) {
+                        detail::calibrated_techniques, detail::literature_techniques,
+                        detail::auto_techniques}) {
         for (auto& row : family()) all.push_back(std::move(row));
     }
     return all;

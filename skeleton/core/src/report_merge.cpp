@@ -38,6 +38,7 @@ report_part part_of(const farmer_session& s, const std::vector<int>& ranks) {
     const farmer& f = s.decisions();
     p.reclaims = f.reclaims(), p.reclaimed_tasks = f.reclaimed_tasks(), p.reruns = f.reruns(), p.rerun_tasks = f.rerun_tasks();
     p.k = f.policy().installment_factor();
+    if (const std::vector<technique_choice>* c = f.policy().choices()) p.choices = *c;
     if (const calibration_result* c = f.calibration()) p.calibration = *c;
     p.records = s.records();
     for (chunk_trace& c : p.records) c.rank = ranks.at(static_cast<std::size_t>(c.rank));
@@ -75,6 +76,7 @@ void add_part(report_entries& r, const report_part& p) {
     r.reruns += p.reruns, r.rerun_tasks += p.rerun_tasks;
     if (!r.k && p.k) r.k = p.k;
     if (!r.calibration && p.calibration) r.calibration = p.calibration;
+    if (r.choices.empty()) r.choices = p.choices;
     r.trace.insert(r.trace.end(), p.records.begin(), p.records.end());
     r.failed_tasks.insert(r.failed_tasks.end(), p.failed.begin(), p.failed.end());
     r.task_errors += p.task_errors, r.retried_tasks += p.retried_tasks;

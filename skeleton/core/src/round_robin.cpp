@@ -13,13 +13,14 @@ constexpr std::size_t max_handouts = std::size_t{1} << 22;  ///< chunks a schedu
 
 round_robin_schedule schedule_round_robin(const std::string& technique, task_count iterations, int workers,
                                           const technique_options& options,
-                                          std::span<const resource_sample> samples) {
+                                          std::span<const resource_sample> samples,
+                                          const candidate_predictor* predictor) {
     check_task_count(iterations, "iterations");
     if (workers < 1) throw invalid_argument("workers", "is " + std::to_string(workers) + "; expected >= 1");
     if (!samples.empty() && static_cast<long>(samples.size()) != workers)
         throw invalid_argument("samples", "has " + std::to_string(samples.size()) + " entries; expected one per worker (" +
                                               std::to_string(workers) + ")");
-    farmer_session f(iterations, workers, make_technique(technique, options, workers), {.min_chunk = options.min_chunk, .stragglers = {}, .task_errors = {}, .clock = {}, .worker_loss = {}, .own_worker = -1});
+    farmer_session f(iterations, workers, make_technique(technique, options, workers), {.min_chunk = options.min_chunk, .stragglers = {}, .task_errors = {}, .clock = {}, .worker_loss = {}, .own_worker = -1, .predictor = predictor});
     const auto p = static_cast<std::size_t>(workers);
     std::vector<chunk> outstanding(p);
     std::vector<bool> asking(p, true), parked(p, false);

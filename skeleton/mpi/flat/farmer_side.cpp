@@ -6,6 +6,7 @@
 #include "farmer_transport.hpp"
 
 #include "pfarm/farmer_session.hpp"
+#include "pfarm/simulator.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -49,6 +50,12 @@ farm_report run_farmer_side(MPI_Comm comm, int ranks, const std::byte* in, std::
     const std::optional<calibration_result> learned =
         options.schedule.learned ? options.schedule.learned->start(policy->needs_calibration(), workers, setup.config.tasks)
                                  : std::nullopt;
+    // `auto`'s candidates are simulated over this farm's measured round trip: half of it each way, and as much again
+    // for the farmer's service of a request (docs/techniques/auto.md "The model").
+    sim::run_options protocol;
+    protocol.prefetch = setup.config.prefetch != 0;
+    protocol.reclaim = setup.config.reclaim != 0;
+    const candidate_predictor predictor = sim::make_predictor(round_trip / 2.0, round_trip / 2.0, protocol);
     farmer_session session(setup.config.tasks, workers, std::move(policy),
                            {.min_chunk = options.schedule.parameters.min_chunk,
                             .prefetch = setup.config.prefetch != 0,
@@ -62,7 +69,8 @@ farm_report run_farmer_side(MPI_Comm comm, int ranks, const std::byte* in, std::
                             .task_errors = task_errors_of(setup.config),
                             .clock = [t0] { return now() - t0; },
                             .worker_loss = worker_loss_of(setup.config),
-                            .own_worker = first == 0 ? 0 : -1});
+                            .own_worker = first == 0 ? 0 : -1,
+                            .predictor = &predictor});
     farmer_ranks at{.comm = comm, .first = first, .offsets = std::move(offsets), .named = {},
                     .failure_names_rank = false, .reclaim = setup.config.reclaim != 0,
                     .may_lose = setup.config.worker_loss != 0};

@@ -21,14 +21,15 @@
 extern "C" {
 #endif
 
-/** The six scheduling modes of Gonzalez-Velez & Cole, Table 2. */
+/** The six scheduling modes of Gonzalez-Velez & Cole, Table 2, and pfarm's choice among every technique. */
 enum scheduling {
     SCH_TRAD,       /**< work queue, one task per request (technique "ss") */
     SCH_DEAL,       /**< isometric single round ("deal") */
     SCH_DEALDYN_LR, /**< single round, F from univariate statistical calibration ("dealdyn-lr") */
     SCH_DEALDYN_MV, /**< single round, F from multivariate statistical calibration ("dealdyn-mv") */
     SCH_DEALDYN_SM, /**< single round, F from times-only calibration ("dealdyn-sm") */
-    SCH_MULTI       /**< adaptive multi-round, k = ln(S)^CV ("multi") */
+    SCH_MULTI,      /**< adaptive multi-round, k = ln(S)^CV ("multi") */
+    SCH_AUTO        /**< pfarm chooses by simulating every technique over the measured workers ("auto") */
 };
 
 /** One task: reads one input element, writes out_length / in_length output elements. */

@@ -89,7 +89,7 @@ pfarm::farm_options settings(const c_call& c, void*& user_data) {
         if (!technique)
             throw pfarm::invalid_argument(
                 "sched", "is " + std::to_string(*c.sched) +
-                             "; expected SCH_TRAD, SCH_DEAL, SCH_DEALDYN_LR, SCH_DEALDYN_MV, SCH_DEALDYN_SM or SCH_MULTI");
+                             "; expected SCH_TRAD, SCH_DEAL, SCH_DEALDYN_LR, SCH_DEALDYN_MV, SCH_DEALDYN_SM, SCH_MULTI or SCH_AUTO");
         options.schedule.technique = technique;
         return options;
     }
@@ -263,6 +263,7 @@ const char* technique_of(int sched) {
     case SCH_DEALDYN_MV: return "dealdyn-mv";
     case SCH_DEALDYN_SM: return "dealdyn-sm";
     case SCH_MULTI: return "multi";
+    case SCH_AUTO: return "auto";
     }
     return nullptr;
 }

@@ -10,6 +10,7 @@
 #include "pfarm/monitor_registry.hpp"
 #include "pfarm/mpi.hpp"
 #include "pfarm/registry.hpp"
+#include "pfarm/simulator.hpp"
 #include "pfarm/testing.hpp"
 
 #include <algorithm>
@@ -151,8 +152,11 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
             // workers): start a copy here, so that such an error is every rank's before the farm, never rank 0's
             // alone while the workers wait for it. (A calibrating technique starts after its calibration, inside
             // the farm, where a failure stops every rank.)
-            if (policy->needs_calibration() == calibration_mode::none)
-                make_technique(options.schedule.technique, options.schedule.parameters, workers)->start({tasks, tasks, workers, nullptr});
+            if (policy->needs_calibration() == calibration_mode::none) {
+                const candidate_predictor predictor = sim::make_predictor(0.0, 0.0, {});  // auto's start() asks for one
+                make_technique(options.schedule.technique, options.schedule.parameters, workers)
+                    ->start({tasks, tasks, workers, nullptr, &predictor});
+            }
             if (options.topology.farmer == farmer_mode::hierarchical) check_hierarchical(options, kernel, tasks, s.group_of);
             if (options.topology.farmer == farmer_mode::decentralised) {
                 if (kernel.streamed())  // a journal hands results on through a sink too (journaled.cpp)

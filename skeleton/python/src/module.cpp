@@ -340,6 +340,22 @@ PYBIND11_MODULE(_pfarm, m) {
         .def_readonly("learned", &farm_report::learned)
         .def_readonly("journaled", &farm_report::journaled)
         .def_readonly("k", &farm_report::k)
+        .def_property_readonly(
+            "choices",
+            [](const farm_report& r) {
+                py::list out;
+                for (const technique_choice& c : r.choices) {
+                    py::dict candidates;
+                    for (const auto& [name, ratio] : c.candidates) candidates[py::str(name)] = ratio;
+                    py::dict d;
+                    d["round"] = c.round, d["remaining"] = c.remaining, d["chosen"] = c.chosen;
+                    d["predicted"] = c.predicted, d["seconds"] = c.seconds, d["why"] = c.why;
+                    d["candidates"] = candidates;
+                    out.append(d);
+                }
+                return out;
+            },
+            "technique 'auto': each choice as a dict (round, remaining, chosen, predicted, seconds, why, candidates)")
         .def_readonly("percent_imbalance", &farm_report::percent_imbalance)
         .def_property_readonly("imbalance", [](const farm_report& r) { return r.percent_imbalance; },
                                "alias of percent_imbalance")

@@ -213,6 +213,7 @@ void merge_report(result& out, const std::vector<report_part>& parts, trace_orde
     out.percent_imbalance = r.percent_imbalance;
     out.cov = r.cov;
     out.k = r.k;
+    out.choices = std::move(r.choices);
     out.calibration = std::move(r.calibration);
     out.calibration_note = out.calibration ? out.calibration->note : std::string();
     out.reclaims = r.reclaims;
@@ -256,9 +257,11 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     const std::vector<double> costs = task_costs(wl);
     const int p = static_cast<int>(pl.task_times.size());
     const auto up = static_cast<std::size_t>(p);
+    const candidate_predictor predictor = make_predictor(pl.overhead, pl.latency, run);
     farmer_session farm(wl.tasks, p, make_technique(technique, options, p),
                         {.min_chunk = options.min_chunk, .prefetch = run.prefetch, .reclaim = run.reclaim,
-                         .request_cost = pl.overhead + 2.0 * pl.latency, .keep_records = run.keep_trace, .stragglers = {}, .task_errors = {}, .clock = {}, .worker_loss = {}, .own_worker = -1});
+                         .request_cost = pl.overhead + 2.0 * pl.latency, .keep_records = run.keep_trace, .stragglers = {}, .task_errors = {}, .clock = {}, .worker_loss = {}, .own_worker = -1,
+                         .predictor = &predictor});
     const technique_needs& needs = farm.needs();
 
     event_queue events;

@@ -5,6 +5,7 @@
 #include "options.hpp"
 
 #include "pfarm/round_robin.hpp"
+#include "pfarm/simulator.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -47,7 +48,10 @@ int main(int argc, char** argv) {
             throw pfarm::invalid_argument("workers", "is " + std::to_string(workers) + "; expected at most " +
                                                          std::to_string(max_workers));
         const auto samples = pfarm::tools::samples_from(workers, availability, latency, benchmark);
-        const auto schedule = pfarm::schedule_round_robin(args.technique, iterations, workers, args.options, samples);
+        // auto simulates its candidates over the round robin's workers: no latency, no cost per request.
+        const pfarm::candidate_predictor predictor = pfarm::sim::make_predictor(0.0, 0.0, {});
+        const auto schedule =
+            pfarm::schedule_round_robin(args.technique, iterations, workers, args.options, samples, &predictor);
         if (json) {
             nlohmann::json chunks = nlohmann::json::array();
             for (const auto& h : schedule.handouts)

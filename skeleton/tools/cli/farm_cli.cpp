@@ -121,6 +121,7 @@ void print_report(std::ostream& out, const farm_report& r) {
     if (r.reruns > 0) out << ", " << r.reruns << " overdue chunks re-executed (" << r.rerun_tasks << " tasks)";
     if (r.retried_tasks > 0) out << ", " << r.retried_tasks << " failed tasks run again";
     out << "\n";
+    for (const technique_choice& c : r.choices) out << "auto chose " << choice_line(c) << "\n";
     if (!r.lost_ranks.empty()) {  // on_worker_loss continue: computed without them
         out << "lost rank(s):";
         for (int q : r.lost_ranks) out << " " << q;
@@ -188,6 +189,7 @@ nlohmann::json report_json(const farm_report& r) {
     if (!r.master_ranks.empty())
         j["masters"] = {{"ranks", r.master_ranks}, {"requests", r.master_requests}, {"merged", r.master_merged}};
     if (r.k) j["k"] = *r.k;
+    if (!r.choices.empty()) j["choices"] = choices_json(r.choices);
     if (r.calibration) {
         nlohmann::json c = calibration_json(*r.calibration);
         std::vector<int> ranks;  // entry w of times and fitness is worker w's

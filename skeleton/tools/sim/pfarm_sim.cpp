@@ -68,6 +68,7 @@ nlohmann::json to_json(const std::string& technique, const pfarm::sim::workload&
         out["termination_messages"] = r.termination_messages;
     }
     if (r.k) out["k"] = *r.k;
+    if (!r.choices.empty()) out["choices"] = pfarm::tools::choices_json(r.choices);
     if (!r.calibration_note.empty()) out["calibration_note"] = r.calibration_note;
     if (r.calibration) out["calibration"] = pfarm::tools::calibration_json(*r.calibration);
     return out;
@@ -107,6 +108,7 @@ void print_summary(const std::string& technique, const pfarm::sim::workload& wl,
     else if (r.host_atomics > 0)
         std::cout << "window host      " << r.host_atomics << " atomics (" << r.lost_swaps << " compare-and-swaps lost)\n";
     if (r.calibration) std::cout << "calibration      " << pfarm::tools::calibration_line(*r.calibration) << "\n";
+    for (const pfarm::technique_choice& c : r.choices) std::cout << "auto             " << pfarm::tools::choice_line(c) << "\n";
     std::cout << "\n"
               << "worker    chunks     tasks      finish\n";
     for (std::size_t j = 0; j < r.workers.size(); ++j) {

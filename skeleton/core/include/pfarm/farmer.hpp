@@ -172,9 +172,12 @@ public:
     /// starts from it at once, with no calibration tasks (null, or another worker count: it calibrates).
     /// `calibration_span`: the compute time each worker's calibration must add up to (see "Calibration span"
     /// above; seconds, finite, >= 0, else invalid_argument "calibration_span"); ignored in pool mode.
+    /// `predictor`: the driver's simulator of candidate techniques (pfarm/prediction.hpp), handed to every start() of
+    /// the technique (only `auto` reads it); it must outlive the farmer. Null: the driver has none.
     farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk = 1,
            int max_outstanding = 1, bool reclaim = false, bool pool = false,
-           const calibration_result* learned = nullptr, double calibration_span = 0.0);
+           const calibration_result* learned = nullptr, double calibration_span = 0.0,
+           const candidate_predictor* predictor = nullptr);
 
     /// Pool mode: the range `range` (count >= 1) joins the pool (appended; merged with the last range when it
     /// follows it). Throws internal_error without pool mode or once the pool is closed.
@@ -400,6 +403,7 @@ private:
     task_count tasks_;
     task_count min_chunk_;
     std::unique_ptr<technique> policy_;
+    const candidate_predictor* predictor_ = nullptr;
     task_count constant_ = 0;  ///< the technique's constant chunk size clipped to min_chunk (upcoming()), else 0
     std::vector<worker_state> workers_;
     std::vector<double> calibration_times_;

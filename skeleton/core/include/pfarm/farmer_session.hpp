@@ -93,6 +93,9 @@ struct farmer_session_options {
     worker_loss_rule worker_loss;
     /// The driver's own worker (a farmer that computes: worker 0), never presumed lost; -1: none.
     int own_worker = -1;
+    /// The driver's simulator of candidate techniques, for `auto` (pfarm/prediction.hpp); it must outlive the session.
+    /// Null: the driver cannot simulate, and `auto` is refused when it starts.
+    const candidate_predictor* predictor = nullptr;
 };
 
 struct farmer_action {

@@ -14,6 +14,7 @@
 #include "pfarm/chunk_sizes.hpp"
 #include "pfarm/farmer_session.hpp"
 #include "pfarm/master_session.hpp"
+#include "pfarm/prediction.hpp"
 #include "pfarm/trace.hpp"
 
 #include <optional>
@@ -52,6 +53,7 @@ struct report_part {
     std::vector<chunk_trace> records;  ///< `rank` the farm's rank (kept only with a trace)
     std::vector<failed_task> failed;   ///< on_task_error skip: `rank` the farm's rank, `task` 0-based (the engine's)
     task_count task_errors = 0, retried_tasks = 0;
+    std::vector<technique_choice> choices;  ///< what `auto` chose, when and why (technique::choices)
 };
 
 /// A session's part: its worker w is the farm's rank ranks[w] (the records' ranks mapped the same way).
@@ -70,6 +72,8 @@ struct report_entries {
     std::vector<double> finish_per_rank;       ///< when its last chunk ended (the farmer's clock)
     std::optional<calibration_result> calibration;  ///< F, CV, k of eq. 8, when the technique calibrated
     std::optional<double> k;                        ///< the installment factor the technique used, where it has one
+    /// The technique `auto` chose, when and why, in order (the first part's that has any); empty for another technique.
+    std::vector<technique_choice> choices;
     double percent_imbalance = 0.0;  ///< (max - mean) / max * p/(p-1) * 100 of the computing ranks' finish times
     double cov = 0.0;                ///< population stddev / mean of the same
     task_count reclaims = 0;         ///< reclaims that moved tasks (protocol_options::reclaim)

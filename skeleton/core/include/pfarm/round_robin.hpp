@@ -30,9 +30,11 @@ struct round_robin_schedule {
 /// every worker still active sends the results of its chunk, which took count x options.times[w] (1 when no
 /// times are given), with its next request, in index order (a parked worker is asked again by the session). `samples` (one per worker, or none) are the
 /// monitor readings that statistical calibration fits the times to. Throws invalid_argument on bad input, naming
-/// "iterations", "workers", "samples" or a technique option by its field name ("min_chunk").
+/// "iterations", "workers", "samples" or a technique option by its field name ("min_chunk"). `predictor`: the
+/// simulator `auto` chooses with (pfarm/prediction.hpp); without one, `auto` is refused naming "technique".
 round_robin_schedule schedule_round_robin(const std::string& technique, task_count iterations, int workers,
                                           const technique_options& options,
-                                          std::span<const resource_sample> samples = {});
+                                          std::span<const resource_sample> samples = {},
+                                          const candidate_predictor* predictor = nullptr);
 
 }  // namespace pfarm

@@ -47,12 +47,17 @@ struct technique_options {
     std::optional<double> sigma;          ///< --sigma: std deviation of task times (fsc)
 };
 
+struct candidate_predictor;  // pfarm/prediction.hpp
+struct technique_choice;     // pfarm/prediction.hpp
+
 /// What a technique is told when scheduling starts (after calibration, if it asked for one).
 struct schedule_context {
     task_count tasks = 0;      ///< I: all tasks of the loop (calibration tasks included)
     task_count remaining = 0;  ///< tasks still unassigned when scheduling starts
     int workers = 0;           ///< p
     const calibration_result* calibration = nullptr;  ///< null when the technique asked for none
+    /// The driver's simulator of candidate techniques (only `auto` reads it), or null where the driver has none.
+    const candidate_predictor* predictor = nullptr;
 };
 
 /// What a technique needs from the farm beyond its tasks' compute times: its calibration and the monitor
@@ -137,6 +142,9 @@ public:
 
     /// The installment factor k, for techniques that have one.
     virtual std::optional<double> installment_factor() const { return std::nullopt; }
+
+    /// The techniques it chose to go on with, for a technique that chooses (`auto`), in order; null otherwise.
+    virtual const std::vector<technique_choice>* choices() const { return nullptr; }
 };
 
 }  // namespace pfarm

@@ -13,6 +13,7 @@
 #include "pfarm/calibration.hpp"
 #include "pfarm/chunk_sizes.hpp"
 #include "pfarm/emulation.hpp"
+#include "pfarm/prediction.hpp"
 #include "pfarm/trace.hpp"
 #include "pfarm/sample.hpp"
 #include "pfarm/technique.hpp"
@@ -139,6 +140,8 @@ struct result {
     task_count steal_attempts = 0;
     task_count steals = 0;
     task_count termination_messages = 0;
+    /// `auto` (docs/techniques/auto.md): what it chose, when and why.
+    std::vector<technique_choice> choices;
 };
 
 /// Which farm the simulator runs. `stealing` exists in the simulator only (no MPI driver runs it).
@@ -190,5 +193,17 @@ struct run_options {
 /// simulator_decentralised.cpp.
 result simulate(const platform& platform, const workload& workload, const std::string& technique,
                 const technique_options& options, const run_options& run = {});
+
+/// The most chunks a prediction simulates for a technique of fixed chunk size (make_predictor).
+inline constexpr task_count max_simulated_chunks = 5000;
+
+/// The predictor `auto` asks (pfarm/prediction.hpp) in a flat farm whose farmer takes `overhead` seconds per request
+/// and whose messages take `latency` seconds one way, with run's prefetch and reclaim: each candidate is simulated by
+/// simulate() over the measured seconds per task and the estimate's load changes, for the uniform, increasing, decreasing,
+/// random and mandelbrot profiles (in that order). A technique of fixed chunk size c over more than max_simulated_chunks x c tasks is
+/// simulated over a loop of fewer tasks, each of s of them (s the least integer that brings it within), with overhead
+/// and latency times s: the same work and the same farmer load. The simulator's own flat farm and the MPI flat farm
+/// hand one to the farmer.
+candidate_predictor make_predictor(double overhead, double latency, const run_options& run);
 
 }  // namespace pfarm::sim

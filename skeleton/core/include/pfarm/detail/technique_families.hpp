@@ -12,6 +12,7 @@ std::vector<technique_info> weighted_techniques();    // dgss dfss dtss dfiss dt
 std::vector<technique_info> two_phase_techniques();   // n-* an-* hpls-*                       (two_phase.cpp)
 std::vector<technique_info> calibrated_techniques();  // deal dealdyn-sm multi                 (calibrated.cpp)
 std::vector<technique_info> literature_techniques();  // awf awf-b..e af fsc mfsc              (literature.cpp)
+std::vector<technique_info> auto_techniques();        // auto                                  (auto.cpp)
 
 /// Builds a plain (unweighted) gss/fss/tss for the second phase of the two-phase schemes.
 std::unique_ptr<technique> make_plain(const std::string& name, const technique_options& options, int workers);

@@ -1,0 +1,56 @@
+// pfarm scheduling core: what the `auto` technique asks of its driver (a makespan predictor over the platform it
+// measured) and what it records of its choices (docs/techniques/auto.md).
+//
+// `auto` chooses a technique by simulating the candidates over the platform it measured. The simulator is not part of
+// the core (it drives the core: skeleton/sim), so the core defines only the question and the answer's form: a driver
+// that can simulate hands the farmer a predictor (farmer_session_options::predictor), which the technique reads from
+// its schedule_context. The predictor knows what the technique cannot see: the farm's transport (latency, the
+// farmer's service time per request), its protocol (reclaim, prefetch, min_chunk), and the loop profiles it
+// considers.
+#pragma once
+
+#include "pfarm/emulation.hpp"
+#include "pfarm/technique.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace pfarm {
+
+/// The platform as `auto` measured it: each worker's seconds per task (over its calibration chunks and the chunks it
+/// completed since), > 0.
+struct platform_estimate {
+    std::vector<double> seconds_per_task;
+    /// Load changes to assume (time from the choice on): a scenario of what the measurement cannot foresee.
+    std::vector<load_change> load_changes;
+};
+
+/// The makespans candidate `technique` (with `options`) is predicted to take over `tasks` remaining tasks on
+/// `platform`, one per loop profile the predictor considers, always in the same order and of the same count (the
+/// loop's cost profile is not known when the choice is made: docs/techniques/auto.md "The model"). Throws what
+/// make_technique throws for a candidate it cannot build.
+using makespan_predictor = std::function<std::vector<double>(
+    const platform_estimate& platform, task_count tasks, const std::string& technique, const technique_options& options)>;
+
+/// What a driver that can simulate gives the farmer (farmer_session_options::predictor), and the farmer each start()
+/// (schedule_context::predictor).
+struct candidate_predictor {
+    makespan_predictor predict;
+    /// The profiles' names, in the order of predict's answer ("uniform", "increasing", ...), for the report.
+    std::vector<std::string> profiles;
+};
+
+/// One choice of `auto`: when, what, and why.
+struct technique_choice {
+    task_count remaining = 0;  ///< tasks unassigned when it chose
+    int round = 0;             ///< 0: the first choice; n: the n-th choice again after the speeds drifted
+    std::string chosen;        ///< the registry name of the technique it went on with
+    double predicted = 0.0;    ///< the chosen one's worst ratio of predicted makespan to the best, over the profiles
+    /// Every candidate considered with its worst ratio to the best per profile (>= 1), in registry order.
+    std::vector<std::pair<std::string, double>> candidates;
+    double seconds = 0.0;      ///< the wall-clock time the choice took (the simulations)
+    std::string why;           ///< "calibrated", or which worker's speed drifted by how much
+};
+
+}  // namespace pfarm

@@ -1,0 +1,283 @@
+// The `auto` technique (docs/techniques/auto.md): it hands out a tenth of the loop in small chunks to measure the
+// workers, then simulates every candidate technique over the platform it measured, through the driver's predictor (pfarm/prediction.hpp), goes on with the one whose
+// predicted makespan is nearest the best over every loop profile the predictor considers, and chooses again when the
+// workers' measured speeds drift apart from the ones it chose with. It is a technique like any other to the farmer:
+// a switch starts the new technique over the tasks still unassigned; chunks in flight are untouched.
+#include "pfarm/calibration.hpp"
+#include "pfarm/detail/technique_families.hpp"
+#include "pfarm/error.hpp"
+#include "pfarm/prediction.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace pfarm::detail {
+
+namespace {
+
+/// A worker's speed relative to the others has drifted when it moved past this fraction of the one chosen with.
+constexpr double drift_threshold = 0.5;
+/// Choosing again is worth it only while this many tasks per worker are left unassigned.
+constexpr task_count rechoose_min_tasks_per_worker = 4;
+/// The platforms a choice is judged on include the measured ones with tasks this many times as costly.
+constexpr double task_scale = 16.0;
+/// Before its first choice it hands out this share of the loop in small chunks (probes_per_worker per worker) and
+/// measures the workers over them: a calibration task per worker says little of the loop when its costs vary.
+constexpr double measured_share = 0.1;
+constexpr int probes_per_worker = 4;
+/// The load to come a choice must meet: the fastest worker becomes this many times slower this share of the way
+/// through what is left.
+constexpr double load_factor = 4.0;
+constexpr double load_delay = 0.25;
+/// A worker's pace is compared once it has completed this many tasks (in one chunk or more) since the last choice: a pace
+/// over fewer tasks is the tasks' costs as much as the worker's speed.
+constexpr task_count drift_min_tasks = 32;
+/// A choice after the first simulates only this many candidates: the best of the first choice (and the one in use).
+constexpr std::size_t rechoose_candidates = 8;
+/// The most choices in one farm (the first included): each costs a round of simulations.
+constexpr int max_choices = 8;
+
+std::string percent(double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%+.0f%%", v * 100.0);
+    return text;
+}
+
+class auto_technique final : public technique {
+public:
+    auto_technique(const technique_options& options, int workers)
+        : options_(options), workers_(workers), done_(static_cast<std::size_t>(workers)) {}
+
+    std::string name() const override { return "auto"; }
+    bool learns_from_times() const override { return true; }
+
+    void start(const schedule_context& context) override {
+        if (!context.predictor || !context.predictor->predict)
+            throw invalid_argument("technique", "auto simulates its candidates, which this farm cannot (the flat MPI "
+                                                "farm and the simulator's flat farm can); choose a technique");
+        context_ = context;
+        if (context.calibration && context.calibration->times.size() == static_cast<std::size_t>(workers_))
+            pace_ = context.calibration->times;  // a calibration span's (farmer.hpp): the paces to start from
+        const double measured = measured_share * static_cast<double>(context.remaining);
+        measuring_ = static_cast<task_count>(std::ceil(measured));
+        probe_ = std::max<task_count>(options_.min_chunk,
+                                      static_cast<task_count>(std::ceil(measured / (probes_per_worker * workers_))));
+    }
+
+    task_count next(int worker, task_count remaining) override {
+        left_ = remaining;
+        if (!inner_) {
+            if (handed_ < measuring_) {  // measuring: small chunks until measured_share of the loop is handed out
+                const task_count size = std::min(probe_, remaining);
+                handed_ += size;
+                return size;
+            }
+            task_count completed = 0;
+            for (const since_choice& d : done_) completed += d.count;
+            choose(remaining, "measured over " + std::to_string(completed) + " tasks");
+        } else if (!why_again_.empty()) {
+            std::string why = std::move(why_again_);
+            why_again_.clear();
+            choose(remaining, why);
+        }
+        const task_count size = inner_->next(worker, remaining);
+        // A worker told to stop stays stopped: a technique chosen after would plan a share for it that nobody takes.
+        if (size == 0) settled_ = true;
+        return size;
+    }
+
+    void completed(int worker, task_count count, double seconds) override {
+        if (inner_) inner_->completed(worker, count, seconds);
+        auto& d = done_[static_cast<std::size_t>(worker)];
+        d.count += count;
+        d.seconds += seconds;
+        d.chunks += 1;
+        if (inner_ && why_again_.empty() && static_cast<int>(choices_.size()) < max_choices) why_again_ = drifted();
+    }
+
+    void run_queue_changed(int worker, double queue) override {
+        if (inner_) inner_->run_queue_changed(worker, queue);
+    }
+
+    std::optional<double> installment_factor() const override {
+        return inner_ ? inner_->installment_factor() : std::nullopt;
+    }
+
+    const std::vector<technique_choice>* choices() const override { return &choices_; }
+
+private:
+    struct since_choice {
+        task_count count = 0;
+        double seconds = 0.0;
+        int chunks = 0;
+    };
+
+    /// The pace of each worker of `among` relative to their mean pace in `pace`.
+    static std::vector<double> relative(const std::vector<double>& pace, const std::vector<std::size_t>& among) {
+        double sum = 0.0;
+        for (std::size_t w : among) sum += pace[w];
+        std::vector<double> r;
+        for (std::size_t w : among) r.push_back(pace[w] * static_cast<double>(among.size()) / sum);
+        return r;
+    }
+
+    /// Each worker's seconds per task over what it completed since the last choice; a worker that completed nothing
+    /// since keeps its earlier pace, or without one (nothing completed yet) gets the slowest pace measured: a worker
+    /// too slow to have finished a chunk is taken for the slowest.
+    std::vector<double> measured() const {
+        std::vector<double> pace = pace_;
+        pace.resize(static_cast<std::size_t>(workers_), 0.0);
+        double slowest = 0.0;
+        for (std::size_t w = 0; w < pace.size(); ++w) {
+            if (done_[w].count > 0 && done_[w].seconds > 0.0)
+                pace[w] = done_[w].seconds / static_cast<double>(done_[w].count);
+            slowest = std::max(slowest, pace[w]);
+        }
+        for (double& t : pace)
+            if (!(t > 0.0)) t = slowest > 0.0 ? slowest : 1.0;  // nothing measured at all: equal speeds
+        return pace;
+    }
+
+    /// Why to choose again, or empty: among the workers that completed drift_min_tasks tasks since the last choice, one
+    /// whose speed relative to theirs moved past the threshold, while enough tasks are left for a new choice to matter
+    /// and no worker has been told to stop.
+    std::string drifted() const {
+        if (settled_ || left_ < rechoose_min_tasks_per_worker * workers_) return {};  // too few left to matter
+        // Only the workers measured since the choice are compared, with each other: their tasks came from the same
+        // stretch of the loop, so a loop whose costs change along it does not pass for a change of speed.
+        std::vector<std::size_t> among;
+        for (std::size_t w = 0; w < done_.size(); ++w)
+            if (done_[w].count >= drift_min_tasks && done_[w].seconds > 0.0) among.push_back(w);
+        if (among.size() < 2) return {};
+        const std::vector<double> before = relative(pace_, among), now = relative(measured(), among);
+        for (std::size_t i = 0; i < among.size(); ++i) {
+            const double change = now[i] / before[i] - 1.0;
+            if (std::abs(change) > drift_threshold)
+                return "worker " + std::to_string(among[i]) + "'s speed relative to the others drifted " +
+                       percent(-change / (1.0 + change));
+        }
+        return {};
+    }
+
+    void choose(task_count remaining, const std::string& why) {
+        const auto begun = std::chrono::steady_clock::now();
+        pace_ = measured();
+        calibration_ = calibrate_times_only(pace_, static_cast<std::int64_t>(std::max<task_count>(context_.tasks, 1)));
+        // Platforms: as measured, and every worker at the mean pace: a pace measured over a few tasks mixes the
+        // worker's speed with the cost of the tasks it happened to get, so a choice must hold up if the measured
+        // differences were the tasks' and not the workers'. And each of them with tasks `task_scale` times as costly:
+        // the first tasks of a loop whose cost grows misjudge the work against the farmer's cost per request.
+        double mean = 0.0;
+        for (double t : pace_) mean += t / static_cast<double>(pace_.size());
+        std::vector<double> scaled = pace_;
+        for (double& t : scaled) t *= task_scale;
+        // And the measured one where the fastest worker slows down a quarter of the way through: a load to come, which
+        // a choice that hands out most of the loop at once cannot meet.
+        const auto fastest = static_cast<int>(std::min_element(pace_.begin(), pace_.end()) - pace_.begin());
+        double speed = 0.0;
+        for (double t : pace_) speed += 1.0 / t;
+        const double horizon = static_cast<double>(remaining) / speed;
+        const platform_estimate platforms[] = {{pace_, {}},
+                                               {std::vector<double>(pace_.size(), mean), {}},
+                                               {scaled, {}},
+                                               {std::vector<double>(pace_.size(), mean * task_scale), {}},
+                                               {pace_, {{fastest, load_delay * horizon, load_factor}}}};
+        struct candidate {
+            std::string name;
+            std::vector<double> makespans;
+        };
+        std::vector<candidate> candidates;
+        for (const technique_info& row : techniques()) {
+            if (row.name == "auto") continue;
+            if (!shortlist_.empty() && std::find(shortlist_.begin(), shortlist_.end(), row.name) == shortlist_.end())
+                continue;
+            try {
+                const auto made = row.make(options_, workers_);
+                const technique_needs needs = made->needs();
+                if (needs.calibration != calibration_mode::none && needs.calibration != calibration_mode::times_only)
+                    continue;  // fits to monitor readings auto does not take
+                if (!needs.with_every_request.empty()) continue;
+                candidate c{row.name, {}};
+                for (const platform_estimate& platform : platforms) {
+                    const std::vector<double> m = context_.predictor->predict(platform, remaining, row.name, options_);
+                    c.makespans.insert(c.makespans.end(), m.begin(), m.end());
+                }
+                candidates.push_back(std::move(c));
+            } catch (const invalid_argument&) {
+                continue;  // a candidate the options cannot build (css without a chunk size, tss's first past the loop)
+            }
+        }
+        if (candidates.empty()) throw invalid_argument("technique", "auto found no candidate these options can build");
+        const std::size_t cases = candidates.front().makespans.size();
+        std::vector<double> best(cases, std::numeric_limits<double>::infinity());
+        for (const candidate& c : candidates)
+            for (std::size_t j = 0; j < cases; ++j) best[j] = std::min(best[j], c.makespans.at(j));
+        technique_choice choice;
+        choice.remaining = remaining;
+        choice.round = static_cast<int>(choices_.size());
+        choice.why = why;
+        double chosen_score = std::numeric_limits<double>::infinity();
+        for (const candidate& c : candidates) {
+            double score = 1.0;
+            for (std::size_t j = 0; j < cases; ++j) score = std::max(score, c.makespans[j] / best[j]);
+            choice.candidates.emplace_back(c.name, score);
+            if (score < chosen_score) chosen_score = score, choice.chosen = c.name;
+        }
+        choice.predicted = chosen_score;
+        if (shortlist_.empty()) {  // the first choice: its best candidates are the ones a later choice weighs
+            auto ranked = choice.candidates;
+            std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+            for (std::size_t i = 0; i < ranked.size() && i < rechoose_candidates; ++i) shortlist_.push_back(ranked[i].first);
+        } else if (std::find(shortlist_.begin(), shortlist_.end(), choice.chosen) == shortlist_.end()) {
+            shortlist_.push_back(choice.chosen);
+        }
+
+        inner_ = make_technique(choice.chosen, options_, workers_);
+        schedule_context context = context_;
+        context.remaining = remaining;
+        context.calibration = &calibration_;
+        context.predictor = nullptr;
+        inner_->start(context);
+        if (inner_->learns_from_times())  // it starts from the speeds measured so far, as after a calibration
+            for (int w = 0; w < workers_; ++w) inner_->completed(w, 1, pace_[static_cast<std::size_t>(w)]);
+        std::fill(done_.begin(), done_.end(), since_choice{});
+        choice.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count();
+        choices_.push_back(std::move(choice));
+    }
+
+    technique_options options_;
+    int workers_;
+    schedule_context context_;
+    calibration_result calibration_;    ///< built from pace_ for the technique chosen
+    std::vector<double> pace_;          ///< seconds per task of each worker the last choice was made with
+    std::vector<since_choice> done_;    ///< what each worker completed since the last choice (or since the start)
+    task_count measuring_ = 0;          ///< tasks handed out in probes before the first choice
+    task_count probe_ = 1;              ///< the size of a probe
+    task_count handed_ = 0;             ///< tasks handed out in probes so far
+    task_count left_ = 0;               ///< tasks unassigned at the last request
+    std::unique_ptr<technique> inner_;  ///< the technique chosen
+    std::string why_again_;             ///< set when the speeds drifted: the next request chooses again
+    bool settled_ = false;              ///< the technique chosen told a worker to stop: no choice after that
+    std::vector<std::string> shortlist_;  ///< the candidates of a choice after the first
+    std::vector<technique_choice> choices_;
+};
+
+}  // namespace
+
+std::vector<technique_info> auto_techniques() {
+    return {{"auto", "auto",
+             "simulates every candidate over the measured platform after the calibration, goes on with the one "
+             "nearest the best over the loop profiles, and chooses again when the speeds drift",
+             "the options of its candidates (--min-chunk, --chunk, --factor, ...)",
+             "pfarm (docs/techniques/auto.md); after DLS4LB's SimAS and LB4OMP's Auto4OMP",
+             [](const technique_options& o, int workers) -> std::unique_ptr<technique> {
+                 return std::make_unique<auto_technique>(o, workers);
+             }}};
+}
+
+}  // namespace pfarm::detail
