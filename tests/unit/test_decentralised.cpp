@@ -2,6 +2,7 @@
 // claim session (pfarm/claim_schedule.hpp): every task once for every technique it serves, the flat farm's chunks,
 // exact timings of the model (claims, prefetch, batches, the end), the host's contention and lost swaps, and the
 // refusals it shares with the MPI driver.
+#include "sim_checks.hpp"
 #include "test_support.hpp"
 #include "pfarm/claim_schedule.hpp"
 #include "pfarm/error.hpp"
@@ -46,27 +47,8 @@ sim::run_options decentralised(bool prefetch = false, bool trace = true) {
     return r;
 }
 
-/// The trace's chunks, in task order, cover [0, tasks) once each, and agree with the workers' counts.
 void expect_every_task_once(const sim::result& r, task_count tasks, const std::string& what) {
-    task_count next = 0, counted = 0, chunks = 0;
-    for (const auto& c : r.trace) {
-        ASSERT_EQ(c.first, next) << what << ": a gap or an overlap at task " << next;
-        ASSERT_GT(c.count, 0) << what;
-        next += c.count;
-        EXPECT_LE(c.sent, c.started) << what;
-        EXPECT_LT(c.started, c.finished) << what;
-        EXPECT_LE(c.finished, c.received) << what;
-        EXPECT_LE(c.received, r.makespan) << what;
-    }
-    EXPECT_EQ(next, tasks) << what;
-    for (const auto& w : r.workers) {
-        counted += w.tasks;
-        chunks += static_cast<task_count>(w.chunks.size());
-    }
-    EXPECT_EQ(counted, tasks) << what;
-    EXPECT_EQ(chunks, r.chunks) << what;
-    EXPECT_EQ(static_cast<task_count>(r.trace.size()), r.chunks) << what;
-    EXPECT_GE(r.makespan, r.lower_bound) << what;
+    pfarm::testing::expect_trace_covers_loop_once(r, tasks, what);
 }
 
 // Every technique the registry says the mode serves (technique::decentralised()), over heterogeneous workers, with

@@ -1,6 +1,7 @@
 // The work-stealing farm of the simulator (pfarm-sim --farmer stealing, simulator_stealing.cpp): every task once
 // over loop shapes, speeds, load changes and sizes, the exact timing of one rank, what the victim rules change (tree:
 // work only travels down the tree), a run is a function of its seed, and the refusals name their argument.
+#include "sim_checks.hpp"
 #include "test_support.hpp"
 #include "pfarm/error.hpp"
 #include "pfarm/simulator.hpp"
@@ -40,28 +41,9 @@ sim::workload loop(task_count tasks, sim::workload_shape shape = sim::workload_s
     return w;
 }
 
-/// The trace (in task order) covers [0, tasks) once each, agrees with the workers' counts, and every result
-/// reached rank 0 before the makespan.
+/// Every task once, each result at rank 0 strictly before the makespan, and the termination's messages.
 void expect_every_task_once(const sim::result& r, task_count tasks, const std::string& what) {
-    task_count next = 0, counted = 0, chunks = 0;
-    for (const auto& c : r.trace) {
-        ASSERT_EQ(c.first, next) << what << ": a gap or an overlap at task " << next;
-        ASSERT_GT(c.count, 0) << what;
-        next += c.count;
-        EXPECT_LE(c.sent, c.started) << what;
-        EXPECT_LT(c.started, c.finished) << what;
-        EXPECT_LT(c.finished, c.received) << what;
-        EXPECT_LT(c.received, r.makespan) << what;
-    }
-    EXPECT_EQ(next, tasks) << what;
-    for (const auto& w : r.workers) {
-        counted += w.tasks;
-        chunks += static_cast<task_count>(w.chunks.size());
-    }
-    EXPECT_EQ(counted, tasks) << what;
-    EXPECT_EQ(chunks, r.chunks) << what;
-    EXPECT_EQ(static_cast<task_count>(r.trace.size()), r.chunks) << what;
-    EXPECT_GE(r.makespan, r.lower_bound) << what;
+    pfarm::testing::expect_trace_covers_loop_once(r, tasks, what, true);
     // one notice at least from every rank that computed, and the stop to every rank
     EXPECT_GE(r.termination_messages, static_cast<task_count>(r.workers.size()) + 1) << what;
 }
