@@ -184,12 +184,18 @@ void bm_decision(benchmark::State& state, std::string technique, int workers) {
 
 std::string benchmark_name(const std::string& technique, int p) { return "decision/" + technique + "/p:" + std::to_string(p); }
 
+/// Every technique but `auto`: its decisions are its chosen technique's behind one call, and what it adds is its
+/// choices (simulations), whose cost the report gives (choices[].seconds) and docs/techniques/auto.md "Its cost"
+/// measures.
+bool timed(const pfarm::technique_info& info) { return info.name != "auto"; }
+
 void register_all() {
     for (const auto& info : pfarm::techniques())
-        for (int p : worker_counts)
-            benchmark::RegisterBenchmark(benchmark_name(info.name, p).c_str(), bm_decision, info.name, p)
-                ->UseManualTime()
-                ->Unit(benchmark::kMicrosecond);
+        if (timed(info))
+            for (int p : worker_counts)
+                benchmark::RegisterBenchmark(benchmark_name(info.name, p).c_str(), bm_decision, info.name, p)
+                    ->UseManualTime()
+                    ->Unit(benchmark::kMicrosecond);
 }
 
 /// The console reporter, keeping ns_per_decision of every run (the median aggregate when repeated).
@@ -241,7 +247,10 @@ int print_targets(const collecting_reporter& r, int& failures) {
     std::printf("%-12s %-12s %9s %9s %9s %8s %7s  %s\n", "technique", "family", "p=4", "p=64", "p=1024", "growth", "target",
                 "verdict");
     int misses = 0;
+    std::size_t timed_techniques = 0;
     for (const auto& info : pfarm::techniques()) {
+        if (!timed(info)) continue;
+        ++timed_techniques;
         double t[3];
         for (int i = 0; i < 3; ++i) t[i] = r.ns(benchmark_name(info.name, worker_counts[i]));
         const double target = target_ns(info);
@@ -271,7 +280,8 @@ int print_targets(const collecting_reporter& r, int& failures) {
                     t[2], growth, target, verdict.c_str());
     }
     for (const auto& [name, message] : r.errors()) std::printf("error: %s: %s\n", name.c_str(), message.c_str());
-    std::printf("\n%d of %zu techniques miss a target.\n", misses, pfarm::techniques().size());
+    std::printf("\n%d of %zu techniques miss a target (auto is not timed: its decisions are its choice's).\n", misses,
+                timed_techniques);
     return misses;
 }
 

@@ -166,10 +166,16 @@ private:
     bool losing() const { return loss_.what != pfarm::worker_loss_rule::kind::off; }
     /// A dead worker the session must still find lost: not lost yet nor aborted, and the session waits for a message
     /// from it (it holds a chunk, owes an answer to a reclaim, or owes the request a `later` asked for).
+    /// A thief waiting for its victim's answer: its deadline runs from the answer (farmer.hpp "Lost workers"), which
+    /// comes from a living victim or when a dead one is presumed lost.
+    bool waits_for_victim(int w) const {
+        const std::vector<int> thieves = session_->decisions().thieves();
+        return std::find(thieves.begin(), thieves.end(), w) != thieves.end();
+    }
     bool awaits_loss(int w) const {
         const worker& x = workers_[static_cast<std::size_t>(w)];
         const auto& d = session_->decisions();
-        return x.dead && !x.lost && !x.aborted && (d.held(w) > 0 || d.asked(w) || x.told_later);
+        return x.dead && !x.lost && !x.aborted && !waits_for_victim(w) && (d.held(w) > 0 || d.asked(w) || x.told_later);
     }
     bool any_dead_unlost() const {
         for (int w = 0; w < p(); ++w)
@@ -417,7 +423,7 @@ private:
         for (int overdue = 0; !x.lost;) {
             const auto& d = session_->decisions();
             const double deadline = d.silent_past(w, loss_);
-            if (x.aborted || x.session.ended() || d.held(w) == 0) break;
+            if (x.aborted || x.session.ended() || d.held(w) == 0 || waits_for_victim(w)) break;
             check(deadline < std::numeric_limits<double>::infinity(),
                   what_ + ": worker " + std::to_string(w) + " holds a chunk and has no deadline");
             if (now_ > deadline && ++overdue > 1000)
