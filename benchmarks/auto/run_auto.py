@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "quality"))
 import run_quality as q  # noqa: E402  the study's platforms, loop shapes and per-technique options
 
-AUTO = ["auto", "auto+reclaim", "auto+prefetch+reclaim"]
+AUTO = q.AUTO  # auto alone, with reclaim, with prefetch and reclaim
 
 
 def run(sim, case, technique):
@@ -49,7 +49,7 @@ def quality_cases():
     p, tasks = q.SIZES["default"]["workers"], q.SIZES["default"]["tasks"]
     platforms = q.make_platforms(p, tasks)
     return [{"name": f"{pn}/{w}", "platform": pl, "workload": w, "tasks": tasks}
-            for pn, pl in platforms.items() for w in q.WORKLOADS], q.technique_list()
+            for pn, pl in platforms.items() for w in q.WORKLOADS], q.fixed_technique_list()
 
 
 def random_cases(n, seed):
@@ -82,10 +82,7 @@ def evaluate(sim, cases, fixed, jobs):
         return list(pool.map(lambda ct: run(sim, *ct), work))
 
 
-def protocol(technique):
-    """'' (none), '+reclaim' or '+prefetch+reclaim': the farm's protocol a row ran under."""
-    base = technique.split("+")[0]
-    return technique[len(base):].replace("+weights", "")
+protocol = q.protocol  # '' (none), '+reclaim' or '+prefetch+reclaim': the farm's protocol a row ran under
 
 
 def summarise(title, cases, fixed, rows, out):

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Scaling study: the flat farmer, the hierarchical one and the decentralised farm, by simulation (pfarm-sim).
+"""Scaling study: the flat farmer, the hierarchical one, the decentralised farm and work stealing, by simulation
+(pfarm-sim).
 
 The experiment shape of Han & Chronopoulos, "Scalable loop self-scheduling schemes implemented on large-scale
 clusters" (section VI): 256 to 8,192 workers, a flat farmer, 2, 4, 8, 16 masters and the decentralised farm
-(no farmer: every worker claims its chunks with an atomic on a window host), a Mandelbrot profile and a uniform
-loop of 200,000 tasks (the paper's 200K columns). Writes
+(no farmer: every worker claims its chunks with an atomic on a window host), and work stealing with random victims
+(no farmer and no shared counter: every rank owns an equal range, claims from its front with `ss` or `gss` chunks and,
+once empty, steals half of another rank's remainder; docs/hierarchical.md "Work stealing (simulated)"), a Mandelbrot
+profile and a uniform loop of 200,000 tasks (the paper's 200K columns). Writes
 
   <out>/scaling.csv     workload,technique,workers,farmer,masters,makespan,lower_bound,ratio,farmer_requests,
                         master_messages,host_atomics
@@ -17,11 +20,13 @@ every rank asking); a message takes half the raw MPI round trip, 1.25 us / 2 = 0
 project has no inter-node measurement). The decentralised farm's window host serves an atomic in 0.17 us, one at
 a time, and an atomic takes 0.086 us one way (pfarm-sim's defaults: the raw MPI_Fetch_and_op loop of
 pfarm-bench-overhead (d), 5.83 M claims/s over 2 ranks on the development machine, docs/skeleton.md "Claim rate",
-read as the host's limit). Tasks cost 1 ms on average (at 1.2 M requests/s one farmer keeps about 1,000 such workers
+read as the host's limit); work stealing's windows (every rank's own, and the termination counters) serve atomics at
+the same rate and latency. Tasks cost 1 ms on average (at 1.2 M requests/s one farmer keeps about 1,000 such workers
 busy). Everything is deterministic.
 
 Sizes:  default  256 .. 8,192 workers, 200,000 tasks; writes docs/ (a few minutes on 2 cores)
-        --tiny   16 and 32 workers, 4,000 tasks, flat, 2, 4 masters and decentralised: the ctest smoke test;
+        --tiny   16 and 32 workers, 4,000 tasks, flat, 2, 4 masters, decentralised and stealing: the ctest smoke
+                 test;
                  needs --out
 """
 
@@ -43,7 +48,8 @@ SERVICE = 1.0 / 1.22e6        # farmer / master / supermaster service time per a
 LATENCY = 1.25e-6 / 2.0       # one-way message latency: half the raw MPI round trip at 16 ranks
 ATOMIC_SERVICE = 0.17e-6      # the window host's time per atomic, one at a time (pfarm-bench-overhead (d))
 ATOMIC_LATENCY = 0.086e-6     # one way between a worker and the window host (the same measurement)
-TECHNIQUE = ["ss"]            # one task per request: the farm where the flat farmer saturates
+TECHNIQUE = "ss"              # one task per request: the farm where the flat farmer saturates
+STEALING_TECHNIQUES = ["ss", "gss"]  # the owners' claims under work stealing (gss: ceil(R / p) of the own range R)
 WORKLOADS = ["uniform", "mandelbrot"]
 SIZES = {
     "default": {"workers": [256, 512, 1024, 2048, 4096, 8192], "masters": [2, 4, 8, 16], "tasks": 200_000},
@@ -54,8 +60,10 @@ HEADER = ["workload", "technique", "workers", "farmer", "masters", "makespan", "
 
 
 def modes(size):
-    """The curves: (farmer, masters), the flat farmer first and the decentralised farm last."""
-    return [("flat", 0)] + [("hierarchical", m) for m in size["masters"]] + [("decentralised", 0)]
+    """The curves: (farmer, masters, technique), the flat farmer first, then the masters, the decentralised farm and
+    work stealing (random victims) with each of its claim rules."""
+    return ([("flat", 0, TECHNIQUE)] + [("hierarchical", m, TECHNIQUE) for m in size["masters"]]
+            + [("decentralised", 0, TECHNIQUE)] + [("stealing", 0, t) for t in STEALING_TECHNIQUES])
 
 
 def platform_file(folder, workers):
@@ -67,20 +75,21 @@ def platform_file(folder, workers):
     return path
 
 
-def run_one(sim, platform, workload, workers, farmer, masters, tasks):
+def run_one(sim, platform, workload, workers, farmer, masters, technique, tasks):
     cmd = [sim, "--platform", platform, "--tasks", str(tasks), "--shape", workload, "--json",
-           "--technique"] + TECHNIQUE + ["--farmer", farmer]
+           "--technique", technique, "--farmer", farmer]
     if masters:
         cmd += ["--masters", str(masters)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {proc.stderr.strip()}")
     d = json.loads(proc.stdout)
-    return {"workload": workload, "technique": " ".join(TECHNIQUE), "workers": workers,
+    return {"workload": workload, "technique": technique, "workers": workers,
             "farmer": farmer, "masters": masters,
             "makespan": d["makespan"], "lower_bound": d["lower_bound"], "ratio": d["makespan"] / d["lower_bound"],
             "farmer_requests": d["farmer_requests"], "master_messages": d.get("master_messages", 0),
-            "host_atomics": d.get("host_atomics", 0)}
+            "host_atomics": d.get("host_atomics", 0),
+            "steals": d.get("steals", 0)}  # not in the CSV (its columns are the other farms'); in the Markdown
 
 
 def check(rows, size):
@@ -92,24 +101,38 @@ def check(rows, size):
             raise SystemExit(f"run_scaling.py: makespan below the fluid bound: {r}")
         if r["farmer"] == "decentralised" and r["host_atomics"] < size["tasks"]:  # ss: a claim per task at least
             raise SystemExit(f"run_scaling.py: fewer atomics than tasks: {r}")
+        if r["farmer"] == "stealing" and (r["farmer_requests"] != 0 or r["master_messages"] != 0
+                                          or (r["technique"] == "ss" and r["host_atomics"] < size["tasks"])):
+            raise SystemExit(f"run_scaling.py: a farmer's messages, or fewer atomics than tasks, under stealing: {r}")
 
 
 def label(mode):
-    farmer, masters = mode
-    return f"{masters} masters" if farmer == "hierarchical" else farmer
+    farmer, masters, technique = mode
+    if farmer == "hierarchical":
+        return f"{masters} masters"
+    return f"stealing ({technique})" if farmer == "stealing" else farmer
 
 
 def find(rows, workload, workers, mode):
     return next(r for r in rows if r["workload"] == workload and r["workers"] == workers
-                and (r["farmer"], r["masters"]) == mode)
+                and (r["farmer"], r["masters"], r["technique"]) == mode)
+
+
+def count(r):
+    """The bracketed figure of a cell: what the farm's busiest server did (or, under stealing, the steals)."""
+    if r["farmer"] == "decentralised":
+        return r["host_atomics"]
+    return r["steals"] if r["farmer"] == "stealing" else r["farmer_requests"]
 
 
 def markdown(rows, size, tasks):
     out = [f"Generated by `benchmarks/scaling/run_scaling.py` ({tasks:,} tasks of mean cost {TASK_TIME * 1e3:g} ms, "
-           f"technique `{' '.join(TECHNIQUE)}`, service {SERVICE * 1e6:.2f} us per answer, latency "
+           f"technique `{TECHNIQUE}`, service {SERVICE * 1e6:.2f} us per answer, latency "
            f"{LATENCY * 1e6:.3f} us one way at both levels; decentralised: {ATOMIC_SERVICE * 1e6:.2f} us per atomic "
-           f"at the window host, {ATOMIC_LATENCY * 1e6:.3f} us one way). Makespan over the fluid bound; in brackets "
-           "the requests the flat farmer or the supermaster served, or the atomics the window host served.", ""]
+           f"at the window host, {ATOMIC_LATENCY * 1e6:.3f} us one way; stealing: random victims, the owners "
+           f"claiming `{'` or `'.join(STEALING_TECHNIQUES)}` chunks, atomics at the same cost at every window). "
+           "Makespan over the fluid bound; in brackets the requests the flat farmer or the supermaster served, the "
+           "atomics the window host served, or the successful steals.", ""]
     for w in WORKLOADS:
         out.append(f"### {w}")
         out.append("")
@@ -119,24 +142,27 @@ def markdown(rows, size, tasks):
             cells = []
             for m in modes(size):
                 r = find(rows, w, p, m)
-                count = r["host_atomics"] if m[0] == "decentralised" else r["farmer_requests"]
-                cells.append(f"{r['ratio']:.3f} ({count:,})")
+                cells.append(f"{r['ratio']:.3f} ({count(r):,})")
             out.append(f"| {p:,} | " + " | ".join(cells) + " |")
         out.append("")
     largest, most = size["workers"][-1], size["masters"][-1]
-    out.append(f"### Targets at {largest:,} workers ({most} masters against the flat farmer; the decentralised farm beside them)")
+    out.append(f"### Targets at {largest:,} workers ({most} masters against the flat farmer; the decentralised farm "
+               "and work stealing beside them)")
     out.append("")
     out.append("| workload | flat / bound | hierarchical / bound | flat / hierarchical | 4 times sooner? | "
-               "within 10% of the bound? | decentralised / bound | flat / decentralised |")
-    out.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
+               "within 10% of the bound? | decentralised / bound | flat / decentralised | "
+               f"stealing ({TECHNIQUE}) / bound | stealing within 10% of the bound? |")
+    out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for w in WORKLOADS:
-        flat = find(rows, w, largest, ("flat", 0))
-        hier = find(rows, w, largest, ("hierarchical", most))
-        dec = find(rows, w, largest, ("decentralised", 0))
+        flat = find(rows, w, largest, ("flat", 0, TECHNIQUE))
+        hier = find(rows, w, largest, ("hierarchical", most, TECHNIQUE))
+        dec = find(rows, w, largest, ("decentralised", 0, TECHNIQUE))
+        steal = find(rows, w, largest, ("stealing", 0, TECHNIQUE))
         speedup = flat["makespan"] / hier["makespan"]
         out.append(f"| {w} | {flat['ratio']:.3f} | {hier['ratio']:.3f} | {speedup:.2f} | "
                    f"{'yes' if speedup >= 4 else 'no'} | {'yes' if hier['ratio'] <= 1.10 else 'no'} | "
-                   f"{dec['ratio']:.3f} | {flat['makespan'] / dec['makespan']:.2f} |")
+                   f"{dec['ratio']:.3f} | {flat['makespan'] / dec['makespan']:.2f} | "
+                   f"{steal['ratio']:.3f} | {'yes' if steal['ratio'] <= 1.10 else 'no'} |")
     out.append("")
     return "\n".join(out)
 
@@ -148,7 +174,7 @@ def plot(rows, size, gp, out_png, tmp):
                 cells = [str(p)]
                 for m in modes(size):
                     cells.append(repr(find(rows, w, p, m)["makespan"]))
-                cells.append(repr(find(rows, w, p, ("flat", 0))["lower_bound"]))
+                cells.append(repr(find(rows, w, p, ("flat", 0, TECHNIQUE))["lower_bound"]))
                 f.write(" ".join(cells) + "\n")
     titles = " ".join(f"{w}" for w in WORKLOADS)
     series = " ".join(label(m).replace(" ", "_") for m in modes(size))
@@ -190,11 +216,10 @@ def main(argv=None):
         platforms = {p: platform_file(tmp, p) for p in size["workers"]}
         jobs = [(w, p, m) for w in WORKLOADS for p in size["workers"] for m in modes(size)]
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            rows = list(pool.map(lambda j: run_one(sim, platforms[j[1]], j[0], j[1], j[2][0], j[2][1], size["tasks"]),
-                                 jobs))
+            rows = list(pool.map(lambda j: run_one(sim, platforms[j[1]], j[0], j[1], *j[2], size["tasks"]), jobs))
         check(rows, size)
         with open(os.path.join(out, "scaling.csv"), "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=HEADER, lineterminator="\n")
+            writer = csv.DictWriter(f, fieldnames=HEADER, lineterminator="\n", extrasaction="ignore")
             writer.writeheader()
             for r in rows:
                 writer.writerow({**r, "makespan": f"{r['makespan']:.6g}", "lower_bound": f"{r['lower_bound']:.6g}",
