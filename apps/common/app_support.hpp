@@ -75,8 +75,9 @@ private:
 /// outcome: the exit code it returns, or what it threw, thrown again on every rank (a pfarm::invalid_argument as
 /// itself, naming its argument; anything else as a pfarm::error with its message). So a file that cannot be written
 /// (a full disk) fails the run on every rank, never on rank 0 alone while the others report success. After a farm
-/// that lost ranks (`lost`: farm_report::lost_ranks, known on every rank) it goes point to point to the living ranks,
-/// with no collective that a lost rank would hold up.
+/// that lost ranks (`lost`: farm_report::lost_ranks, known on every rank), and under a runtime that survives a lost
+/// rank (one may die after the farm, while rank 0 writes), it goes point to point from rank 0 to the ranks not known
+/// lost, with no collective that a dead rank would hold up.
 inline int on_rank0(int rank, const std::vector<int>& lost, const std::function<int()>& body) {
     std::int32_t head[2] = {0, 0};  // what happened (0 returned, 1 invalid_argument, 2 other), the exit code
     std::string argument, message;
@@ -93,7 +94,7 @@ inline int on_rank0(int rank, const std::vector<int>& lost, const std::function<
     pfarm::mpi::check(MPI_Comm_size(MPI_COMM_WORLD, &ranks), "MPI_Comm_size");
     constexpr int tag = 77;  // the apps' own message after the farm (MPI_COMM_WORLD: the farm used its own context)
     const auto share = [&](void* data, int count, MPI_Datatype type) {
-        if (lost.empty()) {
+        if (lost.empty() && !pfarm::mpi::runtime_survives_a_lost_rank()) {
             pfarm::mpi::check(MPI_Bcast(data, count, type, 0, MPI_COMM_WORLD), "MPI_Bcast");
         } else if (rank == 0) {
             for (int r = 1; r < ranks; ++r)

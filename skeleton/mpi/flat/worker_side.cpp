@@ -152,14 +152,18 @@ private:
     /// Sends request m, with the readings first when `readings` (false: a monitor failed, and the failure went
     /// instead). Results travel in it when they fit (one message: its header is written in place before them), else
     /// they follow on tag_results, sent without blocking from the results buffer, which is not reused until that
-    /// send is complete.
+    /// send is complete. With on_worker_loss they always travel in it, whatever their size: the farmer receives each
+    /// message whole into a buffer of its own (farmer_inbox), so that a worker that dies while its results are on
+    /// their way leaves a request that never came, and its chunk goes to the others, not a request whose results
+    /// never follow.
     bool send(const request_message& m, bool readings, bool calibration) {
         // The chunk's results, computed in place after the header's room in results_[current_], go with it.
         chunk_results& results = results_[current_];
         const bool with_results = m.what != request_message::kind::released && m.what != request_message::kind::failure &&
                                   m.what != request_message::kind::task_error && m.done.count > 0;
         const std::size_t bytes = with_results ? results.bytes(m.done.count) : 0;
-        if (!with_results || request_payload_offset + bytes > inline_capacity) return send_header_alone(m, readings, calibration, bytes);
+        const bool fits = request_payload_offset + bytes <= inline_capacity || setup_.config.worker_loss != 0;
+        if (!with_results || !fits) return send_header_alone(m, readings, calibration, bytes);
         // Every chunk's request: its header default-constructed in place before the results, one message.
         request_header& h = *::new (static_cast<void*>(results.buffer().data())) request_header;
         encode_into(h, m);

@@ -144,9 +144,6 @@ void share_outcome(MPI_Comm comm, outcome& o);
 /// each of them receives it, dropping the farmer's messages that come before it.
 void send_outcome(MPI_Comm comm, const outcome& o, const std::vector<int>& lost);
 void receive_outcome(MPI_Comm comm, outcome& o, bool gentle);
-/// Whether the MPI runtime keeps a job running after one of its ranks dies (Open MPI started with
-/// orte_enable_recovery: its environment variable in every rank's environment).
-bool runtime_survives_a_lost_rank();
 [[noreturn]] void throw_outcome(const outcome& o);
 
 /// Progress on one rank's standard error (progress.cpp): a bar on a terminal, plain lines otherwise, nothing when

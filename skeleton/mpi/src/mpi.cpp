@@ -3,6 +3,12 @@
 #include "pfarm/mpi.hpp"
 
 #include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
 
 namespace pfarm::mpi {
 
@@ -35,10 +41,26 @@ std::atomic<bool> lost_noted{false};
 void note_lost_ranks() noexcept { lost_noted.store(true); }
 bool lost_ranks_noted() noexcept { return lost_noted.load(); }
 
+bool runtime_survives_a_lost_rank() noexcept {
+    const char* v = std::getenv("OMPI_MCA_orte_enable_recovery");
+    if (!v) return false;
+    std::string s(v);
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s == "1" || s == "true" || s == "yes" || s == "on";
+}
+
 void finalize() {
     int finalised = 0;
     MPI_Finalized(&finalised);
-    if (!finalised && !lost_ranks_noted()) MPI_Finalize();
+    if (finalised || lost_ranks_noted()) return;
+    if (runtime_survives_a_lost_rank())
+        std::thread([] {
+            std::this_thread::sleep_for(std::chrono::seconds(finalize_bound_seconds));
+            std::fprintf(stderr, "pfarm: MPI_Finalize did not return within %d s: a rank was lost after the farm "
+                                 "(exit status 3)\n", finalize_bound_seconds);
+            std::_Exit(3);
+        }).detach();
+    MPI_Finalize();
 }
 
 environment::~environment() {

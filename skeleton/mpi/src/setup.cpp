@@ -190,7 +190,7 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
                     throw invalid_argument("on_worker_loss", "is served by the flat and hierarchical farmers only (the "
                                                              "decentralised farm ends with collectives over every "
                                                              "rank); use off, or --farmer flat or hierarchical");
-            } else if (runtime_survives_a_lost_rank()) {
+            } else if (mpi::runtime_survives_a_lost_rank()) {
                 if (options.topology.farmer != farmer_mode::decentralised) loss.what = worker_loss_rule::kind::go_on;
                 else
                     std::cerr << "pfarm: warning: the MPI runtime keeps the job running after a rank dies, but the "
@@ -461,14 +461,6 @@ void broadcast_string(MPI_Comm comm, std::string& text, const std::vector<int>& 
     mpi::check(MPI_Get_count(&status, MPI_CHAR, &count), "MPI_Get_count");
     text.resize(static_cast<std::size_t>(count));
     mpi::check(MPI_Recv(text.data(), count, MPI_CHAR, 0, tag_after, comm, MPI_STATUS_IGNORE), "MPI_Recv");
-}
-
-bool runtime_survives_a_lost_rank() {
-    const char* v = std::getenv("OMPI_MCA_orte_enable_recovery");
-    if (!v) return false;
-    std::string s(v);
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s == "1" || s == "true" || s == "yes" || s == "on";
 }
 
 void throw_outcome(const outcome& o) {

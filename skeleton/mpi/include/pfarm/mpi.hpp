@@ -33,9 +33,18 @@ inline void check(int code, const char* call) {
 void note_lost_ranks() noexcept;
 bool lost_ranks_noted() noexcept;
 
+/// Whether the MPI runtime keeps a job running after one of its ranks dies (Open MPI started with
+/// orte_enable_recovery: its environment variable in every rank's environment).
+bool runtime_survives_a_lost_rank() noexcept;
+
+/// Seconds MPI_Finalize may take, under a runtime that survives a lost rank, before the process ends without it.
+inline constexpr int finalize_bound_seconds = 10;
+
 /// MPI_Finalize, unless a farm of this process lost ranks: under Open MPI 4.1's recovery mode MPI_Finalize is a
 /// fence over every process of the job that can wait forever for a dead one (1 run in 8 of a four-rank test program
 /// whose rank 2 was killed; docs/reliability.md). The process then ends without it, which that runtime accepts.
+/// Under that runtime a rank may also die after the farm, where nothing notes it: MPI_Finalize is then given
+/// finalize_bound_seconds, after which the process ends with exit status 3 (a rank was lost), saying so.
 void finalize();
 
 /// Initialises MPI if nobody has, and finalises only what it initialised (finalize()).
