@@ -168,6 +168,14 @@ const std::vector<std::pair<std::string, setter>>& setters() {
                  value_error(k, e.message());
              }
          }},
+        {"victims", [](farm_options& o, const std::string& k, const py::handle& v) {
+             const std::string name = to_string(k, v);
+             try {
+                 o.topology.victims = pfarm::parse_victim_rule(name, k);
+             } catch (const pfarm::invalid_argument& e) {
+                 value_error(k, e.message());
+             }
+         }},
         {"masters", [](farm_options& o, const std::string& k, const py::handle& v) {
              o.topology.masters = static_cast<int>(to_int(k, v, 0, 1 << 30)); }},
         {"master_technique", [](farm_options& o, const std::string& k, const py::handle& v) { o.topology.master_technique = to_string(k, v); }},
