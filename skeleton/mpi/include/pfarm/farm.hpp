@@ -66,7 +66,7 @@ enum class progress_mode {
     quiet,      ///< nothing
 };
 
-/// Who schedules the chunks (docs/hierarchical.md "When to choose flat, hierarchical or decentralised").
+/// Who schedules the chunks (docs/hierarchical.md "When to choose flat, hierarchical, decentralised or stealing").
 enum class farmer_mode {
     flat,           ///< one farmer on rank 0 answers every request
     hierarchical,   ///< rank 0 a supermaster, masters with task pools, the other ranks workers (docs/hierarchical.md)
@@ -111,13 +111,10 @@ struct topology_options {
     /// A flat farmer (default), hierarchical (docs/hierarchical.md: rank 0 the supermaster, `masters` masters,
     /// every technique, reclaim within a group; not with a learned schedule), or decentralised (docs/skeleton.md
     /// "Decentralised farm": the techniques whose chunks depend only on the scheduling step, or on the worker and
-    /// what remains; no reclaim; no monitors), or stealing (docs/hierarchical.md "Work stealing": every rank owns an
-    /// equal range in its own one-sided window, claims from its front with ss, css or gss, and steals half of a
-    /// victim's remainder when it is empty; every rank computes; no prefetch, reclaim, monitors or on_worker_loss).
+    /// what remains; no reclaim; no monitors), or stealing (docs/hierarchical.md "Work stealing": ss, css, gss;
+    /// every rank computes; no prefetch, reclaim, monitors or on_worker_loss).
     farmer_mode farmer = farmer_mode::flat;
-    /// stealing: the victim a thief asks: random (uniformly among the other ranks) or tree (Tree Scheduling: its
-    /// parent in a binary tree of the ranks; pfarm/steal_schedule.hpp). Only farmer = stealing has victims: tree with
-    /// another farmer is refused (invalid_argument "victims").
+    /// stealing: a thief's victim, random or tree (pfarm/steal_schedule.hpp); tree with another farmer: "victims"
     victim_rule victims = victim_rule::random;
     /// hierarchical: masters (0 = one per node, MPI_COMM_TYPE_SHARED); K > 0 splits ranks 1..N-1 into K contiguous
     /// groups, the first rank of each its master (1 <= K <= (N - 1) / 2); >= 0
