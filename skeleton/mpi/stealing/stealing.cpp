@@ -273,13 +273,15 @@ private:
     bool compute(chunk c, double claimed) {
         const bool emulated = setup_.emulated.active();
         const std::size_t in_bytes = static_cast<std::size_t>(c.count) * kernel_.in_bytes;
-        const std::byte* inputs = in_ + static_cast<std::size_t>(c.first) * kernel_.in_bytes;
+        const std::byte* inputs = nullptr;
         if (fetch_inputs_ && rank_ != 0) {  // rank 0 reads its own input; the others fetch theirs
             inputs_.reserve(in_bytes);
             window_.get(inputs_.data(), in_bytes, window_.in_at() + static_cast<MPI_Aint>(c.first * kernel_.in_bytes));
             window_.flush(0);
             in_flight_[0] = in_flight_[1] = false;
             inputs = inputs_.data();
+        } else {
+            inputs = in_ + static_cast<std::size_t>(c.first) * kernel_.in_bytes;
         }
         // Two result buffers: this chunk's results go to the one whose put is complete (the other may be in flight).
         if (in_flight_[next_buffer_]) {
