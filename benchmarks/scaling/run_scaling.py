@@ -6,7 +6,7 @@ The experiment shape of Han & Chronopoulos, "Scalable loop self-scheduling schem
 clusters" (section VI): 256 to 8,192 workers, a flat farmer, 2, 4, 8, 16 masters and the decentralised farm
 (no farmer: every worker claims its chunks with an atomic on a window host), and work stealing with random victims
 (no farmer and no shared counter: every rank owns an equal range, claims from its front with `ss` or `gss` chunks and,
-once empty, steals half of another rank's remainder; docs/hierarchical.md "Work stealing (simulated)"), a Mandelbrot
+once empty, steals half of another rank's remainder; docs/hierarchical.md "Work stealing"), a Mandelbrot
 profile and a uniform loop of 200,000 tasks (the paper's 200K columns). Writes
 
   <out>/scaling.csv     workload,technique,workers,farmer,masters,makespan,lower_bound,ratio,farmer_requests,

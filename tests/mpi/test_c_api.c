@@ -114,6 +114,31 @@ int main(int argc, char **argv) {
     o.topology.master_technique = NULL;
     o.protocol.reclaim = 0;
 
+    /* The work-stealing farm from C: random and tree victims, every result right; a failing task; a bad victim rule and
+     * a technique it cannot claim with named. */
+    o.topology.farmer = "stealing";
+    for (int tree = 0; tree <= 1; ++tree) {
+        o.topology.victims = tree ? "tree" : "random";
+        o.schedule.technique = tree ? "gss" : "ss";
+        for (int i = 0; i < n; ++i) out[i] = -1.0;
+        CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, &r) == PFARM_OK, "stealing run");
+        if (rank == 0)
+            for (int i = 0; i < n; ++i) CHECK(out[i] == in[i] * in[i] * in[i], "wrong output, stealing");
+    }
+    CHECK(pfarm_run(fails_at_7, iin, n, MPI_INT, iout, n, MPI_INT, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_WORKER &&
+              pfarm_error_task() == 7 && strstr(pfarm_error_message(), "seven is not allowed") != NULL,
+          "a failing task, stealing: not PFARM_ERROR_WORKER naming task 7");
+    o.topology.victims = "ring";
+    CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_ARGUMENT &&
+              names("victims"),
+          "an unknown victim rule accepted or not named");
+    o.topology.victims = NULL;
+    o.schedule.technique = "fss";
+    CHECK(pfarm_run(cube, in, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD, &o, NULL) == PFARM_ERROR_ARGUMENT &&
+              names("technique"),
+          "fss under stealing accepted or not named");
+    o.topology.farmer = NULL;
+
     pfarm(fails_at_7, iin, n, MPI_INT, iout, n, MPI_INT, MPI_COMM_WORLD, SCH_TRAD);
     CHECK(pfarm_status() == PFARM_ERROR_WORKER, "a failing task is not PFARM_ERROR_WORKER");
     CHECK(pfarm_error_task() == 7, "the failed task is not 7");

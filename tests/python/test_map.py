@@ -112,6 +112,18 @@ def test_decentralised_takes_fixed_size_results(comm, rank):
             pfarm.map(lambda i: i, range(30), technique="gss", farmer="decentralised")
 
 
+@pytest.mark.parametrize("victims", ["random", "tree"])
+def test_stealing_takes_fixed_size_results(comm, rank, victims):
+    """The work-stealing farm (every rank computes) carries fixed-size results: every result in its place; a victim
+    rule it does not know is a ValueError naming `victims`."""
+    out = pfarm.map(lambda i: i * 5, range(300), technique="gss", farmer="stealing", victims=victims,
+                    out_dtype=np.int64)
+    if rank == 0:
+        assert out.tolist() == [i * 5 for i in range(300)]
+    with pytest.raises(ValueError, match="victims"):
+        pfarm.map(lambda i: i, range(30), technique="gss", farmer="stealing", victims="ring", out_dtype=np.int64)
+
+
 def test_hierarchical(comm, rank):
     if comm.Get_size() < 4:
         pytest.skip("the hierarchical farm needs a supermaster, a master and workers: 4 ranks")

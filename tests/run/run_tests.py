@@ -18,7 +18,7 @@ hierarchical  --farmer hierarchical --masters 2 --farmer-computes on 5 ranks: 60
 jobs  --jobs 3: each command writes its start and end times; on every rank that runs commands, at most 3 ran at
       once and 3 did at some moment (the maximum overlap of the intervals, not a timing threshold), each in its own
       slot; every command ran exactly once per attempt (some fail once and run again with --retries 2); the same
-      with --farmer decentralised and on one rank.
+      with --farmer decentralised, --farmer stealing and on one rank.
 lines  --line-buffer: each command prints a start line, then waits for a file that the test creates only once it has
       read the start lines on pfarm-run's standard output (so they came while the commands ran), then an end line:
       flat on 3 ranks, with -j 2, rank 0's own command (--farmer-computes), the hierarchical farmer, and -k --tag
@@ -348,6 +348,7 @@ def scenario_jobs():
 
     check_run("flat, 3 ranks", ["--technique", "fss"], 3, 2 * per_rank)
     check_run("decentralised, 3 ranks", ["--farmer", "decentralised", "--technique", "gss"], 3, 3 * per_rank)
+    check_run("stealing, 3 ranks", ["--farmer", "stealing", "--technique", "gss"], 3, 3 * per_rank)
     check_run("one rank", [], 1, per_rank)
 
 

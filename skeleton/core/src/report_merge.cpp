@@ -62,6 +62,9 @@ void size_entries(report_entries& r, int ranks) {
     r.chunks_per_rank.assign(n, {});
     r.busy_per_rank.assign(n, 0.0);
     r.finish_per_rank.assign(n, 0.0);
+    r.steal_attempts_per_rank.assign(n, 0);
+    r.steals_per_rank.assign(n, 0);
+    r.lost_swaps_per_rank.assign(n, 0);
 }
 
 void add_part(report_entries& r, const report_part& p) {
@@ -71,6 +74,9 @@ void add_part(report_entries& r, const report_part& p) {
         r.chunks_per_rank.at(q) = w.chunks;
         r.busy_per_rank.at(q) = w.busy;
         r.finish_per_rank.at(q) = w.finish;
+        r.steal_attempts_per_rank.at(q) = w.steal_attempts;
+        r.steals_per_rank.at(q) = w.steals;
+        r.lost_swaps_per_rank.at(q) = w.lost_swaps;
     }
     r.reclaims += p.reclaims, r.reclaimed_tasks += p.reclaimed_tasks;
     r.reruns += p.reruns, r.rerun_tasks += p.rerun_tasks;

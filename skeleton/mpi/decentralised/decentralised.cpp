@@ -7,6 +7,7 @@
 // on the next task index. docs/skeleton.md "Decentralised farm" has the scheme and its measured claim rate.
 #include "engine.hpp"
 #include "messages.hpp"
+#include "one_sided.hpp"
 #include "wire.hpp"
 
 #include "pfarm/claim_schedule.hpp"
@@ -70,90 +71,10 @@ namespace {
 
 constexpr MPI_Aint step_at = 0;   ///< by_step: the next scheduling step
 constexpr MPI_Aint next_at = 8;   ///< by_worker: the next task index
-constexpr MPI_Aint header_bytes = 64;
-constexpr std::size_t piece = std::size_t{1} << 30;  ///< one MPI_Get/MPI_Put moves at most this many bytes
 /// Results wait in a batch until it holds this many bytes or chunks (or the rank has no more work); a chunk with
 /// more results than this travels alone (pfarm/claim_schedule.hpp: the simulator models the same batches).
 constexpr std::size_t batch_bytes = decentralised_batch_bytes;
 constexpr std::size_t batch_chunks = decentralised_batch_chunks;
-
-// ---- one-sided memory ----
-
-/// The farm's window: on rank 0, the counters (64 bytes), the inputs (unless replicated or empty) and the
-/// outputs, 64-byte aligned; no memory elsewhere. Locked for every rank (MPI_Win_lock_all) from construction to
-/// destruction, which frees it (collective: every rank destroys it together).
-class farm_window {
-public:
-    farm_window(MPI_Comm comm, int rank, task_count tasks, std::size_t in_bytes, std::size_t out_bytes) {
-        const auto n = static_cast<MPI_Aint>(tasks);
-        in_size_ = static_cast<MPI_Aint>(in_bytes) * n;
-        out_size_ = static_cast<MPI_Aint>(out_bytes) * n;
-        const MPI_Aint bytes = rank == 0 ? header_bytes + in_size_ + out_size_ + 64 : 0;
-        // Across nodes the window needs a one-sided component that works over their network: Open MPI 4.1's
-        // osc/rdma needs RDMA hardware, and over TCP only osc/pt2pt serves (switched off by Debian's
-        // openmpi-mca-params.conf), so the error says which setting makes it work.
-        mpi::check(MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, comm, &base_, &win_),
-                   "MPI_Win_allocate (the decentralised farm's window over every rank; across nodes over TCP, Open "
-                   "MPI 4.1 needs --mca osc pt2pt,sm; docs/cluster.md)");
-        bytes_ = bytes;
-        std::int64_t at[2] = {0, 0};
-        if (rank == 0) {  // the outputs start 64-byte aligned, so rank 0's final copy out of them is too
-            at[0] = header_bytes;
-            const auto end = reinterpret_cast<std::uintptr_t>(base_) + static_cast<std::uintptr_t>(header_bytes + in_size_);
-            at[1] = header_bytes + in_size_ + static_cast<std::int64_t>((64 - end % 64) % 64);
-        }
-        mpi::check(MPI_Bcast(at, 2, MPI_INT64_T, 0, comm), "MPI_Bcast");
-        in_at_ = at[0], out_at_ = at[1];
-        mpi::check(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), "MPI_Win_lock_all");
-    }
-    ~farm_window() {
-        MPI_Win_unlock_all(win_);
-        MPI_Win_free(&win_);
-    }
-    farm_window(const farm_window&) = delete;
-    farm_window& operator=(const farm_window&) = delete;
-
-    MPI_Win get() const { return win_; }
-    std::byte* local(MPI_Aint at) { return static_cast<std::byte*>(base_) + at; }  ///< rank 0's memory
-    MPI_Aint in_at() const { return in_at_; }
-    MPI_Aint out_at() const { return out_at_; }
-    MPI_Aint in_size() const { return in_size_; }
-    MPI_Aint out_size() const { return out_size_; }
-    MPI_Aint bytes() const { return bytes_; }  ///< of rank 0's memory
-
-    /// Moves `bytes` between `local` and rank 0's window at `at`, in pieces MPI counts can hold; completed by
-    /// the next flush.
-    void put(const std::byte* local, std::size_t bytes, MPI_Aint at) {
-        for (std::size_t done = 0; done < bytes; done += piece) {
-            const int n = static_cast<int>(std::min(piece, bytes - done));
-            mpi::check(MPI_Put(local + done, n, MPI_BYTE, 0, at + static_cast<MPI_Aint>(done), n, MPI_BYTE, win_), "MPI_Put");
-        }
-    }
-    void get(std::byte* local, std::size_t bytes, MPI_Aint at) {
-        for (std::size_t done = 0; done < bytes; done += piece) {
-            const int n = static_cast<int>(std::min(piece, bytes - done));
-            mpi::check(MPI_Get(local + done, n, MPI_BYTE, 0, at + static_cast<MPI_Aint>(done), n, MPI_BYTE, win_), "MPI_Get");
-        }
-    }
-    /// Puts a batch: `bytes` of results, packed in `local` one chunk after another, to `at[i]` (`lengths[i]`
-    /// bytes each), with one MPI_Put through an hindexed target datatype (one call per batch, not per chunk).
-    void put_batch(const std::byte* local, std::size_t bytes, std::vector<MPI_Aint>& at, std::vector<int>& lengths) {
-        if (at.size() == 1) return put(local, bytes, at[0]);
-        MPI_Datatype target;
-        mpi::check(MPI_Type_create_hindexed(static_cast<int>(at.size()), lengths.data(), at.data(), MPI_BYTE, &target),
-                   "MPI_Type_create_hindexed");
-        mpi::check(MPI_Type_commit(&target), "MPI_Type_commit");
-        const int rc = MPI_Put(local, static_cast<int>(bytes), MPI_BYTE, 0, 0, 1, target, win_);
-        MPI_Type_free(&target);  // the put in flight keeps what it needs (MPI_Type_free)
-        mpi::check(rc, "MPI_Put");
-    }
-    void flush() { mpi::check(MPI_Win_flush(0, win_), "MPI_Win_flush"); }
-
-private:
-    void* base_ = nullptr;
-    MPI_Win win_ = MPI_WIN_NULL;
-    MPI_Aint in_at_ = 0, out_at_ = 0, in_size_ = 0, out_size_ = 0, bytes_ = 0;
-};
 
 /// One rank's claims, the transport of a claim_session (pfarm/claim_schedule.hpp: the session says which atomic
 /// operation a claim issues and what the answer means). begin() issues the operation of the next claim, end()
@@ -235,31 +156,6 @@ struct chunk_record {
     double claimed = 0.0, started = 0.0, finished = 0.0, flushed = 0.0;
 };
 
-/// The end of the farm, on tag_failure: each rank to rank 0 (done, and whether and how it failed; its text
-/// follows), then rank 0's answer to each (the outcome: `failed` holds its farm_outcome::kind; its text follows).
-struct failure_header {
-    std::int64_t task = -1;  ///< the task that threw; -1: the rank failed otherwise (an MPI error)
-    std::int32_t length = 0;  ///< bytes of the text that follows
-    std::int32_t failed = 0;
-    std::int32_t rank = 0;
-};
-
-/// Waits for `request` without holding a core when ranks share cores (docs/skeleton.md "Waiting without
-/// spinning"); `idle` runs between two tests.
-template <class Idle>
-void wait_for(MPI_Request& request, bool gentle, Idle idle) {
-    double pause = 2e-6;
-    for (int done = 0;;) {
-        mpi::check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-        if (done) return;
-        idle();
-        if (gentle) {
-            std::this_thread::sleep_for(std::chrono::duration<double>(pause));
-            pause = std::min(pause * 2.0, 500e-6);
-        }
-    }
-}
-
 class decentralised_farm {
 public:
     decentralised_farm(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
@@ -297,10 +193,11 @@ public:
         // poll of the process): each rank tells rank 0 it is done, its results flushed, and how (failure_header);
         // once all have, rank 0 holds every result and answers each rank with the outcome.
         const bool gentle = setup_.config.gentle_wait != 0;
-        outcome o = rank_ == 0 ? collect_outcome(gentle, [&] {
+        const rank_end mine{failure_, failure_text_};
+        outcome o = rank_ == 0 ? collect_outcome(comm_, ranks_, mine, gentle, [&] {
             if (options_.output.progress != progress_mode::quiet) progress.update(claimed_not_done(claims));
         })
-                               : report_and_await_outcome(gentle);
+                               : report_and_await_outcome(comm_, mine, gentle);
         if (o.what != farm_outcome::kind::ok) throw_outcome(o);
         if (rank_ == 0) {
             mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
@@ -427,69 +324,6 @@ private:
             claims.poison_counters();
         } catch (const std::exception&) {  // the window itself failed: the reduction still ends the farm here
         }
-    }
-
-    /// Rank 0: waits (running `idle` between two tests) until every rank has said it is done, then sends each
-    /// the outcome: ok, or the failure of the lowest failed rank.
-    template <class Idle>
-    outcome collect_outcome(bool gentle, Idle idle) {
-        std::vector<failure_header> done(static_cast<std::size_t>(ranks_));
-        std::vector<MPI_Request> requests(static_cast<std::size_t>(ranks_ - 1));
-        for (int q = 1; q < ranks_; ++q)
-            mpi::check(MPI_Irecv(&done[static_cast<std::size_t>(q)], sizeof(failure_header), MPI_BYTE, q, tag_failure, comm_,
-                                 &requests[static_cast<std::size_t>(q - 1)]),
-                       "MPI_Irecv");
-        double pause = 2e-6;
-        for (int all = 0;;) {
-            mpi::check(MPI_Testall(ranks_ - 1, requests.data(), &all, MPI_STATUSES_IGNORE), "MPI_Testall");
-            if (all) break;
-            idle();
-            if (gentle) std::this_thread::sleep_for(std::chrono::duration<double>(pause)), pause = std::min(pause * 2, 500e-6);
-        }
-        done[0] = failure_.value_or(failure_header{});
-        std::vector<std::string> texts(static_cast<std::size_t>(ranks_));
-        texts[0] = failure_text_;
-        outcome o;
-        for (int q = ranks_ - 1; q >= 0; --q) {  // the lowest failed rank's failure is the farm's
-            const failure_header& h = done[static_cast<std::size_t>(q)];
-            if (!h.failed) continue;
-            std::string& text = texts[static_cast<std::size_t>(q)];
-            if (q > 0 && h.length > 0) {
-                text.resize(static_cast<std::size_t>(h.length));
-                mpi::check(MPI_Recv(text.data(), h.length, MPI_CHAR, q, tag_failure, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
-            }
-            o.rank = q;
-            o.task = h.task;
-            o.what = h.task >= 0 ? farm_outcome::kind::task_failed : farm_outcome::kind::worker_failed;
-            o.text = h.task >= 0 ? text : "rank " + std::to_string(q) + ": " + text;
-        }
-        const failure_header answer{o.task, static_cast<std::int32_t>(o.text.size()), static_cast<std::int32_t>(o.what), o.rank};
-        for (int q = 1; q < ranks_; ++q) {
-            mpi::check(MPI_Send(&answer, sizeof answer, MPI_BYTE, q, tag_failure, comm_), "MPI_Send");
-            if (answer.length > 0) mpi::check(MPI_Send(o.text.data(), answer.length, MPI_CHAR, q, tag_failure, comm_), "MPI_Send");
-        }
-        return o;
-    }
-
-    /// Another rank: tells rank 0 it is done (its results flushed) and how, then waits for the outcome without
-    /// holding a core when ranks share cores.
-    outcome report_and_await_outcome(bool gentle) {
-        const failure_header mine = failure_.value_or(failure_header{});
-        mpi::check(MPI_Send(&mine, sizeof mine, MPI_BYTE, 0, tag_failure, comm_), "MPI_Send");
-        if (mine.failed && mine.length > 0)
-            mpi::check(MPI_Send(failure_text_.data(), mine.length, MPI_CHAR, 0, tag_failure, comm_), "MPI_Send");
-        failure_header answer;
-        MPI_Request request;
-        mpi::check(MPI_Irecv(&answer, sizeof answer, MPI_BYTE, 0, tag_failure, comm_, &request), "MPI_Irecv");
-        wait_for(request, gentle, [] {});
-        outcome o;
-        o.what = static_cast<farm_outcome::kind>(answer.failed);
-        o.rank = answer.rank;
-        o.task = answer.task;
-        o.text.resize(static_cast<std::size_t>(answer.length));
-        if (answer.length > 0)
-            mpi::check(MPI_Recv(o.text.data(), answer.length, MPI_CHAR, 0, tag_failure, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
-        return o;
     }
 
     /// Rank 0 gets every rank's chunks (and their records with a trace), on its clock; a worker its own counts.

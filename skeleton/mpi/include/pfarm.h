@@ -103,12 +103,16 @@ typedef struct pfarm_schedule_options {
 typedef struct pfarm_topology_options {
     const char *farmer;         /**< who schedules: "flat" (NULL), "hierarchical" (rank 0 a supermaster, `masters`
                                      masters, the rest workers; docs/hierarchical.md), "decentralised"
-                                     (docs/skeleton.md "Decentralised farm") */
+                                     (docs/skeleton.md "Decentralised farm"), "stealing" (every rank claims from its
+                                     own range and steals from the others'; ss, css, gss; docs/hierarchical.md "Work
+                                     stealing") */
     int masters;                /**< hierarchical: masters (0: one per node; K: ranks 1..N-1 in K contiguous groups) */
     const char *master_technique; /**< hierarchical: the supermaster's technique over the masters; NULL: the
                                        workers' when it is a weighted scheme (dgss...), else fss with x = 4 */
     int farmer_computes;        /**< the ranks that schedule compute too: rank 0; hierarchical: the supermaster
-                                     and every master */
+                                     and every master (stealing: every rank computes) */
+    const char *victims;        /**< stealing: "random" (NULL: a victim drawn uniformly from the other ranks) or
+                                     "tree" (Tree Scheduling: always the parent in a binary tree of the ranks) */
 } pfarm_topology_options;
 
 /** How tasks and results travel. */

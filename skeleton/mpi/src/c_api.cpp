@@ -136,6 +136,7 @@ pfarm::farm_options settings(const c_call& c, void*& user_data) {
     if (o->resume.journal) options.resume.journal = o->resume.journal;
     if (o->resume.journal_key) options.resume.journal_key = o->resume.journal_key;
     if (o->topology.farmer) options.topology.farmer = pfarm::parse_farmer_mode(o->topology.farmer);  // names "farmer"
+    if (o->topology.victims) options.topology.victims = pfarm::parse_victim_rule(o->topology.victims);  // names "victims"
     options.topology.masters = o->topology.masters;
     if (o->topology.master_technique) options.topology.master_technique = o->topology.master_technique;
     if (o->schedule.calibration) p.calibration = pfarm::parse_calibration_mode(o->schedule.calibration);  // names "calibration"

@@ -2,7 +2,8 @@
 // agreement before the farm and the outcome after it, farmer_transport.cpp and worker_side.cpp the two transports of
 // the core's sessions (farmer_session.hpp, worker_session.hpp), farmer_side.cpp the flat farm's rank 0 on the
 // first, results.hpp a chunk's results (fixed or any size) in their message buffer, journaled.cpp a farm with a
-// journal (only the tasks it lacks), decentralised.cpp the farm without a farmer, hierarchical/ the farm with a
+// journal (only the tasks it lacks), decentralised/ and stealing/ the farms without a farmer (one_sided.hpp what they
+// share), hierarchical/ the farm with a
 // supermaster and masters, progress.cpp the progress line, wire.hpp the bytes on the wire, messages.hpp the tags
 // and how a rank waits, clock.hpp the farm's clock (now()).
 #pragma once
@@ -58,6 +59,7 @@ struct config_header {
     std::int32_t readings_each = 0;    ///< every request carries readings
     std::int32_t readings_calibration = 0;  ///< a calibration result carries readings
     std::int32_t farmer = 0;                ///< farmer_mode
+    std::int32_t victims = 0;               ///< victim_rule (farmer_mode::stealing)
     std::int32_t stragglers = 0;            ///< chunks may be cancelled: workers check for it between tasks
     double straggler_factor = 0.0;
     std::int32_t trace = 0;                 ///< rank 0 writes a trace at the end (farm.cpp finish_trace)
@@ -169,6 +171,13 @@ void check_decentralised(const farm_options& options, const technique& policy, i
 farm_report run_decentralised(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out,
                               const task_kernel& kernel, const farm_options& options, const shared_setup& setup, double t0,
                               const std::vector<double>& offsets);
+
+/// The work-stealing farm (skeleton/mpi/stealing/). check_stealing runs on rank 0 inside agree(): it throws the
+/// invalid_argument every rank throws when the options ask for what this mode cannot do.
+void check_stealing(const farm_options& options, const task_kernel& kernel, task_count tasks, int ranks);
+farm_report run_stealing(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
+                         const farm_options& options, const shared_setup& setup, double t0,
+                         const std::vector<double>& offsets);
 
 /// The hierarchical farm (skeleton/mpi/hierarchical/; these three in grouping.cpp). On rank 0 inside agree(): plan_hierarchy gives each rank's group from
 /// farm_options::topology.masters and `nodes` (per rank: the lowest rank on its node), or throws the invalid_argument every

@@ -1,6 +1,6 @@
 // pfarm MPI engine: the entry, run_farm(): agree on the run (setup.cpp), then rank 0 runs the farmer's side
 // (farmer_side.cpp) and every other rank a worker's side (worker_side.cpp), or every rank the decentralised farm
-// (decentralised.cpp) or the hierarchical one (hierarchical.cpp); one rank runs the tasks in order.
+// (decentralised.cpp), the work-stealing farm (stealing.cpp) or the hierarchical one (hierarchical.cpp); one rank runs the tasks in order.
 // The report's shape and the trace file are written here, once the farm is over (finish_trace: every rank learns
 // whether the write succeeded). docs/skeleton.md describes the protocol.
 #include "engine.hpp"
@@ -135,6 +135,8 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
     farm_report r;
     if (setup.config.farmer == static_cast<std::int32_t>(farmer_mode::decentralised))
         r = run_decentralised(comm.get(), rank, ranks, in, out, kernel, options, setup, t0, offsets);
+    else if (setup.config.farmer == static_cast<std::int32_t>(farmer_mode::stealing))
+        r = run_stealing(comm.get(), rank, ranks, in, out, kernel, options, setup, t0, offsets);
     else if (setup.config.farmer == static_cast<std::int32_t>(farmer_mode::hierarchical))
         r = run_hierarchical(comm.get(), rank, ranks, in, out, kernel, options, setup, t0, offsets, round_trip, monitors);
     else if (rank == 0)

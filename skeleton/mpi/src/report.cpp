@@ -20,13 +20,14 @@ std::array<std::optional<double>*, 5> readings_of(resource_sample& s) {
     return {&s.availability, &s.run_queue, &s.load1, &s.latency, &s.benchmark};
 }
 
-/// A part as doubles: the workers (rank, tasks, busy, finish, chunk sizes as runs: their count, then size and repeat
+/// A part as doubles: the workers (rank, tasks, busy, finish, steal attempts, steals, lost swaps, chunk sizes as runs: their count, then size and repeat
 /// of each), the counters, k, the records with their readings. Task counts stay below 2^53 (max_tasks): exact.
 void pack(const report_part& p, std::vector<double>& v) {
     v.push_back(static_cast<double>(p.workers.size()));
     for (const worker_part& w : p.workers) {
         v.insert(v.end(), {static_cast<double>(w.rank), static_cast<double>(w.tasks), w.busy, w.finish,
-                           static_cast<double>(w.chunks.runs().size())});
+                           static_cast<double>(w.steal_attempts), static_cast<double>(w.steals),
+                           static_cast<double>(w.lost_swaps), static_cast<double>(w.chunks.runs().size())});
         for (const chunk_sizes::run& c : w.chunks.runs()) v.insert(v.end(), {static_cast<double>(c.size), static_cast<double>(c.repeat)});
     }
     v.insert(v.end(), {static_cast<double>(p.reclaims), static_cast<double>(p.reclaimed_tasks), static_cast<double>(p.reruns),
@@ -60,6 +61,7 @@ report_part unpack(std::span<const double> v) {
         w.tasks = count();
         w.busy = next();
         w.finish = next();
+        w.steal_attempts = count(), w.steals = count(), w.lost_swaps = count();
         const auto runs = static_cast<std::size_t>(next());
         for (std::size_t c = 0; c < runs; ++c) {
             const task_count size = count();

@@ -43,6 +43,9 @@ double emulation::owed(int rank, double start, double compute) const {
 
 namespace {
 
+/// A farm without a farmer, as its messages name it.
+std::string farm_name(farmer_mode mode) { return mode == farmer_mode::stealing ? "work-stealing" : "decentralised"; }
+
 /// The emulation asked for: farm_options::emulation (pfarm/testing.hpp), else the environment (PFARM_SLOWDOWN,
 /// PFARM_LOAD_CHANGES), parsed and checked by the one emulation module (pfarm/emulation.hpp).
 emulation emulation_from(const farm_options& options, int ranks) {
@@ -142,7 +145,15 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
             if (options.topology.masters > 0 && options.topology.farmer != farmer_mode::hierarchical)  // contradictory options
                 throw invalid_argument("masters", "is " + std::to_string(options.topology.masters) +
                                                       "; only farmer = hierarchical has masters");
-            int workers = ranks == 1 ? 1 : ranks - (options.topology.farmer_computes ? 0 : 1);
+            if (options.topology.victims != victim_rule::random && options.topology.farmer != farmer_mode::stealing)
+                throw invalid_argument("victims", "is '" + to_string(options.topology.victims) +
+                                                      "'; only farmer = stealing has victims");
+            const bool farmerless = options.topology.farmer == farmer_mode::decentralised ||
+                                    options.topology.farmer == farmer_mode::stealing;  // no rank serves messages
+            // the work-stealing farm: every rank owns a range and computes it (there is no farmer to exempt)
+            int workers = ranks == 1 || options.topology.farmer == farmer_mode::stealing
+                              ? ranks
+                              : ranks - (options.topology.farmer_computes ? 0 : 1);
             if (options.topology.farmer == farmer_mode::hierarchical && ranks > 1) {  // one rank runs the tasks in order
                 s.group_of = plan_hierarchy(options, ranks, nodes);
                 workers = hierarchy_workers(s.group_of, options.topology.farmer_computes);
@@ -168,6 +179,7 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
                                                      "has nothing to keep; use flat");
                 check_decentralised(options, *policy, workers);
             }
+            if (options.topology.farmer == farmer_mode::stealing) check_stealing(options, kernel, tasks, ranks);
             if (options.protocol.stragglers != 0.0) {
                 if (!(options.protocol.stragglers > 1.0) || !std::isfinite(options.protocol.stragglers))
                     throw invalid_argument("stragglers", "is " + std::to_string(options.protocol.stragglers) +
@@ -176,26 +188,28 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
                     throw invalid_argument("stragglers", "are handled by the flat farmer only; use --farmer flat");
             }
             check_task_error_rule(options.protocol.on_task_error, "on_task_error");
-            if (options.protocol.on_task_error.what == task_error_rule::kind::retry &&
-                options.topology.farmer == farmer_mode::decentralised)
-                throw invalid_argument("on_task_error", "retry is not served by the decentralised farm (no rank hands "
-                                                        "tasks out again); use skip, or --farmer flat or hierarchical");
+            if (options.protocol.on_task_error.what == task_error_rule::kind::retry && farmerless)
+                throw invalid_argument("on_task_error", "retry is not served by the " + farm_name(options.topology.farmer) +
+                                                            " farm (no rank hands tasks out again); use skip, or --farmer "
+                                                            "flat or hierarchical");
             // on_worker_loss: as asked; unset, continue where the runtime survives a lost rank and the farm is flat or
             // hierarchical (a lost worker inside a group; a lost master is not survived: docs/reliability.md).
             worker_loss_rule loss;
             if (options.protocol.on_worker_loss) {
                 loss = *options.protocol.on_worker_loss;
                 check_worker_loss_rule(loss, "on_worker_loss");
-                if (loss.what != worker_loss_rule::kind::off && options.topology.farmer == farmer_mode::decentralised)
-                    throw invalid_argument("on_worker_loss", "is served by the flat and hierarchical farmers only (the "
-                                                             "decentralised farm ends with collectives over every "
-                                                             "rank); use off, or --farmer flat or hierarchical");
+                if (loss.what != worker_loss_rule::kind::off && farmerless)
+                    throw invalid_argument("on_worker_loss", "is served by the flat and hierarchical farmers only (the " +
+                                                                 farm_name(options.topology.farmer) +
+                                                                 " farm ends with collectives over every rank); use "
+                                                                 "off, or --farmer flat or hierarchical");
             } else if (mpi::runtime_survives_a_lost_rank()) {
-                if (options.topology.farmer != farmer_mode::decentralised) loss.what = worker_loss_rule::kind::go_on;
+                if (!farmerless) loss.what = worker_loss_rule::kind::go_on;
                 else
                     std::cerr << "pfarm: warning: the MPI runtime keeps the job running after a rank dies, but the "
-                              << "decentralised farm does not survive a lost rank (a lost rank leaves the others "
-                              << "waiting); use --farmer flat or hierarchical, or start without recovery\n";
+                              << farm_name(options.topology.farmer) << " farm does not survive a lost rank (a lost "
+                              << "rank leaves the others waiting); use --farmer flat or hierarchical, or start "
+                              << "without recovery\n";
             }
             s.config.worker_loss = static_cast<std::int32_t>(loss.what);
             s.config.worker_loss_factor = loss.factor;
@@ -205,6 +219,7 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
             s.config.stragglers = options.protocol.stragglers != 0.0 ? 1 : 0;
             s.config.straggler_factor = options.protocol.stragglers;
             s.config.farmer = static_cast<std::int32_t>(options.topology.farmer);
+            s.config.victims = static_cast<std::int32_t>(options.topology.victims);
             if (!options.output.trace.empty()) check_trace_path(options.output.trace);  // before any task runs, not after the sweep
             s.config.trace = options.output.trace.empty() ? 0 : 1;
             choose_monitors(policy->needs(), options, s);

@@ -168,6 +168,14 @@ const std::vector<std::pair<std::string, setter>>& setters() {
                  value_error(k, e.message());
              }
          }},
+        {"victims", [](farm_options& o, const std::string& k, const py::handle& v) {
+             const std::string name = to_string(k, v);
+             try {
+                 o.topology.victims = pfarm::parse_victim_rule(name, k);
+             } catch (const pfarm::invalid_argument& e) {
+                 value_error(k, e.message());
+             }
+         }},
         {"masters", [](farm_options& o, const std::string& k, const py::handle& v) {
              o.topology.masters = static_cast<int>(to_int(k, v, 0, 1 << 30)); }},
         {"master_technique", [](farm_options& o, const std::string& k, const py::handle& v) { o.topology.master_technique = to_string(k, v); }},
@@ -185,7 +193,7 @@ farm_options farm_options_from(const py::dict& kwargs) {
     }();
     // Python's defaults where they differ from the C++ ones (docs/python.md "Options"): every rank computes (rank 0
     // serves requests between two of its tasks), and an idle worker takes unstarted tasks back from the one expected
-    // to finish last (reclaim; not in the decentralised farm, which has none). Python tasks cost a microsecond or
+    // to finish last (reclaim; not in the decentralised and work-stealing farms, which have none). Python tasks cost a microsecond or
     // more each, which hides the probe per task that reclaim costs.
     farm_options options;
     options.topology.farmer_computes = true;
@@ -199,7 +207,9 @@ farm_options farm_options_from(const py::dict& kwargs) {
         (*found->second)(options, name, value);
         reclaim_given = reclaim_given || name == "reclaim";
     }
-    if (!reclaim_given && options.topology.farmer == farmer_mode::decentralised) options.protocol.reclaim = false;
+    if (!reclaim_given &&
+        (options.topology.farmer == farmer_mode::decentralised || options.topology.farmer == farmer_mode::stealing))
+        options.protocol.reclaim = false;
     return options;
 }
 

@@ -1,7 +1,9 @@
 // pfarm simulator: the work-stealing farm's event loop (farmer_kind::stealing). No farmer and no shared work counter:
 // every rank owns a contiguous range of the loop held as a (front, back) pair in its own window, claims from the
-// front, and when its range is empty steals half of another rank's remainder from the back. Only the simulator has
-// this mode (the MPI farm has no `--farmer stealing`). The model, decided once:
+// front, and when its range is empty steals half of another rank's remainder from the back. The MPI farm's
+// `--farmer stealing` (skeleton/mpi/stealing/stealing.cpp) follows the same model, and the arithmetic both use (the
+// split, the claim rule, the steal's share, the victims, the backoff, the counters) is the core's
+// (pfarm/steal_schedule.hpp). The model, decided once:
 //
 //   - The split: rank j owns [j S / p, (j + 1) S / p) as equal as possible (the first S mod p ranges one larger),
 //     whatever the ranks' speeds, as Tree Scheduling's initial allocation (seed 002, section 6).
@@ -55,6 +57,7 @@
 //   - Left out: the puts' bandwidth and their cost at rank 0 (as in the decentralised model), each claim's local
 //     work, the input of a chunk (every rank holds the input, or the tasks are indices).
 #include "pfarm/registry.hpp"
+#include "pfarm/steal_schedule.hpp"
 
 #include "simulated_worker.hpp"
 #include "simulator_events.hpp"
@@ -64,7 +67,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <random>
+#include <optional>
 
 namespace pfarm::sim {
 
@@ -72,17 +75,8 @@ namespace model {
 
 namespace {
 
-/// A thief's longest wait between two failed attempts (the model above): 1 / steal_polls_per_task of the seconds per
-/// task it has measured, and at least steal_backoff_floor atomic round trips.
-constexpr double steal_polls_per_task = 256.0;
-constexpr double steal_backoff_floor = 16.0;
-
 /// A window's (front, back) pair: the owner's unclaimed tasks [front, back).
-struct range_pair {
-    task_count front = 0, back = 0;
-    task_count size() const { return back - front; }
-    bool operator==(const range_pair&) const = default;
-};
+using range_pair = steal_range;
 
 /// The atomic a rank has in flight (one at a time).
 enum class op_kind : std::uint8_t { claim, read, swap, install };
@@ -107,38 +101,12 @@ struct rank_state {
     /// in its window from this time on; a read returns it with the pair.
     double finished_at = std::numeric_limits<double>::infinity();
     bool found_finished = false;  ///< read: the victim had finished
-    std::mt19937_64 rng;
+    std::optional<victim_picker> victims;
 };
-
-/// The claim rule over an owner's own remainder (the model above): `ss`, `css` or `gss`.
-struct claim_rule {
-    task_count constant = 0;  ///< ss, css: every chunk; 0: gss
-    task_count minimum = 1;
-    int ranks = 1;
-    task_count size(task_count remaining) const {
-        const task_count n = constant > 0 ? constant : (remaining + ranks - 1) / ranks;
-        return std::min(remaining, std::max({n, minimum, task_count{1}}));
-    }
-};
-
-claim_rule rule_for(const std::string& technique, const technique_options& options, int p) {
-    const std::unique_ptr<pfarm::technique> policy = make_technique(technique, options, p);  // its options checked
-    claim_rule rule;
-    rule.minimum = options.min_chunk;
-    rule.ranks = p;
-    if (policy->name() == "gss") return rule;
-    rule.constant = policy->constant_chunk();
-    if (rule.constant > 0 && (policy->name() == "ss" || policy->name() == "css")) return rule;
-    throw invalid_argument("technique", "is '" + technique + "'; the work-stealing farm claims with ss, css or gss (its rule "
-                                        "over the owner's own range)");
-}
 
 }  // namespace
 
-void check_victims(const run_options& run) {
-    if (run.victims != "random" && run.victims != "tree")
-        throw invalid_argument("victims", "unknown name '" + run.victims + "'; expected one of: random, tree");
-}
+void check_victims(const run_options& run) { parse_victim_rule(run.victims); }
 
 result simulate_stealing(const platform& given, const workload& wl, const std::string& technique,
                          const technique_options& options, const run_options& run) {
@@ -149,8 +117,9 @@ result simulate_stealing(const platform& given, const workload& wl, const std::s
     const std::vector<double> costs = task_costs(wl);
     const int p = static_cast<int>(pl.task_times.size());
     const auto up = static_cast<std::size_t>(p);
-    const claim_rule rule = rule_for(technique, options, p);
-    const bool tree = run.victims == "tree";
+    const steal_claim_rule rule = make_steal_claim_rule(technique, options, p);
+    const victim_rule victims = parse_victim_rule(run.victims);
+    const bool tree = victims == victim_rule::tree;
     const double service = pl.atomic_overhead.value_or(default_atomic_overhead);
     const double latency = pl.atomic_latency.value_or(default_atomic_latency);
     const double round_trip = 2.0 * latency + service;
@@ -163,18 +132,15 @@ result simulate_stealing(const platform& given, const workload& wl, const std::s
     const task_count S = wl.tasks;
     for (std::size_t j = 0; j < up; ++j) {
         parts[j].workers.push_back({static_cast<int>(j), 0, {}, 0.0, 0.0});
-        const auto P = static_cast<task_count>(p), J = static_cast<task_count>(j);
-        window[j] = {J * (S / P) + std::min(J, S % P), (J + 1) * (S / P) + std::min(J + 1, S % P)};
+        window[j] = initial_range(S, p, static_cast<int>(j));
         ranks[j].known = window[j];
-        std::seed_seq seq{static_cast<std::uint64_t>(run.victim_seed & 0xffffffffu), run.victim_seed >> 32,
-                          static_cast<std::uint64_t>(j)};
-        ranks[j].rng.seed(seq);
+        ranks[j].victims.emplace(victims, static_cast<int>(j), p, run.victim_seed);
     }
     std::vector<std::uint8_t> computed(static_cast<std::size_t>(S), 0);  // per task: how many times
 
     event_queue events;
     // Servers 0..p-1: the ranks' windows; p + k: notice counter k, on rank k (k < counters).
-    const int counters = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(p))));
+    const int counters = notice_counters(p);
     servers windows(p + counters);
     std::vector<task_count> counted(static_cast<std::size_t>(counters), 0);  // the counters' values
     double stop_at = std::numeric_limits<double>::infinity();  // rank 0 knows it holds every result, puts the stop
@@ -203,19 +169,12 @@ result simulate_stealing(const platform& given, const workload& wl, const std::s
         r.sent = t;
         issue(j, op_kind::claim, static_cast<int>(j), t);
     };
-    const auto victim = [&](std::size_t j) -> int {
-        if (tree) return j == 0 ? -1 : static_cast<int>((j - 1) / 2);
-        if (p == 1) return -1;
-        std::uniform_int_distribution<int> pick(0, p - 2);
-        const int v = pick(ranks[j].rng);
-        return v >= static_cast<int>(j) ? v + 1 : v;
-    };
     // Rank j is a thief at t: it stops if the stop has reached it, else tries a victim (the tree's root, and a
     // rank alone, wait for the stop).
     const auto attempt = [&](std::size_t j, double t) {
         auto& r = ranks[j];
         if (t >= stop_at + latency) return;  // the stop has reached it: it ends
-        const int v = victim(j);
+        const int v = r.victims->next();
         if (v < 0) {  // nothing to steal from (the tree's root, a rank alone): the stop ends it
             r.finished_at = t;
             return;
@@ -226,11 +185,9 @@ result simulate_stealing(const platform& given, const workload& wl, const std::s
     };
     // How long rank j waits after its n-th failure in a row (a steal attempt, or rank 0's poll).
     const auto backoff = [&](std::size_t j, int& failures) {
-        failures = std::min(failures + 1, 62);
         const auto& mine = parts[j].workers.front();  // what it measured: seconds per task
         const double task = mine.tasks > 0 ? mine.busy / static_cast<double>(mine.tasks) : 0.0;
-        return std::min(static_cast<double>(std::uint64_t{1} << (failures - 1)) * round_trip,
-                        std::max(steal_backoff_floor * round_trip, task / steal_polls_per_task));
+        return steal_backoff(failures, round_trip, task);
     };
     const auto failed_attempt = [&](std::size_t j, double t) {
         events.push(event::at(t + backoff(j, ranks[j].failures), static_cast<int>(j), event::kind::retry));
@@ -311,9 +268,8 @@ result simulate_stealing(const platform& given, const workload& wl, const std::s
         case op_kind::swap:
             r.succeeded = w == r.expected;
             if (r.succeeded) {
-                const task_count half = (w.size() + 1) / 2;
-                r.stolen = {w.back - half, w.back};
-                w.back -= half;
+                r.stolen = stolen_part(w);
+                w = after_steal(w);
             }
             break;
         case op_kind::install:

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <numeric>
 #include <ostream>
 #include <sstream>
 
@@ -67,7 +68,13 @@ void add_farm_options(CLI::App& app, farm_options& o) {
         [&o](const std::string& s) { o.topology.farmer = parse_farmer_mode(s); },
         "who schedules: flat (one farmer, the default), hierarchical (rank 0 a supermaster over --masters K masters, "
         "each serving a group of workers; docs/hierarchical.md), decentralised (every rank "
-        "claims its own chunks from one-sided counters; static, ss, css, gss, fss, tss, fiss, tfss, fsc, mfsc, dgss with --weights)");
+        "claims its own chunks from one-sided counters; static, ss, css, gss, fss, tss, fiss, tfss, fsc, mfsc, dgss with --weights), "
+        "stealing (every rank claims from its own range and steals half of another's remainder when it is empty; ss, "
+        "css, gss; docs/hierarchical.md \"Work stealing\")");
+    app.add_option_function<std::string>(
+        "--victims", [&o](const std::string& s) { o.topology.victims = parse_victim_rule(s, "--victims"); },
+        "--farmer stealing: random (a victim drawn uniformly from the other ranks, the default) or tree (Tree "
+        "Scheduling: always the parent in a binary tree of the ranks)");
     app.add_option("--masters", o.topology.masters,
                    "hierarchical farmer: masters (0 = one per node; K: ranks 1..N-1 in K contiguous groups, the first "
                    "rank of each its master, 1 <= K <= (N-1)/2)");
@@ -134,6 +141,13 @@ void print_report(std::ostream& out, const farm_report& r) {
                 << r.failed_tasks[k].error << "\n";
         if (r.failed_tasks.size() > 20) out << "  ... and " << r.failed_tasks.size() - 20 << " more (all of them in the JSON report)\n";
     }
+    const task_count attempts =
+        std::accumulate(r.steal_attempts_per_rank.begin(), r.steal_attempts_per_rank.end(), task_count{0});
+    if (attempts > 0)  // work stealing: the thieves' reads, the swaps that took tasks, and the swaps that lost
+        out << "stealing: " << std::accumulate(r.steals_per_rank.begin(), r.steals_per_rank.end(), task_count{0})
+            << " steals in " << attempts << " attempts, "
+            << std::accumulate(r.lost_swaps_per_rank.begin(), r.lost_swaps_per_rank.end(), task_count{0})
+            << " lost swaps\n";
     if (!r.master_ranks.empty())  // hierarchical: the supermaster's load (each master's is on its line)
         out << "hierarchical: rank 0 the supermaster answered " << r.farmer_requests << " requests from "
             << r.master_ranks.size() << " masters\n";
@@ -158,7 +172,11 @@ void print_report(std::ostream& out, const farm_report& r) {
             out << ", and ";
         }
         out << r.tasks_per_rank[i] << " tasks in " << r.chunks_per_rank[i].size()
-            << " chunks, busy " << std::setprecision(3) << r.busy_per_rank[i] << " s\n";
+            << " chunks, busy " << std::setprecision(3) << r.busy_per_rank[i] << " s";
+        if (attempts > 0)
+            out << ", " << r.steals_per_rank[i] << " steals in " << r.steal_attempts_per_rank[i] << " attempts, "
+                << r.lost_swaps_per_rank[i] << " lost swaps";
+        out << "\n";
     }
 }
 
@@ -186,6 +204,10 @@ nlohmann::json report_json(const farm_report& r) {
     for (const failed_task& f : r.failed_tasks) failed.push_back({{"task", f.task}, {"rank", f.rank}, {"error", f.error}});
     j["failed_tasks"] = failed;
     j["lost_ranks"] = r.lost_ranks;
+    if (std::any_of(r.steal_attempts_per_rank.begin(), r.steal_attempts_per_rank.end(), [](task_count n) { return n > 0; }))
+        j["stealing"] = {{"steal_attempts_per_rank", r.steal_attempts_per_rank},
+                         {"steals_per_rank", r.steals_per_rank},
+                         {"lost_swaps_per_rank", r.lost_swaps_per_rank}};
     if (!r.master_ranks.empty())
         j["masters"] = {{"ranks", r.master_ranks}, {"requests", r.master_requests}, {"merged", r.master_merged}};
     if (r.k) j["k"] = *r.k;

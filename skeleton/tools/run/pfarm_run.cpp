@@ -212,8 +212,10 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
     const int per_rank = run::parse_jobs(s.jobs, run::rank_cpus());
     int jobs_max = per_rank;
     pfarm::mpi::check(MPI_Allreduce(&per_rank, &jobs_max, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
-    // {%} and PARALLEL_JOBSLOT: the slot, 1 to (ranks that run commands on the flat farmer) x --jobs.
-    const long slot_base = options.topology.farmer_computes || ranks == 1 ? 1 : 0;
+    // {%} and PARALLEL_JOBSLOT: the slot, 1 to (ranks that run commands) x --jobs; rank 0 runs commands with
+    // --farmer-computes, on one rank, and always under work stealing (every rank owns a range).
+    const long slot_base =
+        options.topology.farmer_computes || ranks == 1 || options.topology.farmer == pfarm::farmer_mode::stealing ? 1 : 0;
     const auto slot_of = [&](int on_rank, int slot) { return (on_rank + slot_base - 1) * jobs_max + slot + 1; };
     const auto shown = [&](task_count i, long slot) { return run::fill_slot(commands[static_cast<std::size_t>(i)], slot); };
 
@@ -262,9 +264,15 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
 
     const bool lines = s.line_buffer;  // the commands' lines reach rank 0 as they come (checked beside the rest)
     const bool capture = s.output.empty() && !s.quiet && !s.ungroup && !lines;
-    if (capture && options.topology.farmer == pfarm::farmer_mode::decentralised)  // every rank alike: no rank waits
-        throw pfarm::invalid_argument("--farmer", "decentralised carries fixed-size records only, not the commands' "
-                                                  "output: add -u, --output DIR or --quiet (or use flat)");
+    // The farms without a farmer put fixed-size records into rank 0's memory: no rank receives anything else.
+    const bool farmerless = options.topology.farmer == pfarm::farmer_mode::decentralised ||
+                            options.topology.farmer == pfarm::farmer_mode::stealing;
+    if (capture && farmerless)  // every rank alike: no rank waits
+        throw pfarm::invalid_argument("--farmer", std::string(options.topology.farmer == pfarm::farmer_mode::stealing
+                                                                  ? "stealing"
+                                                                  : "decentralised") +
+                                                      " carries fixed-size records only, not the commands' output: add "
+                                                      "-u, --output DIR or --quiet (or use flat)");
     if (!s.output.empty()) checked_together(MPI_COMM_WORLD, [&] { check_output(s.output, rank); });
     run::job_log log, full_log;
     run::output_printer printer({s.keep_order, s.tag, s.results}, jobs.args, rank == 0 ? commands.size() : 0);
@@ -466,7 +474,7 @@ int run_commands(const run::settings& s, const pfarm::farm_options& options, con
     try {
         std::vector<run::job_item> rest;
         if (todo.empty()) {
-        } else if (o.topology.farmer == pfarm::farmer_mode::decentralised) {
+        } else if (farmerless) {
             // Fixed-size records into rank 0's array (no output travels: checked above); logged when the farm ends.
             // A task's slot holds its own record, or travels after the farm with the records of other commands.
             constexpr std::uint8_t elsewhere = 255;

@@ -154,9 +154,9 @@ void check_line_buffer(const settings& s, const farm_options& options) {
     if (!s.output.empty()) throw refuse("--output DIR writes them to files instead: give one");
     if (!s.results.empty()) throw refuse("--results DIR writes them to its folder instead: give one");
     if (s.quiet) throw refuse("--quiet discards them: give one");
-    if (options.topology.farmer == farmer_mode::decentralised)
-        throw refuse("--farmer decentralised has no rank that receives them while the farm runs (use flat or "
-                     "hierarchical)");
+    if (options.topology.farmer == farmer_mode::decentralised || options.topology.farmer == farmer_mode::stealing)
+        throw refuse(std::string("--farmer ") + (options.topology.farmer == farmer_mode::stealing ? "stealing" : "decentralised") +
+                     " has no rank that receives them while the farm runs (use flat or hierarchical)");
 }
 
 }  // namespace

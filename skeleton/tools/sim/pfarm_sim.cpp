@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
     app.add_option("--farmer", farmer,
                    "flat (one farmer), hierarchical (a supermaster, --masters K masters, workers; docs/hierarchical.md), "
                    "decentralised (no farmer: workers claim chunks with atomics on a window host; docs/skeleton.md), "
-                   "or stealing (simulator only: every rank owns an equal range, idle ranks steal half of another's; "
+                   "or stealing (the MPI --farmer stealing: every rank owns an equal range, idle ranks steal half of another's; "
                    "docs/hierarchical.md)")
         ->capture_default_str();
     app.add_option("--victims", victims,

@@ -37,6 +37,9 @@ struct worker_part {
     chunk_sizes chunks;   ///< in hand-out order, calibration chunk included (the one chunk count)
     double busy = 0.0;
     double finish = 0.0;  ///< on the report's clock; 0 for a worker that got nothing
+    /// The work-stealing farm: its reads of a victim's range, its swaps that took tasks, and its compare-and-swaps
+    /// (claims on its own range, steals) that lost and were retried.
+    task_count steal_attempts = 0, steals = 0, lost_swaps = 0;
 };
 
 /// What one scheduling session (a flat farmer, a master, the supermaster, a decentralised rank) knows of the run.
@@ -70,6 +73,9 @@ struct report_entries {
     std::vector<chunk_sizes> chunks_per_rank;  ///< sizes in order, calibration chunk included (the one chunk count)
     std::vector<double> busy_per_rank;         ///< seconds computing (emulated slowdown included)
     std::vector<double> finish_per_rank;       ///< when its last chunk ended (the farmer's clock)
+    /// The work-stealing farm, per rank (worker_part): reads of a victim's range, steals that took tasks, and
+    /// compare-and-swaps that lost; all zero in the other farms.
+    std::vector<task_count> steal_attempts_per_rank, steals_per_rank, lost_swaps_per_rank;
     std::optional<calibration_result> calibration;  ///< F, CV, k of eq. 8, when the technique calibrated
     std::optional<double> k;                        ///< the installment factor the technique used, where it has one
     /// The technique `auto` chose, when and why, in order (the first part's that has any); empty for another technique.

@@ -22,6 +22,7 @@
 #include "pfarm/report_merge.hpp"
 #include "pfarm/schedule.hpp"
 #include "pfarm/sample.hpp"
+#include "pfarm/steal_schedule.hpp"
 #include "pfarm/technique.hpp"
 #include "pfarm/trace.hpp"
 
@@ -65,20 +66,22 @@ enum class progress_mode {
     quiet,      ///< nothing
 };
 
-/// Who schedules the chunks (docs/hierarchical.md "When to choose flat, hierarchical or decentralised").
+/// Who schedules the chunks (docs/hierarchical.md "When to choose flat, hierarchical, decentralised or stealing").
 enum class farmer_mode {
     flat,           ///< one farmer on rank 0 answers every request
     hierarchical,   ///< rank 0 a supermaster, masters with task pools, the other ranks workers (docs/hierarchical.md)
     decentralised,  ///< no farmer: every rank claims its own chunks from counters in MPI one-sided memory on rank 0
+    stealing,       ///< no farmer: every rank owns a range in its own window, claims from it, and steals when it is empty
 };
 
-/// "flat", "hierarchical", "decentralised" (the tools' --farmer, the C API's farmer); invalid_argument naming
-/// `argument` otherwise.
+/// "flat", "hierarchical", "decentralised", "stealing" (the tools' --farmer, the C API's farmer); invalid_argument
+/// naming `argument` otherwise.
 inline farmer_mode parse_farmer_mode(const std::string& name, const std::string& argument = "farmer") {
     if (name == "flat") return farmer_mode::flat;
     if (name == "hierarchical") return farmer_mode::hierarchical;
     if (name == "decentralised") return farmer_mode::decentralised;
-    throw invalid_argument(argument, "is '" + name + "'; expected flat, hierarchical or decentralised");
+    if (name == "stealing") return farmer_mode::stealing;
+    throw invalid_argument(argument, "is '" + name + "'; expected flat, hierarchical, decentralised or stealing");
 }
 
 /// What decides the chunk sizes.
@@ -108,8 +111,11 @@ struct topology_options {
     /// A flat farmer (default), hierarchical (docs/hierarchical.md: rank 0 the supermaster, `masters` masters,
     /// every technique, reclaim within a group; not with a learned schedule), or decentralised (docs/skeleton.md
     /// "Decentralised farm": the techniques whose chunks depend only on the scheduling step, or on the worker and
-    /// what remains; no reclaim; no monitors).
+    /// what remains; no reclaim; no monitors), or stealing (docs/hierarchical.md "Work stealing": ss, css, gss;
+    /// every rank computes; no prefetch, reclaim, monitors or on_worker_loss).
     farmer_mode farmer = farmer_mode::flat;
+    /// stealing: a thief's victim, random or tree (pfarm/steal_schedule.hpp); tree with another farmer: "victims"
+    victim_rule victims = victim_rule::random;
     /// hierarchical: masters (0 = one per node, MPI_COMM_TYPE_SHARED); K > 0 splits ranks 1..N-1 into K contiguous
     /// groups, the first rank of each its master (1 <= K <= (N - 1) / 2); >= 0
     int masters = 0;

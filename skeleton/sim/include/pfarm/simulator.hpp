@@ -144,7 +144,7 @@ struct result {
     std::vector<technique_choice> choices;
 };
 
-/// Which farm the simulator runs. `stealing` exists in the simulator only (no MPI driver runs it).
+/// Which farm the simulator runs (`stealing`: the MPI farmer_mode::stealing's model, simulator_stealing.cpp).
 enum class farmer_kind { flat, hierarchical, decentralised, stealing };
 /// Parses "flat", "hierarchical", "decentralised", "stealing" (pfarm::unknown_name naming "farmer" otherwise).
 farmer_kind parse_farmer(const std::string& name);

@@ -1,0 +1,88 @@
+// pfarm MPI engine: the end of a farm without a farmer (one_sided.hpp), on tag_failure, point to point (a
+// non-blocking collective would leave its progress function in every later MPI poll of the process).
+#include "one_sided.hpp"
+
+#include "messages.hpp"
+
+#include <chrono>
+#include <thread>
+
+namespace pfarm::detail {
+
+namespace {
+
+/// Waits for `request` without holding a core when ranks share cores (docs/skeleton.md "Waiting without
+/// spinning").
+void wait_for(MPI_Request& request, bool gentle) {
+    double pause = 2e-6;
+    for (int done = 0;;) {
+        mpi::check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        if (done) return;
+        if (gentle) {
+            std::this_thread::sleep_for(std::chrono::duration<double>(pause));
+            pause = std::min(pause * 2.0, 500e-6);
+        }
+    }
+}
+
+}  // namespace
+
+outcome collect_outcome(MPI_Comm comm, int ranks, const rank_end& mine, bool gentle, const std::function<void()>& idle) {
+    std::vector<failure_header> done(static_cast<std::size_t>(ranks));
+    std::vector<MPI_Request> requests(static_cast<std::size_t>(ranks - 1));
+    for (int q = 1; q < ranks; ++q)
+        mpi::check(MPI_Irecv(&done[static_cast<std::size_t>(q)], sizeof(failure_header), MPI_BYTE, q, tag_failure, comm,
+                             &requests[static_cast<std::size_t>(q - 1)]),
+                   "MPI_Irecv");
+    double pause = 2e-6;
+    for (int all = 0;;) {
+        mpi::check(MPI_Testall(ranks - 1, requests.data(), &all, MPI_STATUSES_IGNORE), "MPI_Testall");
+        if (all) break;
+        idle();
+        if (gentle) std::this_thread::sleep_for(std::chrono::duration<double>(pause)), pause = std::min(pause * 2, 500e-6);
+    }
+    done[0] = mine.failure.value_or(failure_header{});
+    std::vector<std::string> texts(static_cast<std::size_t>(ranks));
+    texts[0] = mine.text;
+    outcome o;
+    for (int q = ranks - 1; q >= 0; --q) {  // the lowest failed rank's failure is the farm's
+        const failure_header& h = done[static_cast<std::size_t>(q)];
+        if (!h.failed) continue;
+        std::string& text = texts[static_cast<std::size_t>(q)];
+        if (q > 0 && h.length > 0) {
+            text.resize(static_cast<std::size_t>(h.length));
+            mpi::check(MPI_Recv(text.data(), h.length, MPI_CHAR, q, tag_failure, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+        }
+        o.rank = q;
+        o.task = h.task;
+        o.what = h.task >= 0 ? farm_outcome::kind::task_failed : farm_outcome::kind::worker_failed;
+        o.text = h.task >= 0 ? text : "rank " + std::to_string(q) + ": " + text;
+    }
+    const failure_header answer{o.task, static_cast<std::int32_t>(o.text.size()), static_cast<std::int32_t>(o.what), o.rank};
+    for (int q = 1; q < ranks; ++q) {
+        mpi::check(MPI_Send(&answer, sizeof answer, MPI_BYTE, q, tag_failure, comm), "MPI_Send");
+        if (answer.length > 0) mpi::check(MPI_Send(o.text.data(), answer.length, MPI_CHAR, q, tag_failure, comm), "MPI_Send");
+    }
+    return o;
+}
+
+outcome report_and_await_outcome(MPI_Comm comm, const rank_end& end, bool gentle) {
+    const failure_header mine = end.failure.value_or(failure_header{});
+    mpi::check(MPI_Send(&mine, sizeof mine, MPI_BYTE, 0, tag_failure, comm), "MPI_Send");
+    if (mine.failed && mine.length > 0)
+        mpi::check(MPI_Send(end.text.data(), mine.length, MPI_CHAR, 0, tag_failure, comm), "MPI_Send");
+    failure_header answer;
+    MPI_Request request;
+    mpi::check(MPI_Irecv(&answer, sizeof answer, MPI_BYTE, 0, tag_failure, comm, &request), "MPI_Irecv");
+    wait_for(request, gentle);
+    outcome o;
+    o.what = static_cast<farm_outcome::kind>(answer.failed);
+    o.rank = answer.rank;
+    o.task = answer.task;
+    o.text.resize(static_cast<std::size_t>(answer.length));
+    if (answer.length > 0)
+        mpi::check(MPI_Recv(o.text.data(), answer.length, MPI_CHAR, 0, tag_failure, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+    return o;
+}
+
+}  // namespace pfarm::detail

@@ -1,0 +1,453 @@
+// pfarm MPI engine: the work-stealing farm (farm_options::topology.farmer = stealing). No farmer and no shared work
+// counter: every rank owns a contiguous range of the loop, a (front, back) pair in one 64-bit word of its own
+// one-sided memory, claims its chunks from the front of it and, once it is empty, steals half of another rank's
+// remainder from the back. The model and its arithmetic are the simulator's (skeleton/sim/src/simulator_stealing.cpp
+// has it whole; pfarm/steal_schedule.hpp the arithmetic both use):
+//   - one window over every rank (one_sided.hpp: MPI_Win_allocate, one MPI_Win_lock_all epoch): each rank's 64-byte
+//     header holds its pair, its `finished` flag (tree), the stop flag and a notice counter; rank 0's memory also
+//     holds the inputs (unless replicated) and the outputs;
+//   - the owner claims with MPI_Compare_and_swap on its own pair, (f, b) -> (f + n, b), n the technique's rule over
+//     its remainder; a swap that lost (a thief lowered b) is retried from the pair it returned;
+//   - a thief reads a victim's pair (and, under tree, its flag), swaps (f, b) -> (f, b - ceil(R / 2)) with
+//     MPI_Compare_and_swap, retried while R >= 1, installs the stolen range in its own pair with its first chunk
+//     claimed (MPI_Fetch_and_op MPI_REPLACE) and goes on as an owner; a failed attempt backs off (steal_backoff);
+//   - results go to rank 0's outputs by MPI_Put, one per chunk; inputs come by MPI_Get unless replicated;
+//   - the end without a farmer: a rank whose range is empty flushes its puts and adds the tasks it completed to
+//     notice counter (rank mod c) with MPI_Fetch_and_op; rank 0, while it has no chunk, sums the c counters (with
+//     the thieves' backoff between two polls); a sum equal to the tasks means every result is in its window, and it
+//     puts the stop flag into every rank's memory. Then each rank tells rank 0 it is done (one_sided.hpp).
+//   - a task that throws (on_task_error stop) or an MPI error: the rank puts the stop flag everywhere and empties
+//     every pair, so that every rank stops at its next claim or attempt; the lowest failed rank's failure is the
+//     farm's.
+#include "engine.hpp"
+#include "one_sided.hpp"
+#include "wire.hpp"
+
+#include "pfarm/mpi.hpp"
+#include "pfarm/steal_schedule.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <thread>
+
+namespace pfarm::detail {
+
+namespace {
+
+constexpr MPI_Aint pair_at = 0;      ///< the rank's (front, back) pair (pack_range)
+constexpr MPI_Aint finished_at = 8;  ///< tree: 1 once no work can reach the rank any more
+constexpr MPI_Aint stop_at = 16;     ///< 1: the farm is over (every result is at rank 0, or a rank failed)
+constexpr MPI_Aint counter_at = 24;  ///< notice counter k on rank k (k < notice_counters)
+constexpr std::uint64_t victim_seed = 1;  ///< the random victims' seed (the simulator's default)
+
+/// A chunk as this rank saw it (its own clock since the farm's start).
+struct chunk_record {
+    std::int64_t first = 0, count = 0;
+    double claimed = 0.0, started = 0.0, finished = 0.0, flushed = 0.0;
+};
+
+class stealing_farm {
+public:
+    stealing_farm(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
+                  const farm_options& options, const shared_setup& setup, double t0, const std::vector<double>& offsets)
+        : comm_(comm), rank_(rank), ranks_(ranks), in_(in), out_(out), kernel_(kernel), options_(options), setup_(setup),
+          t0_(t0), offsets_(offsets), tasks_(setup.config.tasks),
+          fetch_inputs_(!setup.config.replicated && kernel.in_bytes > 0),
+          keep_records_(!options.output.trace.empty() || options.output.record_trace),
+          gentle_(setup.config.gentle_wait != 0), tree_(setup.config.victims == static_cast<std::int32_t>(victim_rule::tree)),
+          counters_(notice_counters(ranks)),
+          victims_(static_cast<victim_rule>(setup.config.victims), rank, ranks, victim_seed),
+          window_(comm, rank, setup.config.tasks, fetch_inputs_ ? kernel.in_bytes : 0, kernel.out_bytes, true) {}
+
+    farm_report run() {
+        const double cpu0 = cpu_seconds();
+        std::string name = options_.schedule.technique;
+        technique_options parameters = options_.schedule.parameters;
+        share_technique(comm_, rank_, name, parameters);
+        rule_ = make_steal_claim_rule(name, parameters, ranks_);
+        known_ = initial_range(tasks_, ranks_, rank_);
+        // Every rank's header starts zeroed with its own range; rank 0's whole memory is zeroed now, so that its pages
+        // are mapped before the puts start, and holds the inputs before anyone fetches one.
+        std::memset(window_.local(0), 0, static_cast<std::size_t>(window_.bytes()));
+        const std::int64_t word = pack_range(known_);
+        std::memcpy(window_.local(pair_at), &word, sizeof word);
+        if (rank_ == 0 && fetch_inputs_ && window_.in_size() > 0)
+            std::memcpy(window_.local(window_.in_at()), in_, static_cast<std::size_t>(window_.in_size()));
+        mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
+        mpi::check(MPI_Barrier(comm_), "MPI_Barrier");
+        // The backoff's unit: the fastest of four reads of another rank's pair.
+        for (int i = 0; i < 4; ++i) {
+            const double t = MPI_Wtime();
+            fetch((rank_ + 1) % ranks_, pair_at);
+            round_trip_ = std::min(round_trip_, MPI_Wtime() - t);
+        }
+        progress_reporter progress(rank_ == 0 ? options_.output.progress : progress_mode::quiet, tasks_);
+        progress_ = &progress;
+        work();
+        window_.flush_all();  // every put and atomic of this rank is complete
+        const rank_end mine{failure_, failure_text_};
+        const outcome o = rank_ == 0 ? collect_outcome(comm_, ranks_, mine, gentle_, [] {})
+                                     : report_and_await_outcome(comm_, mine, gentle_);
+        if (o.what != farm_outcome::kind::ok) throw_outcome(o);
+        if (rank_ == 0) {
+            mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
+            if (window_.out_size() > 0)
+                std::memcpy(out_, window_.local(window_.out_at()), static_cast<std::size_t>(window_.out_size()));
+            progress.update(tasks_);
+        }
+        const double makespan = now() - t0_;
+        return report(makespan, cpu_seconds() - cpu0);
+    }
+
+private:
+    double clock() const { return now() - t0_; }
+
+    // ---- atomics, each completed before it returns ----
+
+    std::int64_t fetch(int target, MPI_Aint at) {
+        std::int64_t value = 0;
+        mpi::check(MPI_Fetch_and_op(nullptr, &value, MPI_INT64_T, target, at, MPI_NO_OP, window_.get()), "MPI_Fetch_and_op");
+        window_.flush(target);
+        return value;
+    }
+    /// target's pair becomes `desired` if it holds `expected`; returns what it held.
+    steal_range swap(int target, const steal_range& expected, const steal_range& desired) {
+        const std::int64_t compare = pack_range(expected), replace = pack_range(desired);
+        std::int64_t found = 0;
+        mpi::check(MPI_Compare_and_swap(&replace, &compare, &found, MPI_INT64_T, target, pair_at, window_.get()),
+                   "MPI_Compare_and_swap");
+        window_.flush(target);
+        return unpack_range(found);
+    }
+    /// An atomic `op` (MPI_REPLACE, MPI_SUM) of `value` on target's word at `at`; completed by the caller's flush.
+    void issue(int target, MPI_Aint at, std::int64_t value, MPI_Op op) {
+        std::int64_t ignored = 0;
+        mpi::check(MPI_Fetch_and_op(&value, &ignored, MPI_INT64_T, target, at, op, window_.get()), "MPI_Fetch_and_op");
+    }
+
+    double seconds_per_task() const { return done_ > 0 ? busy_ / static_cast<double>(done_) : 0.0; }
+
+    /// Claims, computes and steals until the stop (the end, or a failure anywhere) or this rank fails.
+    void work() {
+        try {
+            for (;;) {
+                while (known_.size() > 0)
+                    if (!claim()) return;
+                notice();
+                if (!steal()) return;
+            }
+        } catch (const std::exception& e) {  // not a task's fault (an MPI error): the farm still ends everywhere
+            fail(-1, e.what());
+        }
+    }
+
+    /// The owner's claim from the front of its own pair; false when this rank failed.
+    bool claim() {
+        const double claimed = keep_records_ ? clock() : 0.0;
+        const task_count n = rule_.size(known_.size());
+        const steal_range want{known_.front + n, known_.back};
+        const steal_range found = swap(rank_, known_, want);
+        if (found != known_) {  // a thief lowered the back (or a failure emptied the pair): again from what it held
+            ++lost_swaps_;
+            known_ = found;
+            return true;
+        }
+        known_ = want;
+        return compute({found.front, n}, claimed);
+    }
+
+    /// A thief's attempts until it steals (true: it owns a range again, its first chunk computed) or the stop
+    /// (false). Rank 0 also polls the notice counters while it has no chunk, and puts the stop once they sum to the
+    /// tasks.
+    bool steal() {
+        int failures = 0, poll_failures = 0;
+        double next_try = 0.0, next_poll = 0.0, pause = round_trip_;
+        bool finished = false;  // no work can reach this rank any more (tree): it waits for the stop
+        for (;;) {
+            if (fetch(rank_, stop_at) != 0) return false;
+            if (rank_ == 0 && clock() >= next_poll) {
+                if (poll()) return false;
+                next_poll = clock() + steal_backoff(poll_failures, round_trip_, seconds_per_task());
+            }
+            if (!finished && clock() >= next_try) {
+                const int v = victims_.next();
+                if (v < 0) {  // the tree's root: it never steals
+                    finished = true;
+                    mark_finished();
+                } else {
+                    ++attempts_;
+                    const double claimed = keep_records_ ? clock() : 0.0;
+                    std::int64_t pair = 0, flag = 0;
+                    mpi::check(MPI_Fetch_and_op(nullptr, &pair, MPI_INT64_T, v, pair_at, MPI_NO_OP, window_.get()),
+                               "MPI_Fetch_and_op");
+                    if (tree_)
+                        mpi::check(MPI_Fetch_and_op(nullptr, &flag, MPI_INT64_T, v, finished_at, MPI_NO_OP, window_.get()),
+                                   "MPI_Fetch_and_op");
+                    window_.flush(v);
+                    for (steal_range found = unpack_range(pair); found.size() > 0;) {
+                        const steal_range held = swap(v, found, after_steal(found));
+                        if (held == found) {
+                            ++steals_;
+                            return install(stolen_part(found), claimed);
+                        }
+                        ++lost_swaps_;
+                        found = held;
+                    }
+                    if (tree_ && flag != 0) {  // its parent can get no more work: nor can it
+                        finished = true;
+                        mark_finished();
+                    } else {
+                        next_try = clock() + steal_backoff(failures, round_trip_, seconds_per_task());
+                    }
+                }
+            }
+            // Wait for the next attempt or poll; a rank that has finished for the stop, checked less and less often.
+            double until = finished ? clock() + pause : next_try;
+            if (finished) pause = std::min(pause * 2.0, 100e-6);
+            if (rank_ == 0) until = std::min(until, next_poll);
+            wait_until(until);
+        }
+    }
+
+    void wait_until(double until) {
+        if (gentle_) {
+            const double left = until - clock();
+            if (left > 0.0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
+            return;
+        }
+        while (clock() < until) {
+        }
+    }
+
+    void mark_finished() {
+        issue(rank_, finished_at, 1, MPI_REPLACE);
+        window_.flush(rank_);
+    }
+
+    /// The stolen range goes into this rank's pair with its first chunk claimed; that chunk is computed.
+    bool install(const steal_range& stolen, double claimed) {
+        const task_count n = rule_.size(stolen.size());
+        known_ = {stolen.front + n, stolen.back};
+        issue(rank_, pair_at, pack_range(known_), MPI_REPLACE);
+        window_.flush(rank_);
+        return compute({stolen.front, n}, claimed);
+    }
+
+    /// This rank's range is empty: its results are flushed to rank 0, then the tasks it completed since its last
+    /// notice go to its counter.
+    void notice() {
+        if (unreported_ == 0) return;
+        window_.flush(0);
+        in_flight_[0] = in_flight_[1] = false;
+        const double flushed = keep_records_ ? clock() : 0.0;
+        for (std::size_t i = first_unflushed_; i < records_.size(); ++i) records_[i].flushed = flushed;
+        first_unflushed_ = records_.size();
+        const int counter = rank_ % counters_;
+        issue(counter, counter_at, unreported_, MPI_SUM);
+        window_.flush(counter);
+        unreported_ = 0;
+    }
+
+    /// Rank 0: true when the counters sum to the tasks, after it has put the stop into every rank's memory.
+    bool poll() {
+        std::vector<std::int64_t> values(static_cast<std::size_t>(counters_), 0);
+        for (int k = 0; k < counters_; ++k)
+            mpi::check(MPI_Fetch_and_op(nullptr, &values[static_cast<std::size_t>(k)], MPI_INT64_T, k, counter_at, MPI_NO_OP,
+                                        window_.get()),
+                       "MPI_Fetch_and_op");
+        window_.flush_all();
+        task_count sum = 0;
+        for (const std::int64_t v : values) sum += v;
+        if (sum < tasks_) {
+            progress_->update(sum);
+            return false;
+        }
+        for (int q = 0; q < ranks_; ++q) issue(q, stop_at, 1, MPI_REPLACE);
+        window_.flush_all();
+        return true;
+    }
+
+    /// Computes chunk `c` and puts its results to rank 0; false when a task threw (and on_task_error is stop).
+    bool compute(chunk c, double claimed) {
+        const bool emulated = setup_.emulated.active();
+        const std::size_t in_bytes = static_cast<std::size_t>(c.count) * kernel_.in_bytes;
+        const std::byte* inputs = nullptr;
+        if (fetch_inputs_ && rank_ != 0) {  // rank 0 reads its own input; the others fetch theirs
+            inputs_.reserve(in_bytes);
+            window_.get(inputs_.data(), in_bytes, window_.in_at() + static_cast<MPI_Aint>(c.first * kernel_.in_bytes));
+            window_.flush(0);
+            in_flight_[0] = in_flight_[1] = false;
+            inputs = inputs_.data();
+        } else {
+            inputs = in_ + static_cast<std::size_t>(c.first) * kernel_.in_bytes;
+        }
+        // Two result buffers: this chunk's results go to the one whose put is complete (the other may be in flight).
+        if (in_flight_[next_buffer_]) {
+            window_.flush(0);
+            in_flight_[0] = in_flight_[1] = false;
+        }
+        wire_buffer& buffer = results_[next_buffer_];
+        const std::size_t out_bytes = static_cast<std::size_t>(c.count) * kernel_.out_bytes;
+        buffer.reserve(out_bytes);
+        std::byte* results = buffer.data();
+        const double started = clock();
+        double owed = 0.0;  // emulated slowdown: sleep owed, paid in slices of >= 1 ms (as worker_side.cpp)
+        for (task_count task = c.first; task < c.first + c.count; ++task) {
+            const auto i = static_cast<std::size_t>(task - c.first);
+            const double task_start = emulated ? clock() : 0.0;
+            try {
+                kernel_.run(task, inputs + i * kernel_.in_bytes, results + i * kernel_.out_bytes);
+            } catch (const std::exception& e) {
+                if (!skip(task, results + i * kernel_.out_bytes, e.what())) return fail(task, e.what()), false;
+            } catch (...) {
+                if (!skip(task, results + i * kernel_.out_bytes, "unknown exception")) return fail(task, "unknown exception"), false;
+            }
+            if (emulated) {
+                owed += setup_.emulated.owed(rank_, task_start, clock() - task_start);
+                if (owed >= 1e-3) std::this_thread::sleep_for(std::chrono::duration<double>(owed)), owed = 0.0;
+            }
+        }
+        if (owed > 0.0) std::this_thread::sleep_for(std::chrono::duration<double>(owed));
+        const double finished = clock();
+        if (out_bytes > 0) {
+            window_.put(results, out_bytes, window_.out_at() + static_cast<MPI_Aint>(c.first * static_cast<task_count>(kernel_.out_bytes)));
+            in_flight_[next_buffer_] = true;
+            next_buffer_ ^= 1;
+        }
+        sizes_.push_back(c.count);
+        done_ += c.count;
+        unreported_ += c.count;
+        busy_ += finished - started;
+        finish_ = finished;
+        if (keep_records_) records_.push_back({c.first, c.count, claimed, started, finished, 0.0});
+        return true;
+    }
+
+    /// Task `task` threw `text`: with on_task_error skip its outputs at `out` become the fill, it is listed, and true
+    /// is returned (the chunk goes on).
+    bool skip(task_count task, std::byte* out, const char* text) {
+        if (setup_.config.task_errors != static_cast<std::int32_t>(task_error_rule::kind::skip)) return false;
+        if (kernel_.fill.size() == kernel_.out_bytes) std::memcpy(out, kernel_.fill.data(), kernel_.out_bytes);
+        else std::memset(out, 0, kernel_.out_bytes);
+        failed_.push_back({task, rank_, text});
+        return true;
+    }
+
+    /// This rank failed: the stop goes to every rank and every pair is emptied, so that each stops at its next claim
+    /// or attempt.
+    void fail(task_count task, const std::string& text) {
+        failure_ = failure_header{task, static_cast<std::int32_t>(text.size()), 1, rank_};
+        failure_text_ = text;
+        try {
+            for (int q = 0; q < ranks_; ++q) issue(q, stop_at, 1, MPI_REPLACE);
+            window_.flush_all();
+            for (int q = 0; q < ranks_; ++q) issue(q, pair_at, pack_range({}), MPI_REPLACE);
+            window_.flush_all();
+        } catch (const std::exception&) {  // the window itself failed: the outcome still ends the farm here
+        }
+    }
+
+    /// Rank 0 gets every rank's chunks, steals and lost swaps (and their records with a trace), on its clock; another
+    /// rank its own.
+    farm_report report(double makespan, double cpu) {
+        farm_report r = empty_report(options_, ranks_, tasks_);
+        r.workers = ranks_;
+        r.first_worker_rank = 0;
+        report_part mine;  // on this rank's clock
+        worker_part w{rank_, sizes_.total(), sizes_, busy_, finish_};
+        w.steal_attempts = attempts_, w.steals = steals_, w.lost_swaps = lost_swaps_;
+        mine.workers.push_back(w);
+        if (keep_records_)
+            for (const chunk_record& c : records_)
+                mine.records.push_back({rank_, c.first, c.count, c.claimed, c.started, c.finished, c.flushed, false, {}});
+        mine.failed = failed_;
+        mine.task_errors = static_cast<task_count>(failed_.size());
+        std::vector<report_part> parts = gather_parts(comm_, 0, mine);
+        if (rank_ != 0) {
+            mine.workers.front().finish = 0.0;  // known on rank 0's clock only
+            mine.records.clear();               // the trace is rank 0's
+            mine.failed.clear(), mine.task_errors = 0;
+            add_part(r, mine);
+            return r;
+        }
+        for (std::size_t p = 0; p < parts.size(); ++p) {  // to rank 0's clock (clock_offsets)
+            const double off = offsets_[p];
+            worker_part& part = parts[p].workers.front();
+            part.finish = !part.chunks.empty() ? part.finish - off : 0.0;  // a rank that got nothing finishes at 0
+            for (chunk_trace& c : parts[p].records) c.sent -= off, c.started -= off, c.finished -= off, c.received -= off;
+            add_part(r, parts[p]);
+        }
+        std::vector<int> computing;
+        for (int q = 0; q < ranks_; ++q) computing.push_back(q);
+        finish_report(r, computing, trace_order::first);
+        r.makespan = makespan;
+        r.farmer_cpu_seconds = cpu;
+        return r;
+    }
+
+    MPI_Comm comm_;
+    int rank_, ranks_;
+    const std::byte* in_;
+    std::byte* out_;
+    const task_kernel& kernel_;
+    const farm_options& options_;
+    const shared_setup& setup_;
+    double t0_;
+    const std::vector<double>& offsets_;
+    task_count tasks_;
+    bool fetch_inputs_, keep_records_, gentle_, tree_;
+    int counters_;
+    victim_picker victims_;
+    farm_window window_;
+    steal_claim_rule rule_;
+    steal_range known_;  ///< this rank's pair as it last saw it (its front is exact: only the owner moves it)
+    double round_trip_ = 1.0;
+    progress_reporter* progress_ = nullptr;
+    wire_buffer inputs_;
+    wire_buffer results_[2];
+    bool in_flight_[2] = {false, false};  ///< a put from that buffer may not be complete yet
+    int next_buffer_ = 0;
+    chunk_sizes sizes_;  ///< this rank's chunks, in claim order
+    task_count done_ = 0, unreported_ = 0, attempts_ = 0, steals_ = 0, lost_swaps_ = 0;
+    double busy_ = 0.0, finish_ = 0.0;
+    std::vector<chunk_record> records_;
+    std::size_t first_unflushed_ = 0;
+    std::optional<failure_header> failure_;
+    std::vector<failed_task> failed_;
+    std::string failure_text_;
+};
+
+}  // namespace
+
+void check_stealing(const farm_options& options, const task_kernel& kernel, task_count tasks, int ranks) {
+    make_steal_claim_rule(options.schedule.technique, options.schedule.parameters, ranks);  // "technique"
+    if (tasks > steal_max_tasks)
+        throw invalid_argument("in", "holds " + std::to_string(tasks) + " tasks; the work-stealing farm holds a range in 32 "
+                                     "bits, at most " + std::to_string(steal_max_tasks) + " tasks (use decentralised or flat)");
+    if (kernel.streamed())  // a journal hands results on through a sink too (journaled.cpp)
+        throw invalid_argument("farmer", "stealing does not carry streamed results, results of any size or a journal (its "
+                                         "ranks put fixed-size outputs straight into rank 0's window); use flat");
+    if (options.schedule.learned)
+        throw invalid_argument("farmer", "stealing serves no calibrating technique, so a learned schedule has nothing to "
+                                         "keep; use flat");
+    if (options.protocol.prefetch)
+        throw invalid_argument("prefetch", "is on; the work-stealing farm claims from its own window, with nothing to hide");
+    if (options.protocol.reclaim)
+        throw invalid_argument("reclaim", "is on; the work-stealing farm has no farmer to reclaim (thieves steal)");
+    if (!options.schedule.monitors.empty())
+        throw invalid_argument("monitors", "are not available with farmer = stealing: no request carries readings "
+                                           "(leave monitors empty)");
+    if (options.protocol.side_channel)
+        throw invalid_argument("side_channel", "is not served with farmer = stealing: no rank receives messages while the "
+                                               "farm runs (use flat or hierarchical)");
+}
+
+farm_report run_stealing(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
+                         const farm_options& options, const shared_setup& setup, double t0,
+                         const std::vector<double>& offsets) {
+    return stealing_farm(comm, rank, ranks, in, out, kernel, options, setup, t0, offsets).run();
+}
+
+}  // namespace pfarm::detail
