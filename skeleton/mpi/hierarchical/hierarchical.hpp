@@ -82,9 +82,10 @@ private:
     std::vector<send> sends_;
 };
 
-/// Rank 0: the supermaster over the masters (upper communicator `up`); once the farm is over and good, rank 0's
-/// report, with the masters' parts (supermaster.cpp).
-farm_report run_supermaster(MPI_Comm up, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
+/// Rank 0: the supermaster over the masters (upper communicator `up`; `comm` the farm's, on which it tells the workers
+/// of a master presumed lost the outcome); once the farm is over and good, rank 0's report, with the masters' parts
+/// (supermaster.cpp).
+farm_report run_supermaster(MPI_Comm comm, MPI_Comm up, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
                             const farm_options& options, const shared_setup& setup, const rank_layout& h,
                             const hierarchy_plan& plan, double t0, sampler& monitors, bool keep_records, double cpu0);
 
@@ -97,18 +98,16 @@ farm_report run_master(MPI_Comm up, MPI_Comm down, int rank, int ranks, const st
 
 // The report (report.cpp).
 
-/// With on_worker_loss: every rank of `up` (rank 0 and the masters, all living) learns the ranks the masters presumed
-/// lost, `mine` being this rank's, in group order (collective over `up`).
-std::vector<int> share_lost(MPI_Comm up, const std::vector<int>& mine);
-
-/// A master's part, sent to rank 0 (collective over `up` with gather_report).
-void send_group_part(MPI_Comm up, const report_part& part);
+/// A master's part, sent to rank 0 (collective over `up` with gather_report; `point_to_point` with on_worker_loss).
+void send_group_part(MPI_Comm up, const report_part& part, bool point_to_point);
 /// A master's report: its group's entries.
 farm_report group_report(const farm_options& options, int ranks, task_count tasks, const rank_layout& h, int g,
                          const farmer_session& group);
-/// Rank 0's report: the masters' parts (collective over `up`), the supermaster's session `top` (its own worker's
-/// entries, the makespan), its requests and its CPU time since `cpu0`.
+/// Rank 0's report: the masters' parts (collective over `up`; with `living`, point to point from those upper ranks,
+/// each waited for `wait` seconds at most), the supermaster's session `top` (its own worker's entries, the makespan),
+/// its requests and its CPU time since `cpu0`.
 farm_report gather_report(MPI_Comm up, const farm_options& options, int ranks, task_count tasks, const rank_layout& h,
-                          const farmer_session& top, task_count requests, double cpu0);
+                          const farmer_session& top, task_count requests, double cpu0,
+                          const std::vector<int>* living = nullptr, double wait = 0.0);
 
 }  // namespace pfarm::detail

@@ -21,9 +21,11 @@
 // With on_worker_loss (docs/reliability.md "A lost worker") a worker of its group may die: as the flat farmer's
 // transport does, its workers' messages come through the farmer's inbox without blocking (farmer_inbox: matched, then
 // received into their own buffers), polled with the supermaster's reply between the session's deadlines (on_timer
-// presumes silent workers lost, and their receives on their way are given up); replies go without waiting; and its
-// group's farm ends point to point (send_outcome to the living), once the upper level has shared the outcome and the
-// ranks lost in every group.
+// presumes silent workers lost, and their receives on their way are given up); replies go without waiting; a
+// keep-alive goes up while its chunks are out in its group longer than half the slack (master_session.hpp), so that
+// the supermaster, which presumes a silent master lost, does not presume it lost; and the farm ends point to point:
+// the ranks it lost go up, the outcome comes down from rank 0 with every lost rank, and goes on to its group's living
+// ranks (send_outcome).
 #include "hierarchical.hpp"
 
 #include "farmer_transport.hpp"
@@ -117,18 +119,19 @@ private:
         return ranks;
     }
 
-    /// With on_worker_loss, the end of its farm: the upper level (rank 0 and the masters, none of them presumed lost)
-    /// ends with its collectives and learns the ranks lost in every group; the outcome, with them, goes to its group's
-    /// living ranks point to point (a stop first to each one presumed lost, in case it lives and waits for a reply).
+    /// With on_worker_loss, the end of its farm, point to point (a master may be lost): the ranks of its group it
+    /// presumed lost go to rank 0, which sends back the outcome with every lost rank (supermaster.cpp), and the
+    /// outcome goes to its group's living ranks (a stop first to each one presumed lost, in case it lives and waits
+    /// for a reply).
     outcome end_living(bool gentle) {
         sends_.let_go(lost_in_group());
         sends_.complete(true);
         reply_.cancel();
         inbox_->close();
-        end_traffic(up_, false, gentle);
+        const std::vector<int> lost = lost_ranks();
+        mpi::check(MPI_Send(lost.data(), static_cast<int>(lost.size()), MPI_INT, 0, tag_lost, up_), "MPI_Send");
         outcome o;
-        share_outcome(up_, o);
-        o.lost = share_lost(up_, lost_ranks());
+        receive_outcome(up_, o, gentle);  // (a stop or a reply that crossed its end, dropped)
         end_among_living(down_, o, lost_in_group());  // as the flat farmer ends
         return o;
     }
@@ -598,7 +601,9 @@ private:
             h.index_bytes = static_cast<std::int64_t>(index);
         }
         h.results_bytes = static_cast<std::int64_t>(bytes);
-        if (request_payload_offset + bytes <= inline_capacity) {
+        // With on_worker_loss they travel in it whatever their size, as a worker's do (worker_side.cpp): rank 0
+        // receives each message whole, and nothing of a master lost on the way is left to wait for.
+        if (request_payload_offset + bytes <= inline_capacity || may_lose_) {
             std::memcpy(buffer->data(), &h, sizeof h);
             mpi::check(MPI_Send(buffer->data(), static_cast<int>(request_payload_offset + bytes), MPI_BYTE, 0, tag_request, up_),
                        "MPI_Send");
@@ -653,7 +658,7 @@ farm_report run_master(MPI_Comm up, MPI_Comm down, int rank, int ranks, const st
                   plan.session_options(g), t0, offsets, monitors);
     const outcome o = m.run();
     if (o.what != farm_outcome::kind::ok) throw_outcome(o);
-    send_group_part(up, m.part());
+    send_group_part(up, m.part(), setup.config.worker_loss != 0);
     farm_report r = group_report(options, ranks, setup.config.tasks, h, g, m.session_group());
     r.lost_ranks = o.lost;  // every group's (on_worker_loss)
     return r;
