@@ -18,7 +18,7 @@
 //              hierarchical-master-V: the victim is master 1, SIGKILLed by rank 2 (a worker of its group) in rank 2's
 //              4th task, presumed lost by rank 0, its chunks computed by the other group, its group's living workers
 //              told the outcome by rank 0 (V: plain, prefetch; computes: the masters compute, and master 1 dies in
-//              its own 4th task; worker: rank 2 dies too); hierarchical-group: ranks 1, 2 and 3, master 1's whole
+//              its own 4th task; worker: rank 2 dies too; journal); hierarchical-group: ranks 1, 2 and 3, master 1's whole
 //              group, are killed; lost_ranks == {1} on every living rank (nobody is left to presume a worker of a
 //              lost master lost)
 //   stop       stop=0.5: every living rank throws pfarm::error naming the victim's rank and "presumed lost" (argv[3]:
