@@ -1,6 +1,7 @@
 // pfarm MPI engine, the hierarchical farm: what its files share. The ranks' roles (rank_layout) and the hierarchy
-// plan over the computing ranks (grouping.cpp), sends without blocking, each role's entry point (supermaster.cpp,
-// master.cpp) and the report's parts (report.cpp); run_hierarchical (hierarchical.cpp) puts them together.
+// plan over the computing ranks (grouping.cpp), sends without blocking, a master's chunk buffers (chunk_buffers.cpp),
+// each role's entry point (supermaster.cpp, master.cpp) and the report's parts (report.cpp); run_hierarchical
+// (hierarchical.cpp) puts them together.
 #pragma once
 
 #include "engine.hpp"
@@ -81,6 +82,38 @@ private:
     };
     std::vector<send> sends_;
 };
+
+// A master's chunk buffers (chunk_buffers.cpp).
+
+/// A chunk a master holds, its buffers: its attachment in its session's ledger (master_session.hpp), from its reply
+/// until its results go up, and as long after as a message up held back, a send up, or results on their way to it
+/// keep them.
+struct chunk_buffers {
+    std::shared_ptr<wire_buffer> inputs;   ///< its inputs (none with replicated input or an index range)
+    std::shared_ptr<wire_buffer> results;  ///< fixed size: at request_payload_offset + i x out_bytes
+    std::vector<std::vector<std::byte>> variable;  ///< results of any size, per task, until they go up
+    int pending = 0;  ///< deliveries into it from results still on their way (following_payloads)
+};
+
+inline chunk_buffers& buffers(const held_chunk& h) { return *static_cast<chunk_buffers*>(h.attachment.get()); }
+
+/// The held chunk of `session` with task `task` (`rank`, the master's, names it in the error when there is none).
+const held_chunk& holding(const master_session& session, int rank, task_count task);
+
+/// The results of chunk `c` (a worker's), from `data`, which holds results from task `first` on, into the buffers of
+/// the held chunks `into` (the deliver action's).
+void store_results(const task_kernel& kernel, int rank, chunk c, const std::vector<held_chunk>& into, const std::byte* data,
+                   std::size_t index_bytes, task_count first);
+
+/// The inputs of `work` (a slice of the chunks `session` holds), contiguous: in place when one chunk holds them all,
+/// else copied into `keep`, which keeps them either way.
+const std::byte* inputs_of(const master_session& session, int rank, const task_kernel& kernel, chunk work,
+                           std::shared_ptr<wire_buffer>& keep);
+
+/// Results of any size of a chunk of `count` tasks, from `c.variable` into its results buffer after
+/// request_payload_offset: the index of sizes (its bytes into `index`), then each task's bytes at a multiple of the
+/// alignment (farm.hpp); returns the payload's bytes.
+std::size_t pack_variable(const task_kernel& kernel, const chunk_buffers& c, task_count count, std::size_t& index);
 
 /// Rank 0: the supermaster over the masters (upper communicator `up`; `comm` the farm's, on which it tells the workers
 /// of a master presumed lost the outcome); once the farm is over and good, rank 0's report, with the masters' parts

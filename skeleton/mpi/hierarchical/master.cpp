@@ -252,7 +252,7 @@ private:
         const task_count i = own_->next();
         const std::byte* input = nullptr;
         if (inputs_travel_) {
-            const held_chunk& c = holding(i);
+            const held_chunk& c = holding(session_, rank_, i);
             input = buffers(c).inputs->data() + static_cast<std::size_t>(i - c.work.first) * kernel_.in_bytes;
         } else {
             input = in_ + static_cast<std::size_t>(i) * kernel_.in_bytes;  // replicated, or an index range
@@ -364,7 +364,7 @@ private:
                 for (const held_chunk& h : a.into) ++buffers(h).pending;
             } else {
                 // a.results may be part of the message's chunk (a failed task left out: on_task_error retry)
-                store(a.results, a.into, payload_, index_bytes_, payload_first_);
+                store_results(kernel_, rank_, a.results, a.into, payload_, index_bytes_, payload_first_);
             }
         }
         following_ = nullptr;  // its own worker's requests (serve_own) carry their results in its own buffer
@@ -398,7 +398,7 @@ private:
             const std::vector<std::vector<held_chunk>> into = std::move(w->into);
             awaited_.erase(w);  // first: no entry outlives its payload, whatever happens below
             for (std::size_t i = 0; i < p.deliveries.size(); ++i) {
-                if (store_following_) store(p.deliveries[i], into.at(i), p.buffer.data(), p.index_bytes, p.first);
+                if (store_following_) store_results(kernel_, rank_, p.deliveries[i], into.at(i), p.buffer.data(), p.index_bytes, p.first);
                 for (const held_chunk& h : into.at(i)) --buffers(h).pending;
             }
         });
@@ -432,15 +432,6 @@ private:
         awaited_.clear();
     }
 
-    /// A held chunk's buffers: its attachment in the session's ledger, from its reply until its results go up, and
-    /// as long after as a message up held back, a send up, or results on their way to it keep them.
-    struct chunk_buffers {
-        std::shared_ptr<wire_buffer> inputs;   ///< its inputs (none with replicated input or an index range)
-        std::shared_ptr<wire_buffer> results;  ///< fixed size: at request_payload_offset + i x out_bytes
-        std::vector<std::vector<std::byte>> variable;  ///< results of any size, per task, until they go up
-        int pending = 0;  ///< deliveries into it from results still on their way (following_payloads)
-    };
-
     /// A message up held back, with the buffers of the chunk whose results it carries (none: it carries none).
     struct waiting {
         request_message message;
@@ -453,66 +444,6 @@ private:
         std::vector<std::vector<held_chunk>> into;
         int source = -1;  ///< its sender's group rank
     };
-
-    static chunk_buffers& buffers(const held_chunk& h) { return *static_cast<chunk_buffers*>(h.attachment.get()); }
-
-    /// The held chunk with task `task`, from the session's ledger.
-    const held_chunk& holding(task_count task) const {
-        if (const held_chunk* h = session_.holding(task)) return *h;
-        throw internal_error("hierarchical farm: rank " + std::to_string(rank_) + " holds no chunk with task " +
-                             std::to_string(task));
-    }
-
-    /// The results of chunk `c` (a worker's), from `data`, which holds results from task `first` on, into the buffers
-    /// of the held chunks `into` (the deliver action's).
-    void store(chunk c, const std::vector<held_chunk>& into, const std::byte* data, std::size_t index_bytes, task_count first) {
-        if (!kernel_.variable()) {
-            const std::size_t out = kernel_.out_bytes;
-            task_count stored = 0;
-            for (const held_chunk& h : into) {
-                const task_count lo = std::max(c.first, h.work.first), hi = std::min(c.first + c.count, h.work.first + h.work.count);
-                if (hi <= lo) continue;
-                std::memcpy(buffers(h).results->data() + request_payload_offset + static_cast<std::size_t>(lo - h.work.first) * out,
-                            data + static_cast<std::size_t>(lo - first) * out, static_cast<std::size_t>(hi - lo) * out);
-                stored += hi - lo;
-            }
-            if (stored != c.count)
-                throw internal_error("hierarchical farm: rank " + std::to_string(rank_) + " got results for [" +
-                                     std::to_string(c.first) + ", +" + std::to_string(c.count) +
-                                     "), not all of them in chunks it holds");
-            return;
-        }
-        view_of(kernel_, c.first, c.count, data, index_bytes, first).for_each([&](task_count task, const std::byte* bytes, std::size_t size) {
-            const auto h = std::find_if(into.begin(), into.end(), [&](const held_chunk& x) {
-                return task >= x.work.first && task < x.work.first + x.work.count;
-            });
-            if (h == into.end())
-                throw internal_error("hierarchical farm: rank " + std::to_string(rank_) + " got results for task " +
-                                     std::to_string(task) + ", in no chunk it holds");
-            buffers(*h).variable[static_cast<std::size_t>(task - h->work.first)].assign(bytes, bytes + size);
-        });
-    }
-
-    /// Inputs of `work` (a slice of the chunks it holds), contiguous: in place when one chunk holds them all.
-    const std::byte* inputs_of(chunk work, std::shared_ptr<wire_buffer>& keep) const {
-        const std::size_t in = kernel_.in_bytes;
-        const held_chunk& first = holding(work.first);
-        if (work.first + work.count <= first.work.first + first.work.count) {
-            keep = buffers(first).inputs;
-            return keep->data() + static_cast<std::size_t>(work.first - first.work.first) * in;
-        }
-        keep = std::make_shared<wire_buffer>();  // it spans two chunks (the pool merged them)
-        keep->reserve(static_cast<std::size_t>(work.count) * in);
-        for (task_count t = work.first; t < work.first + work.count;) {
-            const held_chunk& h = holding(t);
-            const task_count end = std::min(work.first + work.count, h.work.first + h.work.count);
-            std::memcpy(keep->data() + static_cast<std::size_t>(t - work.first) * in,
-                        buffers(h).inputs->data() + static_cast<std::size_t>(t - h.work.first) * in,
-                        static_cast<std::size_t>(end - t) * in);
-            t = end;
-        }
-        return keep->data();
-    }
 
     /// A reply to worker `worker` of the group, with its inputs; sent without blocking when it carries them, so that
     /// a worker still computing does not hold up the master.
@@ -534,7 +465,7 @@ private:
             return;
         }
         std::shared_ptr<wire_buffer> keep;
-        const std::byte* inputs = inputs_of(r.work, keep);
+        const std::byte* inputs = inputs_of(session_, rank_, kernel_, r.work, keep);
         MPI_Request request;
         if (reply_payload_offset + payload <= inline_capacity) {
             auto message = std::make_shared<wire_buffer>();
@@ -580,24 +511,11 @@ private:
         if (!results)
             throw internal_error("hierarchical farm: rank " + std::to_string(rank_) + " sends up the results of [" +
                                  std::to_string(m.done.first) + ", +" + std::to_string(m.done.count) + ") without their buffers");
-        const chunk_buffers& c = *results;
-        std::shared_ptr<wire_buffer> buffer = c.results;
+        std::shared_ptr<wire_buffer> buffer = results->results;
         std::size_t bytes = static_cast<std::size_t>(m.done.count) * kernel_.out_bytes;
         if (kernel_.variable()) {  // the index of sizes, then each task's bytes at a multiple of the alignment (farm.hpp)
-            const std::size_t index = variable_index_bytes(m.done.count);
-            bytes = index;
-            for (const auto& r : c.variable) bytes = round_up(bytes, kernel_.out_align) + r.size();
-            buffer->reserve(request_payload_offset + bytes);
-            std::byte* payload = buffer->data() + request_payload_offset;
-            std::size_t at = index;
-            for (std::size_t i = 0; i < c.variable.size(); ++i) {
-                const auto& r = c.variable[i];
-                const auto size = static_cast<std::uint64_t>(r.size());
-                std::memcpy(payload + i * sizeof size, &size, sizeof size);
-                at = round_up(at, kernel_.out_align);
-                if (!r.empty()) std::memcpy(payload + at, r.data(), r.size());
-                at += r.size();
-            }
+            std::size_t index = 0;
+            bytes = pack_variable(kernel_, *results, m.done.count, index);
             h.index_bytes = static_cast<std::int64_t>(index);
         }
         h.results_bytes = static_cast<std::int64_t>(bytes);
