@@ -14,7 +14,13 @@
 //              follow their reply); asked: the same inputs, the victim dying right after sending its 3rd request, so
 //              that rank 0 answers a dead rank with a reply above the eager size (a blocking send would wait for ever)
 //              hierarchical-V: the variant V (hierarchical alone: plain) with the hierarchical farm, 2 masters (6
-//              ranks: groups {1, 2, 3} and {4, 5}), the victim a worker of a group, presumed lost by its master
+//              ranks: groups {1, 2, 3} and {4, 5}), the victim a worker of a group, presumed lost by its master;
+//              hierarchical-master-V: the victim is master 1, SIGKILLed by rank 2 (a worker of its group) in rank 2's
+//              4th task, presumed lost by rank 0, its chunks computed by the other group, its group's living workers
+//              told the outcome by rank 0 (V: plain, prefetch; computes: the masters compute, and master 1 dies in
+//              its own 4th task; worker: rank 2 dies too; journal); hierarchical-group: ranks 1, 2 and 3, master 1's whole
+//              group, are killed; lost_ranks == {1} on every living rank (nobody is left to presume a worker of a
+//              lost master lost)
 //   stop       stop=0.5: every living rank throws pfarm::error naming the victim's rank and "presumed lost" (argv[3]:
 //              a variant as above, hierarchical included)
 //   abort      continue=2, and rank 0's sink throws at the 150th result, after the victim died and before it is
@@ -33,6 +39,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -53,6 +60,9 @@ int computed = 0;  // tasks this rank has started
 bool die_in_send = false;  // midsend: the victim dies in its 3rd MPI_Send of a request with results
 bool die_after_ask = false;  // asked: the victim dies once its 3rd request is sent
 int requests_with_results = 0, requests = 0;
+int killer = 2;            // the rank whose 4th task kills (the victim, or a worker of a master that dies)
+std::vector<int> killed;   // the ranks it kills, itself last (default: {victim})
+std::vector<int> pids;     // per rank of MPI_COMM_WORLD: its process
 
 }  // namespace
 
@@ -82,11 +92,19 @@ void spin(double seconds) {
     }
 }
 
-/// A task of about 2 ms; the victim dies (or stalls, `late`) in its 4th.
+bool is_killed(int rank) { return std::find(killed.begin(), killed.end(), rank) != killed.end(); }
+
+/// A task of about 2 ms; in its 4th the killer kills the others it kills, then dies itself if it is one of them (or
+/// stalls, `late`).
 void work(pfarm::task_count, bool late) {
-    if (rank_ == victim && !die_in_send && !die_after_ask && ++computed == 4) {
-        if (!late) raise(SIGKILL);
-        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    if (rank_ == killer && !die_in_send && !die_after_ask && ++computed == 4) {
+        if (late) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        } else {
+            for (int r : killed)
+                if (r != rank_) kill(static_cast<pid_t>(pids[static_cast<std::size_t>(r)]), SIGKILL);
+            if (is_killed(rank_)) raise(SIGKILL);
+        }
     }
     spin(0.002);
 }
@@ -100,7 +118,7 @@ int verdict_p2p(const std::string& scenario) {
     }
     int total = failures_;
     for (int r = 1; r < size_; ++r) {
-        if (r == victim && scenario.rfind("late", 0) != 0) continue;  // dead
+        if (is_killed(r) && scenario.rfind("late", 0) != 0) continue;  // dead
         int theirs = 0;
         MPI_Recv(&theirs, 1, MPI_INT, r, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         total += theirs;
@@ -109,10 +127,19 @@ int verdict_p2p(const std::string& scenario) {
     return total == 0 ? 0 : 1;
 }
 
-/// The variant without its farmer: hierarchical-prefetch is prefetch, hierarchical is plain.
+/// The variant without its farmer and its victim: hierarchical-prefetch and hierarchical-master-prefetch are prefetch,
+/// hierarchical, hierarchical-master and hierarchical-group are plain, hierarchical-master-worker is worker.
 std::string base_of(const std::string& variant) {
     if (!variant.starts_with("hierarchical")) return variant;
-    return variant.size() > 13 ? variant.substr(13) : "plain";
+    std::string v = variant.size() > 13 ? variant.substr(13) : "plain";
+    if (v == "master" || v == "group") return "plain";
+    if (v.starts_with("master-")) v = v.substr(7);
+    return v;
+}
+
+/// A master's loss: the variant kills master 1 (hierarchical-master-*, hierarchical-group).
+bool master_lost(const std::string& variant) {
+    return variant.starts_with("hierarchical-master") || variant == "hierarchical-group";
 }
 
 pfarm::farm_options options_for(const std::string& full) {
@@ -161,7 +188,7 @@ void run_continue(const std::string& full, bool late) {
     pfarm::farm_options o = options_for(full);
     const std::string variant = base_of(full);
     if (late) o.protocol.on_worker_loss = pfarm::parse_worker_loss_rule("continue=0.3");
-    else if (variant == "plain") o.protocol.on_worker_loss.reset();  // recovery mode in the environment: continue=5
+    else if (variant == "plain" && full != "hierarchical-group") o.protocol.on_worker_loss.reset();  // recovery mode: continue=5
     else o.protocol.on_worker_loss = pfarm::parse_worker_loss_rule("continue=0.5");
     pfarm::farm_report r;
     die_in_send = variant.starts_with("midsend");
@@ -207,7 +234,7 @@ void run_continue(const std::string& full, bool late) {
     }
     CHECK(r.lost_ranks == std::vector<int>{victim}, "%s: lost ranks %zu (first %d), expected {%d}", variant.c_str(),
           r.lost_ranks.size(), r.lost_ranks.empty() ? -1 : r.lost_ranks[0], victim);
-    if (rank_ == 0) {
+    if (rank_ == 0 && !master_lost(full)) {  // (a lost master's group has no entries: its part never came)
         pfarm::task_count total = 0;
         for (auto t : r.tasks_per_rank) total += t;
         CHECK(total >= tasks, "%s: %lld tasks counted", variant.c_str(), static_cast<long long>(total));
@@ -258,6 +285,16 @@ int main(int argc, char** argv) {
     const std::string scenario = argc > 1 ? argv[1] : "continue";
     if (argc > 2) victim = std::stoi(argv[2]);
     const std::string variant = argc > 3 ? argv[3] : "plain";
+    pids.resize(static_cast<std::size_t>(size_));
+    const int pid = static_cast<int>(getpid());
+    MPI_Allgather(&pid, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    killer = victim;
+    killed = {victim};
+    if (master_lost(variant)) {  // master 1 (victim) is killed by rank 2, a worker of its group, unless it computes
+        killer = variant == "hierarchical-master-computes" ? victim : 2;
+        if (variant == "hierarchical-master-worker") killed = {victim, 2};
+        if (variant == "hierarchical-group") killed = {victim, 3, 2};
+    }
     if (scenario == "continue") run_continue(variant, false);
     else if (scenario == "late") run_continue(variant, true);
     else if (scenario == "stop") run_stop(variant);

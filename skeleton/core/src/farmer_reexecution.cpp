@@ -161,7 +161,7 @@ double farmer::silent_past(int worker, const worker_loss_rule& rule) const {
     // owes nothing until answered, and its chunk's deadline runs again from then.
     if (x.lost || x.waiting_for_victim) return std::numeric_limits<double>::infinity();
     if (x.held > 0) {
-        const double start = std::max({x.assigned_at[0], x.free_at, x.answered_at});
+        const double start = std::max({x.assigned_at[0], x.free_at, x.answered_at, x.heard_at});
         const double expected = static_cast<double>(x.in_flight[0].count) * loss_pace(worker, rule.slack);
         return start + rule.factor * expected + rule.slack;
     }

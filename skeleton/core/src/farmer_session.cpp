@@ -242,6 +242,8 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
             // or the loop: those waiting for an overdue chunk ask again.
             // With retry or loss tolerance, the idle wait for a chunk in flight elsewhere: it may have ended the loop.
             if (w.release_inferred || farmer_.stragglers() || farmer_.retrying() || farmer_.loss_tolerant()) reask_parked();
+        } else if (m.what == request_message::kind::results && losing_) [[unlikely]] {
+            farmer_.heard(worker, now());  // a keep-alive: its oldest chunk's deadline runs again from now
         }
         // The run queue travels with every request that must carry readings (technique_needs), results or not.
         if (m.has_sample && m.sample.run_queue && *m.sample.run_queue >= 1.0 && *m.sample.run_queue != w.last_queue) {

@@ -33,7 +33,15 @@ master_session::master_session(int workers, std::unique_ptr<technique> policy, c
         if (!(v > 0.0) || !std::isfinite(v))
             throw invalid_argument("powers", "holds " + std::to_string(v) + "; expected finite values > 0");
     latest_.resize(static_cast<std::size_t>(workers));
+    if (options.group.worker_loss.what != worker_loss_rule::kind::off) keep_alive_ = options.group.worker_loss.slack / 2.0;
 }
+
+double master_session::keep_alive_due() const {
+    if (keep_alive_ == 0.0 || held_.empty() || up_.ended() || failure_sent_) return std::numeric_limits<double>::infinity();
+    return last_up_ + keep_alive_;
+}
+
+double master_session::deadline() const { return std::min(group_.deadline(), keep_alive_due()); }
 
 void master_session::take_group(const std::vector<farmer_action>& actions) {
     for (const farmer_action& a : actions) {
@@ -77,6 +85,7 @@ void master_session::take_up(worker_session::actions actions) {
             held_.erase(h);
         }
         ++up_messages_;
+        last_up_ = now_;
         if (a.message.what == request_message::kind::ask) {
             ++up_requests_;
             if (a.message.done.count > 0) ++merged_;
@@ -188,6 +197,7 @@ void master_session::report_failure() {
 
 const std::vector<master_action>& master_session::start(double now) {
     actions_.clear();
+    now_ = now;
     take_up(up_.start());
     settle(now);
     return actions_;
@@ -201,6 +211,7 @@ const held_chunk* master_session::holding(task_count task) const noexcept {
 
 const std::vector<master_action>& master_session::on_reply(const reply_message& r, double now, chunk_attachment attachment) {
     actions_.clear();
+    now_ = now;
     switch (r.what) {
     case reply_message::kind::abort:
         take_group(group_.abort("the supermaster aborted the farm"));
@@ -229,6 +240,7 @@ const std::vector<master_action>& master_session::on_reply(const reply_message& 
 const std::vector<master_action>& master_session::on_message(int worker, const request_message& m, double now,
                                                              double arrived) {
     actions_.clear();
+    now_ = now;
     read(worker, m);
     take_group(group_.on_message(worker, m, now, arrived));
     report_failure();
@@ -238,9 +250,17 @@ const std::vector<master_action>& master_session::on_message(int worker, const r
 
 const std::vector<master_action>& master_session::on_timer(double now) {
     actions_.clear();
+    now_ = now;
     take_group(group_.on_timer(now));
     report_failure();
     settle(now);
+    if (now >= keep_alive_due()) {  // it lives and its chunks are still out in its group: a keep-alive goes up
+        master_action out;
+        out.what = master_action::kind::up;
+        out.message.what = request_message::kind::results;
+        actions_.push_back(std::move(out));
+        last_up_ = now;
+    }
     return actions_;
 }
 

@@ -73,7 +73,7 @@ farm_report run_farmer_side(MPI_Comm comm, int ranks, const std::byte* in, std::
                             .predictor = &predictor});
     farmer_ranks at{.comm = comm, .first = first, .offsets = std::move(offsets), .named = {},
                     .failure_names_rank = false, .reclaim = setup.config.reclaim != 0,
-                    .may_lose = setup.config.worker_loss != 0};
+                    .may_lose = setup.config.worker_loss != 0, .driver_ends = false};
     for (int w = 0; w < workers; ++w) at.named.push_back(w + first);  // a worker's failure names its rank
     const double cpu0 = cpu_seconds();
     const farmer_transport_result done =

@@ -1,6 +1,10 @@
 // pfarm MPI engine: a worker rank's side, the MPI transport of a worker_session (worker_session.hpp owns
 // every rule: prefetch, later, stop, reclaim, failure). This file only receives replies, computes chunks task by
 // task (with emulated slowdown), reads the monitors a request must carry, and sends.
+// A worker of a hierarchical group with on_worker_loss (`above`: the farm's communicator) may outlive its master: its
+// sends to its master and its waits for it then also look for the outcome rank 0 sends it on `above` when it presumes
+// the master lost (supermaster.cpp), and with it the worker ends; what it had on its way to the dead master is let
+// go (its buffers kept for the process's lifetime, since MPI may still read them).
 #include "engine.hpp"
 #include "messages.hpp"
 #include "results.hpp"
@@ -10,19 +14,25 @@
 #include "pfarm/worker_session.hpp"
 
 #include <chrono>
+#include <memory>
 #include <thread>
 
 namespace pfarm::detail {
 
 namespace {
 
+/// The outcome rank 0 sent this worker, whose master it presumed lost: the farm is over for it.
+struct orphaned {
+    outcome result;
+};
+
 void sleep_for(double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }
 
 class worker_side {
 public:
     worker_side(MPI_Comm comm, int rank, const std::byte* in, const task_kernel& kernel, const shared_setup& setup,
-                double t0, sampler& monitors, double round_trip)
-        : comm_(comm), rank_(rank), in_(in), kernel_(kernel), setup_(setup), t0_(t0), monitors_(monitors),
+                double t0, sampler& monitors, double round_trip, MPI_Comm above)
+        : comm_(comm), above_(above), rank_(rank), in_(in), kernel_(kernel), setup_(setup), t0_(t0), monitors_(monitors),
           session_({.prefetch = setup.config.prefetch != 0,
                     .prefetch_lead = 2.0 * round_trip,
                     .readings_each = setup.config.readings_each != 0,
@@ -35,15 +45,20 @@ public:
 
     farm_report run(const farm_options& options, int ranks) {
         report_ = empty_report(options, ranks, setup_.config.tasks);
-        perform(session_.start());
-        while (!session_.ended()) {
-            if (session_.computing()) compute();
-            else receive_one();
-        }
-        finish_transport();
         outcome o;
+        try {
+            perform(session_.start());
+            while (!session_.ended()) {
+                if (session_.computing()) compute();
+                else receive_one();
+            }
+            finish_transport();
+            if (setup_.config.worker_loss != 0) receive_final_outcome(o);
+        } catch (const orphaned& x) {  // its master was presumed lost: rank 0 told it the outcome
+            o = x.result;
+            abandoned_ = true;
+        }
         if (setup_.config.worker_loss != 0) {  // no collective: a rank may be gone (on_worker_loss)
-            receive_outcome(comm_, o, setup_.config.gentle_wait != 0);
             report_.lost_ranks = o.lost;  // every rank knows: what follows the farm must not wait for them
         } else {
             end_traffic(comm_, false, setup_.config.gentle_wait != 0);  // its farmer (or master) drops what crossed the abort
@@ -59,7 +74,11 @@ private:
     /// Receives the farmer's next message and hands it to the session. A reclaim is answered with the chunk's
     /// progress (`next` the first task not started; the session ignores it when nothing is being computed).
     void receive_one(task_count next = 0) {
-        if (setup_.config.gentle_wait != 0) {
+        if (above_ != MPI_COMM_NULL) [[unlikely]] {
+            MPI_Request r;
+            mpi::check(MPI_Irecv(reply_.data(), static_cast<int>(inline_capacity), MPI_BYTE, 0, tag_reply, comm_, &r), "MPI_Irecv");
+            wait_or_orphaned(r);
+        } else if (setup_.config.gentle_wait != 0) {
             MPI_Status status;
             receive(comm_, 0, tag_reply, reply_, true, true, status);
         } else {  // every reply's path: one MPI_Recv into the buffer
@@ -112,6 +131,12 @@ private:
     const std::byte* receive_inputs(int i, chunk c) {
         const std::size_t bytes = static_cast<std::size_t>(c.count) * kernel_.in_bytes;
         inputs_[i].reserve(bytes);
+        if (above_ != MPI_COMM_NULL) [[unlikely]] {
+            MPI_Request r;
+            mpi::check(MPI_Irecv(inputs_[i].data(), static_cast<int>(bytes), MPI_BYTE, 0, tag_inputs, comm_, &r), "MPI_Irecv");
+            wait_or_orphaned(r);
+            return inputs_[i].data();
+        }
         mpi::check(MPI_Recv(inputs_[i].data(), static_cast<int>(bytes), MPI_BYTE, 0, tag_inputs, comm_, MPI_STATUS_IGNORE),
                    "MPI_Recv");
         return inputs_[i].data();
@@ -170,8 +195,7 @@ private:
         if (readings && !read_monitors(h, calibration)) return false;
         h.results_bytes = static_cast<std::int64_t>(bytes);
         h.index_bytes = static_cast<std::int64_t>(results.index_bytes());
-        mpi::check(MPI_Send(results.buffer().data(), static_cast<int>(request_payload_offset + bytes), MPI_BYTE, 0, tag_request, comm_),
-                   "MPI_Send");
+        send_to_farmer(results.buffer().data(), static_cast<int>(request_payload_offset + bytes), tag_request);
         return true;
     }
 
@@ -182,7 +206,7 @@ private:
         encode_into(h, m);
         if (readings && !read_monitors(h, calibration)) return false;
         if (m.what == request_message::kind::released) {
-            mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_released, comm_), "MPI_Send");
+            send_to_farmer(&h, sizeof h, tag_released);
             return true;
         }
         if (m.what == request_message::kind::failure || m.what == request_message::kind::task_error) {
@@ -191,12 +215,11 @@ private:
             failure_.reserve(request_payload_offset + text);
             std::memcpy(failure_.data(), &h, sizeof h);
             std::memcpy(failure_.data() + request_payload_offset, m.text.data(), text);
-            mpi::check(MPI_Send(failure_.data(), static_cast<int>(request_payload_offset + text), MPI_BYTE, 0, tag_request, comm_),
-                       "MPI_Send");
+            send_to_farmer(failure_.data(), static_cast<int>(request_payload_offset + text), tag_request);
             return true;
         }
         if (m.done.count == 0) {
-            mpi::check(MPI_Send(&h, sizeof h, MPI_BYTE, 0, tag_request, comm_), "MPI_Send");
+            send_to_farmer(&h, sizeof h, tag_request);
             return true;
         }
         chunk_results& results = results_[current_];
@@ -319,7 +342,53 @@ private:
     /// The farm is over for this rank: its results have all arrived.
     void finish_transport() { mpi::check(MPI_Waitall(2, sending_, MPI_STATUSES_IGNORE), "MPI_Waitall"); }
 
+    /// A message to its farmer (or master): a blocking send, or, when its master may be lost (`above`), one that also
+    /// ends when rank 0 tells it the outcome.
+    void send_to_farmer(const void* data, int bytes, int tag) {
+        if (above_ == MPI_COMM_NULL) [[likely]] {
+            mpi::check(MPI_Send(data, bytes, MPI_BYTE, 0, tag, comm_), "MPI_Send");
+            return;
+        }
+        MPI_Request r;
+        mpi::check(MPI_Isend(data, bytes, MPI_BYTE, 0, tag, comm_, &r), "MPI_Isend");
+        wait_or_orphaned(r);
+    }
+
+    /// Waits for `r` (to or from its master); throws orphaned when rank 0's outcome comes on `above` first (its master
+    /// was presumed lost), `r` let go (its buffer is this object's, which is then kept: run_worker_side).
+    void wait_or_orphaned(MPI_Request& r) {
+        for (;;) {
+            int done = 0;
+            mpi::check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
+            if (done) return;
+            orphaned x;
+            if (try_receive_outcome(above_, x.result, false)) {
+                mpi::check(MPI_Request_free(&r), "MPI_Request_free");
+                throw x;
+            }
+            if (setup_.config.gentle_wait != 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+    }
+
+    /// With on_worker_loss, the outcome once its farm is over: from its farmer (or master), or, when its master may
+    /// be lost (`above`), from whichever of its master and rank 0 sends it first.
+    void receive_final_outcome(outcome& o) {
+        if (above_ == MPI_COMM_NULL) return receive_outcome(comm_, o, setup_.config.gentle_wait != 0);
+        for (;;) {
+            if (try_receive_outcome(comm_, o, true) || try_receive_outcome(above_, o, false)) return;
+            if (setup_.config.gentle_wait != 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+    }
+
+public:
+    /// Rank 0 ended its farm while something of it was on its way to or from its dead master (orphaned).
+    bool abandoned() const noexcept { return abandoned_; }
+
+private:
+
     MPI_Comm comm_;
+    MPI_Comm above_;  ///< where rank 0 sends the outcome when it presumes its master lost (MPI_COMM_NULL: never)
+    bool abandoned_ = false;
     int rank_;
     const std::byte* in_;
     const task_kernel& kernel_;
@@ -350,8 +419,16 @@ private:
 
 farm_report run_worker_side(MPI_Comm comm, int rank, int ranks, const std::byte* in, const task_kernel& kernel,
                             const farm_options& options, const shared_setup& setup, double t0, sampler& monitors,
-                            double round_trip) {
-    return worker_side(comm, rank, in, kernel, setup, t0, monitors, round_trip).run(options, ranks);
+                            double round_trip, MPI_Comm above) {
+    auto side = std::make_unique<worker_side>(comm, rank, in, kernel, setup, t0, monitors, round_trip, above);
+    try {
+        farm_report r = side->run(options, ranks);
+        if (side->abandoned()) (void)side.release();  // MPI may still read its buffers: kept for the process's lifetime
+        return r;
+    } catch (...) {
+        if (side->abandoned()) (void)side.release();
+        throw;
+    }
 }
 
 }  // namespace pfarm::detail

@@ -14,8 +14,9 @@
 // broadcast), so the groups' records and finish times and the supermaster's makespan compare. Once the outcome is
 // known and good, each master sends its group's part of the report up to rank 0.
 // With on_worker_loss a worker rank of a group may be lost: its master presumes it lost and its group computes its
-// tasks (master.cpp), and each group's farm ends point to point among its living ranks; rank 0 and the masters are
-// not presumed lost (their level ends with collectives, and every rank of it learns the lost ranks: share_lost).
+// tasks (master.cpp); and a master may be lost: rank 0 presumes it lost and the other groups compute its chunks
+// (supermaster.cpp). Both levels then end point to point among their living ranks, and the workers of a lost master
+// learn the outcome from rank 0 on the farm's communicator (worker_side.cpp: `above`).
 #include "hierarchical.hpp"
 
 #include "pfarm/registry.hpp"
@@ -65,10 +66,11 @@ farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte
     down.split(comm, g < 0 ? MPI_UNDEFINED : g, rank);         // a group: its master is rank 0 there
     up.split(comm, rank == 0 || is_master ? 0 : MPI_UNDEFINED, rank);  // rank 0 and the masters, in rank order
     if (g >= 0 && !is_master)  // a worker, as in the flat farm; its master is its farmer
-        return run_worker_side(down.comm, rank, ranks, in, kernel, options, setup, t0, monitors, round_trip);
+        return run_worker_side(down.comm, rank, ranks, in, kernel, options, setup, t0, monitors, round_trip,
+                               setup.config.worker_loss != 0 ? comm : MPI_COMM_NULL);
 
     if (rank == 0)
-        return run_supermaster(up.comm, ranks, in, out, kernel, options, setup, h,
+        return run_supermaster(comm, up.comm, ranks, in, out, kernel, options, setup, h,
                                plan_of(h, technique, top_name, parameters, setup.config.tasks), t0, monitors,
                                keep_records != 0, cpu0);
     // A master: its group's farm, facing its workers, on rank 0's clock (the driver passes every time).

@@ -1,6 +1,7 @@
 // pfarm MPI engine, the hierarchical farm: what its files share. The ranks' roles (rank_layout) and the hierarchy
-// plan over the computing ranks (grouping.cpp), sends without blocking, each role's entry point (supermaster.cpp,
-// master.cpp) and the report's parts (report.cpp); run_hierarchical (hierarchical.cpp) puts them together.
+// plan over the computing ranks (grouping.cpp), sends without blocking, a master's chunk buffers (chunk_buffers.cpp),
+// each role's entry point (supermaster.cpp, master.cpp) and the report's parts (report.cpp); run_hierarchical
+// (hierarchical.cpp) puts them together.
 #pragma once
 
 #include "engine.hpp"
@@ -82,9 +83,42 @@ private:
     std::vector<send> sends_;
 };
 
-/// Rank 0: the supermaster over the masters (upper communicator `up`); once the farm is over and good, rank 0's
-/// report, with the masters' parts (supermaster.cpp).
-farm_report run_supermaster(MPI_Comm up, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
+// A master's chunk buffers (chunk_buffers.cpp).
+
+/// A chunk a master holds, its buffers: its attachment in its session's ledger (master_session.hpp), from its reply
+/// until its results go up, and as long after as a message up held back, a send up, or results on their way to it
+/// keep them.
+struct chunk_buffers {
+    std::shared_ptr<wire_buffer> inputs;   ///< its inputs (none with replicated input or an index range)
+    std::shared_ptr<wire_buffer> results;  ///< fixed size: at request_payload_offset + i x out_bytes
+    std::vector<std::vector<std::byte>> variable;  ///< results of any size, per task, until they go up
+    int pending = 0;  ///< deliveries into it from results still on their way (following_payloads)
+};
+
+inline chunk_buffers& buffers(const held_chunk& h) { return *static_cast<chunk_buffers*>(h.attachment.get()); }
+
+/// The held chunk of `session` with task `task` (`rank`, the master's, names it in the error when there is none).
+const held_chunk& holding(const master_session& session, int rank, task_count task);
+
+/// The results of chunk `c` (a worker's), from `data`, which holds results from task `first` on, into the buffers of
+/// the held chunks `into` (the deliver action's).
+void store_results(const task_kernel& kernel, int rank, chunk c, const std::vector<held_chunk>& into, const std::byte* data,
+                   std::size_t index_bytes, task_count first);
+
+/// The inputs of `work` (a slice of the chunks `session` holds), contiguous: in place when one chunk holds them all,
+/// else copied into `keep`, which keeps them either way.
+const std::byte* inputs_of(const master_session& session, int rank, const task_kernel& kernel, chunk work,
+                           std::shared_ptr<wire_buffer>& keep);
+
+/// Results of any size of a chunk of `count` tasks, from `c.variable` into its results buffer after
+/// request_payload_offset: the index of sizes (its bytes into `index`), then each task's bytes at a multiple of the
+/// alignment (farm.hpp); returns the payload's bytes.
+std::size_t pack_variable(const task_kernel& kernel, const chunk_buffers& c, task_count count, std::size_t& index);
+
+/// Rank 0: the supermaster over the masters (upper communicator `up`; `comm` the farm's, on which it tells the workers
+/// of a master presumed lost the outcome); once the farm is over and good, rank 0's report, with the masters' parts
+/// (supermaster.cpp).
+farm_report run_supermaster(MPI_Comm comm, MPI_Comm up, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
                             const farm_options& options, const shared_setup& setup, const rank_layout& h,
                             const hierarchy_plan& plan, double t0, sampler& monitors, bool keep_records, double cpu0);
 
@@ -97,18 +131,16 @@ farm_report run_master(MPI_Comm up, MPI_Comm down, int rank, int ranks, const st
 
 // The report (report.cpp).
 
-/// With on_worker_loss: every rank of `up` (rank 0 and the masters, all living) learns the ranks the masters presumed
-/// lost, `mine` being this rank's, in group order (collective over `up`).
-std::vector<int> share_lost(MPI_Comm up, const std::vector<int>& mine);
-
-/// A master's part, sent to rank 0 (collective over `up` with gather_report).
-void send_group_part(MPI_Comm up, const report_part& part);
+/// A master's part, sent to rank 0 (collective over `up` with gather_report; `point_to_point` with on_worker_loss).
+void send_group_part(MPI_Comm up, const report_part& part, bool point_to_point);
 /// A master's report: its group's entries.
 farm_report group_report(const farm_options& options, int ranks, task_count tasks, const rank_layout& h, int g,
                          const farmer_session& group);
-/// Rank 0's report: the masters' parts (collective over `up`), the supermaster's session `top` (its own worker's
-/// entries, the makespan), its requests and its CPU time since `cpu0`.
+/// Rank 0's report: the masters' parts (collective over `up`; with `living`, point to point from those upper ranks,
+/// each waited for `wait` seconds at most), the supermaster's session `top` (its own worker's entries, the makespan),
+/// its requests and its CPU time since `cpu0`.
 farm_report gather_report(MPI_Comm up, const farm_options& options, int ranks, task_count tasks, const rank_layout& h,
-                          const farmer_session& top, task_count requests, double cpu0);
+                          const farmer_session& top, task_count requests, double cpu0,
+                          const std::vector<int>* living = nullptr, double wait = 0.0);
 
 }  // namespace pfarm::detail

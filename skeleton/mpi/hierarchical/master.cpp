@@ -21,9 +21,11 @@
 // With on_worker_loss (docs/reliability.md "A lost worker") a worker of its group may die: as the flat farmer's
 // transport does, its workers' messages come through the farmer's inbox without blocking (farmer_inbox: matched, then
 // received into their own buffers), polled with the supermaster's reply between the session's deadlines (on_timer
-// presumes silent workers lost, and their receives on their way are given up); replies go without waiting; and its
-// group's farm ends point to point (send_outcome to the living), once the upper level has shared the outcome and the
-// ranks lost in every group.
+// presumes silent workers lost, and their receives on their way are given up); replies go without waiting; a
+// keep-alive goes up while its chunks are out in its group longer than half the slack (master_session.hpp), so that
+// the supermaster, which presumes a silent master lost, does not presume it lost; and the farm ends point to point:
+// the ranks it lost go up, the outcome comes down from rank 0 with every lost rank, and goes on to its group's living
+// ranks (send_outcome).
 #include "hierarchical.hpp"
 
 #include "farmer_transport.hpp"
@@ -117,18 +119,19 @@ private:
         return ranks;
     }
 
-    /// With on_worker_loss, the end of its farm: the upper level (rank 0 and the masters, none of them presumed lost)
-    /// ends with its collectives and learns the ranks lost in every group; the outcome, with them, goes to its group's
-    /// living ranks point to point (a stop first to each one presumed lost, in case it lives and waits for a reply).
+    /// With on_worker_loss, the end of its farm, point to point (a master may be lost): the ranks of its group it
+    /// presumed lost go to rank 0, which sends back the outcome with every lost rank (supermaster.cpp), and the
+    /// outcome goes to its group's living ranks (a stop first to each one presumed lost, in case it lives and waits
+    /// for a reply).
     outcome end_living(bool gentle) {
         sends_.let_go(lost_in_group());
         sends_.complete(true);
         reply_.cancel();
         inbox_->close();
-        end_traffic(up_, false, gentle);
+        const std::vector<int> lost = lost_ranks();
+        mpi::check(MPI_Send(lost.data(), static_cast<int>(lost.size()), MPI_INT, 0, tag_lost, up_), "MPI_Send");
         outcome o;
-        share_outcome(up_, o);
-        o.lost = share_lost(up_, lost_ranks());
+        receive_outcome(up_, o, gentle);  // (a stop or a reply that crossed its end, dropped)
         end_among_living(down_, o, lost_in_group());  // as the flat farmer ends
         return o;
     }
@@ -249,7 +252,7 @@ private:
         const task_count i = own_->next();
         const std::byte* input = nullptr;
         if (inputs_travel_) {
-            const held_chunk& c = holding(i);
+            const held_chunk& c = holding(session_, rank_, i);
             input = buffers(c).inputs->data() + static_cast<std::size_t>(i - c.work.first) * kernel_.in_bytes;
         } else {
             input = in_ + static_cast<std::size_t>(i) * kernel_.in_bytes;  // replicated, or an index range
@@ -361,7 +364,7 @@ private:
                 for (const held_chunk& h : a.into) ++buffers(h).pending;
             } else {
                 // a.results may be part of the message's chunk (a failed task left out: on_task_error retry)
-                store(a.results, a.into, payload_, index_bytes_, payload_first_);
+                store_results(kernel_, rank_, a.results, a.into, payload_, index_bytes_, payload_first_);
             }
         }
         following_ = nullptr;  // its own worker's requests (serve_own) carry their results in its own buffer
@@ -395,7 +398,7 @@ private:
             const std::vector<std::vector<held_chunk>> into = std::move(w->into);
             awaited_.erase(w);  // first: no entry outlives its payload, whatever happens below
             for (std::size_t i = 0; i < p.deliveries.size(); ++i) {
-                if (store_following_) store(p.deliveries[i], into.at(i), p.buffer.data(), p.index_bytes, p.first);
+                if (store_following_) store_results(kernel_, rank_, p.deliveries[i], into.at(i), p.buffer.data(), p.index_bytes, p.first);
                 for (const held_chunk& h : into.at(i)) --buffers(h).pending;
             }
         });
@@ -429,15 +432,6 @@ private:
         awaited_.clear();
     }
 
-    /// A held chunk's buffers: its attachment in the session's ledger, from its reply until its results go up, and
-    /// as long after as a message up held back, a send up, or results on their way to it keep them.
-    struct chunk_buffers {
-        std::shared_ptr<wire_buffer> inputs;   ///< its inputs (none with replicated input or an index range)
-        std::shared_ptr<wire_buffer> results;  ///< fixed size: at request_payload_offset + i x out_bytes
-        std::vector<std::vector<std::byte>> variable;  ///< results of any size, per task, until they go up
-        int pending = 0;  ///< deliveries into it from results still on their way (following_payloads)
-    };
-
     /// A message up held back, with the buffers of the chunk whose results it carries (none: it carries none).
     struct waiting {
         request_message message;
@@ -450,66 +444,6 @@ private:
         std::vector<std::vector<held_chunk>> into;
         int source = -1;  ///< its sender's group rank
     };
-
-    static chunk_buffers& buffers(const held_chunk& h) { return *static_cast<chunk_buffers*>(h.attachment.get()); }
-
-    /// The held chunk with task `task`, from the session's ledger.
-    const held_chunk& holding(task_count task) const {
-        if (const held_chunk* h = session_.holding(task)) return *h;
-        throw internal_error("hierarchical farm: rank " + std::to_string(rank_) + " holds no chunk with task " +
-                             std::to_string(task));
-    }
-
-    /// The results of chunk `c` (a worker's), from `data`, which holds results from task `first` on, into the buffers
-    /// of the held chunks `into` (the deliver action's).
-    void store(chunk c, const std::vector<held_chunk>& into, const std::byte* data, std::size_t index_bytes, task_count first) {
-        if (!kernel_.variable()) {
-            const std::size_t out = kernel_.out_bytes;
-            task_count stored = 0;
-            for (const held_chunk& h : into) {
-                const task_count lo = std::max(c.first, h.work.first), hi = std::min(c.first + c.count, h.work.first + h.work.count);
-                if (hi <= lo) continue;
-                std::memcpy(buffers(h).results->data() + request_payload_offset + static_cast<std::size_t>(lo - h.work.first) * out,
-                            data + static_cast<std::size_t>(lo - first) * out, static_cast<std::size_t>(hi - lo) * out);
-                stored += hi - lo;
-            }
-            if (stored != c.count)
-                throw internal_error("hierarchical farm: rank " + std::to_string(rank_) + " got results for [" +
-                                     std::to_string(c.first) + ", +" + std::to_string(c.count) +
-                                     "), not all of them in chunks it holds");
-            return;
-        }
-        view_of(kernel_, c.first, c.count, data, index_bytes, first).for_each([&](task_count task, const std::byte* bytes, std::size_t size) {
-            const auto h = std::find_if(into.begin(), into.end(), [&](const held_chunk& x) {
-                return task >= x.work.first && task < x.work.first + x.work.count;
-            });
-            if (h == into.end())
-                throw internal_error("hierarchical farm: rank " + std::to_string(rank_) + " got results for task " +
-                                     std::to_string(task) + ", in no chunk it holds");
-            buffers(*h).variable[static_cast<std::size_t>(task - h->work.first)].assign(bytes, bytes + size);
-        });
-    }
-
-    /// Inputs of `work` (a slice of the chunks it holds), contiguous: in place when one chunk holds them all.
-    const std::byte* inputs_of(chunk work, std::shared_ptr<wire_buffer>& keep) const {
-        const std::size_t in = kernel_.in_bytes;
-        const held_chunk& first = holding(work.first);
-        if (work.first + work.count <= first.work.first + first.work.count) {
-            keep = buffers(first).inputs;
-            return keep->data() + static_cast<std::size_t>(work.first - first.work.first) * in;
-        }
-        keep = std::make_shared<wire_buffer>();  // it spans two chunks (the pool merged them)
-        keep->reserve(static_cast<std::size_t>(work.count) * in);
-        for (task_count t = work.first; t < work.first + work.count;) {
-            const held_chunk& h = holding(t);
-            const task_count end = std::min(work.first + work.count, h.work.first + h.work.count);
-            std::memcpy(keep->data() + static_cast<std::size_t>(t - work.first) * in,
-                        buffers(h).inputs->data() + static_cast<std::size_t>(t - h.work.first) * in,
-                        static_cast<std::size_t>(end - t) * in);
-            t = end;
-        }
-        return keep->data();
-    }
 
     /// A reply to worker `worker` of the group, with its inputs; sent without blocking when it carries them, so that
     /// a worker still computing does not hold up the master.
@@ -531,7 +465,7 @@ private:
             return;
         }
         std::shared_ptr<wire_buffer> keep;
-        const std::byte* inputs = inputs_of(r.work, keep);
+        const std::byte* inputs = inputs_of(session_, rank_, kernel_, r.work, keep);
         MPI_Request request;
         if (reply_payload_offset + payload <= inline_capacity) {
             auto message = std::make_shared<wire_buffer>();
@@ -577,28 +511,17 @@ private:
         if (!results)
             throw internal_error("hierarchical farm: rank " + std::to_string(rank_) + " sends up the results of [" +
                                  std::to_string(m.done.first) + ", +" + std::to_string(m.done.count) + ") without their buffers");
-        const chunk_buffers& c = *results;
-        std::shared_ptr<wire_buffer> buffer = c.results;
+        std::shared_ptr<wire_buffer> buffer = results->results;
         std::size_t bytes = static_cast<std::size_t>(m.done.count) * kernel_.out_bytes;
         if (kernel_.variable()) {  // the index of sizes, then each task's bytes at a multiple of the alignment (farm.hpp)
-            const std::size_t index = variable_index_bytes(m.done.count);
-            bytes = index;
-            for (const auto& r : c.variable) bytes = round_up(bytes, kernel_.out_align) + r.size();
-            buffer->reserve(request_payload_offset + bytes);
-            std::byte* payload = buffer->data() + request_payload_offset;
-            std::size_t at = index;
-            for (std::size_t i = 0; i < c.variable.size(); ++i) {
-                const auto& r = c.variable[i];
-                const auto size = static_cast<std::uint64_t>(r.size());
-                std::memcpy(payload + i * sizeof size, &size, sizeof size);
-                at = round_up(at, kernel_.out_align);
-                if (!r.empty()) std::memcpy(payload + at, r.data(), r.size());
-                at += r.size();
-            }
+            std::size_t index = 0;
+            bytes = pack_variable(kernel_, *results, m.done.count, index);
             h.index_bytes = static_cast<std::int64_t>(index);
         }
         h.results_bytes = static_cast<std::int64_t>(bytes);
-        if (request_payload_offset + bytes <= inline_capacity) {
+        // With on_worker_loss they travel in it whatever their size, as a worker's do (worker_side.cpp): rank 0
+        // receives each message whole, and nothing of a master lost on the way is left to wait for.
+        if (request_payload_offset + bytes <= inline_capacity || may_lose_) {
             std::memcpy(buffer->data(), &h, sizeof h);
             mpi::check(MPI_Send(buffer->data(), static_cast<int>(request_payload_offset + bytes), MPI_BYTE, 0, tag_request, up_),
                        "MPI_Send");
@@ -653,7 +576,7 @@ farm_report run_master(MPI_Comm up, MPI_Comm down, int rank, int ranks, const st
                   plan.session_options(g), t0, offsets, monitors);
     const outcome o = m.run();
     if (o.what != farm_outcome::kind::ok) throw_outcome(o);
-    send_group_part(up, m.part());
+    send_group_part(up, m.part(), setup.config.worker_loss != 0);
     farm_report r = group_report(options, ranks, setup.config.tasks, h, g, m.session_group());
     r.lost_ranks = o.lost;  // every group's (on_worker_loss)
     return r;

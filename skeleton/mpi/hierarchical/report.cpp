@@ -1,24 +1,15 @@
 // pfarm MPI engine, the hierarchical farm: its report from the parts (pfarm/report_merge.hpp; a master's part is the
 // core's group_part: its group's session with the requests its workers sent it and its own requests up). Rank 0
 // gathers the parts over the upper communicator (report.hpp) once the outcome is known and good, beside its own (its
-// own worker's entries), and merges them; each master's report holds its group's entries.
+// own worker's entries), and merges them; each master's report holds its group's entries. With on_worker_loss the
+// parts travel point to point from the living masters (a master presumed lost has none: its group has no entries).
 #include "hierarchical.hpp"
 
 namespace pfarm::detail {
 
-void send_group_part(MPI_Comm up, const report_part& part) { (void)gather_parts(up, 0, part); }
-
-std::vector<int> share_lost(MPI_Comm up, const std::vector<int>& mine) {
-    int ranks = 0;
-    mpi::check(MPI_Comm_size(up, &ranks), "MPI_Comm_size");
-    const int count = static_cast<int>(mine.size());
-    std::vector<int> counts(static_cast<std::size_t>(ranks)), at(static_cast<std::size_t>(ranks), 0);
-    mpi::check(MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, up), "MPI_Allgather");
-    for (int r = 1; r < ranks; ++r) at[static_cast<std::size_t>(r)] = at[static_cast<std::size_t>(r) - 1] + counts[static_cast<std::size_t>(r) - 1];
-    std::vector<int> all(static_cast<std::size_t>(at.back() + counts.back()));
-    mpi::check(MPI_Allgatherv(mine.data(), count, MPI_INT, all.data(), counts.data(), at.data(), MPI_INT, up),
-               "MPI_Allgatherv");
-    return all;
+void send_group_part(MPI_Comm up, const report_part& part, bool point_to_point) {
+    if (point_to_point) send_part(up, 0, part);
+    else (void)gather_parts(up, 0, part);
 }
 
 farm_report group_report(const farm_options& options, int ranks, task_count tasks, const rank_layout& h, int g,
@@ -34,7 +25,8 @@ farm_report group_report(const farm_options& options, int ranks, task_count task
 }
 
 farm_report gather_report(MPI_Comm up, const farm_options& options, int ranks, task_count tasks, const rank_layout& h,
-                          const farmer_session& top, task_count requests, double cpu0) {
+                          const farmer_session& top, task_count requests, double cpu0, const std::vector<int>* living,
+                          double wait) {
     report_part own;  // rank 0's own worker: worker 0 of the supermaster's session (its other workers are the masters)
     if (h.computes) {
         own.workers.push_back({0, top.tasks_of(0), top.chunks_of(0), top.busy_of(0), top.finish_of(0)});
@@ -44,7 +36,8 @@ farm_report gather_report(MPI_Comm up, const farm_options& options, int ranks, t
         own.task_errors = top.task_errors(), own.retried_tasks = top.retried_tasks();
         for (const task_failure& f : top.failed()) own.failed.push_back({f.task, 0, f.text});
     }
-    const std::vector<report_part> parts = gather_parts(up, 0, own);  // rank 0's, then the masters' in group order
+    // Rank 0's, then the masters' in group order (with on_worker_loss point to point, from the living masters only).
+    const std::vector<report_part> parts = living ? receive_parts(up, own, *living, wait) : gather_parts(up, 0, own);
     farm_report r = empty_report(options, ranks, tasks);
     r.workers = h.workers;
     r.master_ranks = h.master;

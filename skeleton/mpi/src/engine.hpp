@@ -146,6 +146,13 @@ void share_outcome(MPI_Comm comm, outcome& o);
 /// each of them receives it, dropping the farmer's messages that come before it.
 void send_outcome(MPI_Comm comm, const outcome& o, const std::vector<int>& lost);
 void receive_outcome(MPI_Comm comm, outcome& o, bool gentle);
+/// receive_outcome without waiting: true when rank 0's outcome had come (read into `o`). `others_too`: any other
+/// message from rank 0 that comes first is received and dropped (as receive_outcome drops it); else only the outcome
+/// is looked for (a communicator that carries no farm message from rank 0 to this rank).
+bool try_receive_outcome(MPI_Comm comm, outcome& o, bool others_too);
+/// The outcome to each rank of `to` on `comm` (tag_outcome), never waited for: ranks that may be gone (the workers of
+/// a hierarchical master presumed lost).
+void send_outcome_detached(MPI_Comm comm, const outcome& o, const std::vector<int>& to);
 [[noreturn]] void throw_outcome(const outcome& o);
 
 /// Progress on one rank's standard error (progress.cpp): a bar on a terminal, plain lines otherwise, nothing when
@@ -210,8 +217,10 @@ farm_report run_journaled(MPI_Comm comm, const std::byte* in, std::byte* out, ta
 farm_report run_farmer_side(MPI_Comm comm, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
                             const farm_options& options, const shared_setup& setup, std::unique_ptr<technique> policy,
                             double t0, sampler& monitors, std::vector<double> offsets, double round_trip);
+/// `above` (a worker of a hierarchical group, with on_worker_loss: the farm's communicator; else MPI_COMM_NULL): while
+/// it waits for its master it also takes the outcome rank 0 sends there when its master is presumed lost.
 farm_report run_worker_side(MPI_Comm comm, int rank, int ranks, const std::byte* in, const task_kernel& kernel,
                             const farm_options& options, const shared_setup& setup, double t0, sampler& monitors,
-                            double round_trip);
+                            double round_trip, MPI_Comm above = MPI_COMM_NULL);
 
 }  // namespace pfarm::detail

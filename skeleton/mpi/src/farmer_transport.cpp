@@ -39,7 +39,7 @@ public:
           // Retry: a failed task's fill must not land over its later result.
           buffered_(kernel.streamed() || setup.config.stragglers ||
                     setup.config.task_errors == static_cast<std::int32_t>(task_error_rule::kind::retry)),
-          may_lose_(ranks.may_lose),
+          may_lose_(ranks.may_lose), driver_ends_(ranks.driver_ends),
           progress_(progress, setup.config.tasks), session_(session),
           own_(kernel, setup, monitors, 0, [t0] { return now() - t0; }),
           inbox_(ranks.comm, ranks.reclaim, setup.config.gentle_wait != 0, may_lose_), side_(side),
@@ -89,7 +89,8 @@ public:
         }
         if (may_lose_) {  // no collective: a rank may be gone (on_worker_loss)
             o.lost = lost_ranks();
-            end_among_living(comm_, o, o.lost);
+            r.lost_in_comm = lost_in_comm();
+            if (!driver_ends_) end_among_living(comm_, o, r.lost_in_comm);
         } else {
             end_traffic(comm_, true, setup_.config.gentle_wait != 0);  // what workers sent after their abort, dropped
             share_outcome(comm_, o);
@@ -329,10 +330,17 @@ private:
         if (pending_.size() >= 64) complete_sends(false);
     }
 
-    /// The ranks presumed lost (on_worker_loss).
+    /// The ranks presumed lost (on_worker_loss), as farmer_ranks::named names them.
     std::vector<int> lost_ranks() const {
         std::vector<int> ranks;
         for (int w : session_.lost()) ranks.push_back(named_.at(static_cast<std::size_t>(w)));
+        return ranks;
+    }
+
+    /// The same as ranks of the communicator.
+    std::vector<int> lost_in_comm() const {
+        std::vector<int> ranks;
+        for (int w : session_.lost()) ranks.push_back(w + first_);
         return ranks;
     }
 
@@ -343,7 +351,7 @@ private:
         if (pending_.empty()) return;
         if (all && !session_.lost().empty()) {
             static std::list<std::vector<std::byte>> let_go;
-            const std::vector<int> lost = lost_ranks();
+            const std::vector<int> lost = lost_in_comm();
             for (std::size_t i = 0; i < pending_.size(); ++i)
                 if (std::find(lost.begin(), lost.end(), pending_to_[i]) != lost.end()) {
                     mpi::check(MPI_Request_free(&pending_[i]), "MPI_Request_free");
@@ -429,6 +437,7 @@ private:
     double t0_;
     bool buffered_;                ///< results that follow their request go into a buffer of their own
     bool may_lose_;                ///< on_worker_loss: a rank may die; nothing waits for one (receives, replies)
+    bool driver_ends_;             ///< the driver sends the outcome (farmer_ranks::driver_ends)
     progress_reporter progress_;
     farmer_session& session_;
     own_worker own_;               ///< this rank's own worker, when it computes

@@ -39,6 +39,9 @@ struct farmer_ranks {
     /// A worker of the communicator may be lost (on_worker_loss): nothing waits for one, and the farm ends point to
     /// point (send_outcome) instead of with collectives.
     bool may_lose = false;
+    /// With may_lose: the transport does not end the farm on the other ranks (no outcome sent); its driver does, once
+    /// it has learned more (the hierarchical supermaster: the ranks the masters lost).
+    bool driver_ends = false;
 };
 
 /// What the transport leaves once the farm is over: the outcome, learned by every rank of the communicator
@@ -46,6 +49,9 @@ struct farmer_ranks {
 struct farmer_transport_result {
     outcome result;
     task_count requests = 0;
+    /// With may_lose: the communicator ranks of the workers presumed lost, in the order they were (`result.lost` names
+    /// them as farmer_ranks::named does).
+    std::vector<int> lost_in_comm;
 };
 
 /// With on_worker_loss, the end of a farm among the living ranks of `comm`, from its rank 0 (the flat farmer, a

@@ -335,4 +335,15 @@ void end_traffic(MPI_Comm comm, bool receives, bool gentle) {
     }
 }
 
+bool probe_until(MPI_Comm comm, int source, int tag, double seconds, MPI_Status& status) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (;;) {
+        int flag = 0;
+        mpi::check(MPI_Iprobe(source, tag, comm, &flag, &status), "MPI_Iprobe");
+        if (flag) return true;
+        if (std::chrono::steady_clock::now() >= until) return false;
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+}
+
 }  // namespace pfarm::detail

@@ -31,6 +31,8 @@ constexpr int tag_inputs = 6;    // farmer -> worker: the inputs of a reply too 
 constexpr int tag_failure = 7;   // decentralised farm: each rank to rank 0 "done, and how"; rank 0 back: the outcome
 constexpr int tag_outcome = 8;   // on_worker_loss: rank 0 -> each rank, the farm's outcome (no collective at the end)
 constexpr int tag_after = 9;     // after a farm that lost ranks: rank 0 -> each living rank, what broadcast_string sends
+constexpr int tag_lost = 10;     // hierarchical, on_worker_loss: a master -> rank 0, the ranks of its group it presumed lost
+constexpr int tag_part = 11;     // hierarchical, on_worker_loss: a master -> rank 0, its part of the report
 
 /// A message up to this size carries its payload; a larger one sends its header alone and its payload after.
 constexpr std::size_t inline_capacity = 64 * 1024;
@@ -198,6 +200,10 @@ private:
     wire_buffer buffer_;               ///< without reclaim: the message received
     received_message message_;
 };
+
+/// Waits at most `seconds` for a message from `source` with `tag` on `comm` (polled, with a short sleep); true when one
+/// has come (`status` names it, not received). For a sender that may be gone (on_worker_loss).
+bool probe_until(MPI_Comm comm, int source, int tag, double seconds, MPI_Status& status);
 
 /// Sends `bytes` to `to` on `tag` without waiting for it, ever: to a rank that may be gone (on_worker_loss). The bytes
 /// are kept until the process ends (MPI may send them in place, later).

@@ -1,6 +1,8 @@
 // pfarm MPI engine: the farm's report over MPI (report.hpp): a session's part's one serialiser (doubles, gathered on
-// rank 0) and the report the merge (pfarm/report_merge.hpp) fills.
+// rank 0, collectively or point to point) and the report the merge (pfarm/report_merge.hpp) fills.
 #include "report.hpp"
+
+#include "messages.hpp"
 
 #include "pfarm/mpi.hpp"
 
@@ -117,6 +119,31 @@ std::vector<report_part> gather_parts(MPI_Comm comm, int root, const report_part
     std::vector<report_part> parts;
     for (std::size_t q = 0; q < counts.size(); ++q)
         parts.push_back(unpack(std::span<const double>(all).subspan(static_cast<std::size_t>(at[q]), static_cast<std::size_t>(counts[q]))));
+    return parts;
+}
+
+void send_part(MPI_Comm comm, int root, const report_part& mine) {
+    std::vector<double> packed;
+    pack(mine, packed);
+    mpi::check(MPI_Send(packed.data(), static_cast<int>(packed.size()), MPI_DOUBLE, root, tag_part, comm), "MPI_Send");
+}
+
+std::vector<report_part> receive_parts(MPI_Comm comm, const report_part& mine, const std::vector<int>& from, double seconds) {
+    int rank = 0, ranks = 1;
+    mpi::check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    mpi::check(MPI_Comm_size(comm, &ranks), "MPI_Comm_size");
+    std::vector<report_part> parts(static_cast<std::size_t>(ranks));
+    parts[0] = mine;
+    for (int q : from) {
+        if (q == rank) continue;
+        MPI_Status status;
+        if (!probe_until(comm, q, tag_part, seconds, status)) continue;  // gone after the farm: its part is empty
+        int count = 0;
+        mpi::check(MPI_Get_count(&status, MPI_DOUBLE, &count), "MPI_Get_count");
+        std::vector<double> v(static_cast<std::size_t>(count));
+        mpi::check(MPI_Recv(v.data(), count, MPI_DOUBLE, q, tag_part, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+        parts[static_cast<std::size_t>(q)] = unpack(v);
+    }
     return parts;
 }
 

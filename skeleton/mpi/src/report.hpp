@@ -16,6 +16,13 @@ namespace pfarm::detail {
 /// calibration does not travel: only a farm of one session reports one, from rank 0's own.
 std::vector<report_part> gather_parts(MPI_Comm comm, int root, const report_part& mine);
 
+/// gather_parts point to point, where a rank of `comm` may be gone (on_worker_loss): send_part sends this rank's part
+/// to `root` (tag_part); receive_parts, on `root`, receives those of the ranks `from`, waiting at most `seconds` for
+/// each (one that does not come is empty), and returns `mine` then one part per other rank in rank order (empty for
+/// a rank not in `from`).
+void send_part(MPI_Comm comm, int root, const report_part& mine);
+std::vector<report_part> receive_parts(MPI_Comm comm, const report_part& mine, const std::vector<int>& from, double seconds);
+
 /// A report with its per-rank vectors sized and zero: technique, ranks, tasks and the first worker's rank from the
 /// options.
 farm_report empty_report(const farm_options& options, int ranks, task_count tasks);

@@ -416,8 +416,40 @@ void send_outcome(MPI_Comm comm, const outcome& o, const std::vector<int>& lost)
     mpi::check(MPI_Waitall(static_cast<int>(living.size()), living.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
 }
 
+namespace {
+/// The outcome in `bytes` (`count` of them), as packed() wrote it.
+void unpack_outcome(const std::vector<std::byte>& bytes, int count, outcome& o) {
+    outcome_header h;
+    if (static_cast<std::size_t>(count) < sizeof h) throw internal_error("farm: a short outcome message");
+    std::memcpy(&h, bytes.data(), sizeof h);
+    const std::size_t lost = static_cast<std::size_t>(h.lost_count) * sizeof(std::int32_t);
+    if (static_cast<std::size_t>(count) != sizeof h + lost + static_cast<std::size_t>(h.text_length))
+        throw internal_error("farm: an outcome message of the wrong size");
+    o.what = static_cast<farm_outcome::kind>(h.kind);
+    o.rank = h.rank;
+    o.task = h.task;
+    o.lost.resize(static_cast<std::size_t>(h.lost_count));
+    for (std::size_t i = 0; i < o.lost.size(); ++i) {
+        std::int32_t r = 0;
+        std::memcpy(&r, bytes.data() + sizeof h + i * sizeof r, sizeof r);
+        o.lost[i] = r;
+    }
+    o.text.assign(reinterpret_cast<const char*>(bytes.data() + sizeof h + lost), static_cast<std::size_t>(h.text_length));
+}
+
+/// Receives the message from rank 0 that `status` names; true when it is the outcome (read into `o`).
+bool take_outcome(MPI_Comm comm, const MPI_Status& status, outcome& o) {
+    int count = 0;
+    mpi::check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
+    std::vector<std::byte> bytes(static_cast<std::size_t>(std::max(count, 1)));
+    mpi::check(MPI_Recv(bytes.data(), count, MPI_BYTE, 0, status.MPI_TAG, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+    if (status.MPI_TAG != tag_outcome) return false;  // a reply that crossed the end (a stop to a rank presumed lost)
+    unpack_outcome(bytes, count, o);
+    return true;
+}
+}  // namespace
+
 void receive_outcome(MPI_Comm comm, outcome& o, bool gentle) {
-    std::vector<std::byte> bytes;
     for (double pause = 1e-5;;) {
         MPI_Status status;
         if (gentle) {  // more ranks than cores: poll with a growing sleep
@@ -431,29 +463,20 @@ void receive_outcome(MPI_Comm comm, outcome& o, bool gentle) {
         } else {
             mpi::check(MPI_Probe(0, MPI_ANY_TAG, comm, &status), "MPI_Probe");
         }
-        int count = 0;
-        mpi::check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
-        bytes.resize(static_cast<std::size_t>(std::max(count, 1)));
-        mpi::check(MPI_Recv(bytes.data(), count, MPI_BYTE, 0, status.MPI_TAG, comm, MPI_STATUS_IGNORE), "MPI_Recv");
-        if (status.MPI_TAG != tag_outcome) continue;  // a reply that crossed the end (a stop to a rank presumed lost)
-        outcome_header h;
-        if (static_cast<std::size_t>(count) < sizeof h) throw internal_error("farm: a short outcome message");
-        std::memcpy(&h, bytes.data(), sizeof h);
-        const std::size_t lost = static_cast<std::size_t>(h.lost_count) * sizeof(std::int32_t);
-        if (static_cast<std::size_t>(count) != sizeof h + lost + static_cast<std::size_t>(h.text_length))
-            throw internal_error("farm: an outcome message of the wrong size");
-        o.what = static_cast<farm_outcome::kind>(h.kind);
-        o.rank = h.rank;
-        o.task = h.task;
-        o.lost.resize(static_cast<std::size_t>(h.lost_count));
-        for (std::size_t i = 0; i < o.lost.size(); ++i) {
-            std::int32_t r = 0;
-            std::memcpy(&r, bytes.data() + sizeof h + i * sizeof r, sizeof r);
-            o.lost[i] = r;
-        }
-        o.text.assign(reinterpret_cast<const char*>(bytes.data() + sizeof h + lost), static_cast<std::size_t>(h.text_length));
-        return;
+        if (take_outcome(comm, status, o)) return;
     }
+}
+
+bool try_receive_outcome(MPI_Comm comm, outcome& o, bool others_too) {
+    MPI_Status status;
+    int flag = 0;
+    mpi::check(MPI_Iprobe(0, others_too ? MPI_ANY_TAG : tag_outcome, comm, &flag, &status), "MPI_Iprobe");
+    return flag != 0 && take_outcome(comm, status, o);
+}
+
+void send_outcome_detached(MPI_Comm comm, const outcome& o, const std::vector<int>& to) {
+    const std::vector<std::byte> bytes = packed(o);
+    for (int r : to) send_detached(comm, bytes, r, tag_outcome);
 }
 
 void broadcast_string(MPI_Comm comm, std::string& text, const std::vector<int>& lost) {

@@ -258,11 +258,15 @@ public:
     /// When worker `worker` is past the deadline of `rule`: holding a chunk, `factor` x the chunk's tasks x its
     /// seconds per task (its own; else the others' mean; else the time a calibration learned by an earlier farm gives
     /// it; else, before any task has been timed, the slack: a task is taken to last at most that) + the slack, from
-    /// when the chunk was handed out or its last one ended. Holding none, while it owes a message (its answer to a
+    /// when the chunk was handed out, its last one ended or it last said it lives (heard()). Holding none, while it owes a message (its answer to a
     /// reclaim, or the request a `later` asked for; both due at once): the slack from when it was asked for it or
     /// came to hold nothing, whichever is later. Infinity: it holds nothing and owes nothing, is lost already, or is a
     /// thief waiting for its victim's answer (it waits for the farmer; its chunk's deadline runs again from the answer).
     double silent_past(int worker, const worker_loss_rule& rule) const;
+    /// Worker `worker` said at `now` that it lives and still computes what it holds (a keep-alive: a hierarchical
+    /// master whose group takes longer than its chunk's deadline, master_session.hpp): the loss rule's deadline of
+    /// its oldest chunk runs again from then.
+    void heard(int worker, double now) { workers_.at(static_cast<std::size_t>(worker)).heard_at = now; }
     /// Tasks that went back from lost workers so far, and those waiting to be handed out again.
     task_count returned_tasks() const noexcept { return returned_tasks_; }
     bool returns_waiting() const noexcept { return !returned_.empty(); }
@@ -329,6 +333,7 @@ private:
         bool asked_for_busy = false;         ///< the pending reclaim's thief still held chunks (thief_busy > 0)
         bool waiting_for_victim = false;     ///< this worker is a thief waiting for an answer
         double answered_at = 0.0;            ///< when its last wait for a victim's answer ended (the loss rule reads it)
+        double heard_at = 0.0;               ///< its last keep-alive (heard(); the loss rule reads it)
         double busy_seconds = 0.0;           ///< compute time of its completed chunks
         task_count done_tasks = 0;           ///< tasks of its completed chunks
         // Stragglers: what its oldest chunk is to a re-execution.

@@ -42,7 +42,9 @@
 // With `continue` its tasks go to the others (farmer.hpp "Lost workers") and the farm ends without it; with `stop`
 // the farm stops (outcome worker_lost). Either way it is retired, and lost() names it; a message that still comes
 // from it is not counted: a request is answered `stop`, anything else dropped (one whose request had no answer yet
-// when it was presumed lost is sent `stop` then).
+// when it was presumed lost is sent `stop` then). A `results` message with no results is a keep-alive: it answers
+// nothing, and the deadline of the worker's oldest chunk runs again from it (farmer::heard; a hierarchical master
+// sends one while its group computes longer than that deadline: master_session.hpp).
 //
 // Pool mode (options.pool; a hierarchical master, master_session.hpp): the tasks come as ranges through
 // add_tasks() and stop coming at close_pool() (farmer.hpp "Pool" has the rules); both ask the parked workers

@@ -37,6 +37,11 @@
 //     on_timer(), and its chunks go back to the group's pool side (farmer.hpp "Lost workers"): the ledger's chunks are
 //     completed by whoever computes those tasks, each result credited once, so that every chunk's results still go
 //     up once. The farm stopping for it (`stop`), or a group left without workers, goes up as a failure naming it.
+//     The supermaster presumes a master lost by the same rule (its session's worker_loss, a master one of its workers),
+//     and a master's chunk may take longer than that deadline while its group waits for a worker of its own to be
+//     presumed lost: so a master that holds chunks and has sent nothing up for half the slack sends a keep-alive
+//     (an up `results` message with no results, farmer_session.hpp "Lost workers") at on_timer(), and a master that
+//     lives is never silent past its deadline; a dead one sends nothing and is presumed lost.
 // Calibration happens in the group (the workers' technique, at the master, over its workers); the supermaster
 // weights masters by the powers it is given (the sum of the workers' weights, or the group sizes), not by
 // measured ones. Reclaim works within a group; there is none between masters (docs/hierarchical.md says why).
@@ -134,11 +139,12 @@ public:
     /// The master itself failed: its group is aborted and the failure goes up.
     const std::vector<master_action>& abort(const std::string& why);
     /// Lost workers (options.group.worker_loss; docs/reliability.md "A lost worker"): when the driver must call
-    /// on_timer() if no message comes before (infinity: no need), as for a flat farm's session.
-    double deadline() const { return group_.deadline(); }
+    /// on_timer() if no message comes before (infinity: no need), as for a flat farm's session, or the keep-alive is due.
+    double deadline() const;
     /// The group's workers silent past the loss rule's deadline are presumed lost: with `continue` their tasks go to the
     /// group's other workers (the ledger counts their results as they come), with `stop`, or when no worker of the group
-    /// is left, the group is aborted and the loss goes up as the master's failure, naming that worker.
+    /// is left, the group is aborted and the loss goes up as the master's failure, naming that worker. When it holds
+    /// chunks and has sent nothing up for half the slack, a keep-alive goes up (the header's "lost workers").
     const std::vector<master_action>& on_timer(double now);
     /// The group's workers presumed lost, in the order they were (their indices in the group).
     const std::vector<int>& lost() const noexcept { return group_.lost(); }
@@ -148,7 +154,8 @@ public:
     const worker_session& up() const noexcept { return up_; }
     /// Tasks in its pool not handed out yet.
     task_count pool_left() const noexcept { return group_.decisions().remaining(); }
-    /// Messages it sent up; of them requests (ask), and requests that carried a chunk's results (merged).
+    /// Messages it sent up (keep-alives aside); of them requests (ask), and requests that carried a chunk's results
+    /// (merged).
     task_count up_messages() const noexcept { return up_messages_; }
     task_count up_requests() const noexcept { return up_requests_; }
     task_count merged_requests() const noexcept { return merged_; }
@@ -171,6 +178,7 @@ private:
     resource_sample readings() const;
     task_count next_unhanded(const chunk& c) const;
     void report_failure();
+    double keep_alive_due() const;  ///< when a keep-alive goes up (infinity: none is due)
 
     farmer_session group_;
     worker_session up_;
@@ -182,6 +190,9 @@ private:
     bool failure_sent_ = false;
     int failed_worker_ = -1;
     task_count up_messages_ = 0, up_requests_ = 0, merged_ = 0;
+    double keep_alive_ = 0.0;  ///< the most seconds it stays silent up while it holds chunks (0: no loss rule)
+    double now_ = 0.0;         ///< the time of the event being handled
+    double last_up_ = 0.0;     ///< when its last message went up
 };
 
 /// The supermaster's technique when none is given: the workers' technique when it is one of the weighted schemes

@@ -20,7 +20,9 @@ struct request_message {
         final = 2,     ///< "here are my results; I want nothing more" (after a stop, with prefetch)
         failure = 3,   ///< "task failed_task threw `text`" (failed_task -1: the worker itself failed)
         released = 4,  ///< "I gave back `done`, the end of a chunk I hold" (count 0: nothing) after a reclaim
-        results = 5,   ///< "here are my results; I ask for nothing now" (prefetch: its next chunk came already)
+        /// "here are my results; I ask for nothing now" (prefetch: its next chunk came already); with no results
+        /// (`done` count 0), a keep-alive: "I live and still compute what I hold" (farmer_session.hpp "Lost workers")
+        results = 5,
         dropped = 6,   ///< "I dropped `done`, as told (cancel), without its results"
         /// "task failed_task, of a chunk I hold, threw `text`; I go on with the chunk" (on_task_error retry or skip:
         /// its results in the chunk's are the fill); sent when it fails, before the chunk's results
