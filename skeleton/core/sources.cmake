@@ -8,6 +8,7 @@ set(pfarm_core_sources
   src/farmer.cpp
   src/farmer_reexecution.cpp
   src/farmer_session.cpp
+  src/farmer_session_deadlines.cpp
   src/worker_session.cpp
   src/master_session.cpp
   src/hierarchy_plan.cpp
