@@ -2,7 +2,7 @@
 # The cluster tests' cases, each run inside an emulated cluster made by 'pfarm-cluster with' (PFARM_CLUSTER, the
 # harness, and PFARM_CLUSTER_NAME set): the same answers across emulated nodes as on one node.
 #   cases.sh CASE WORKDIR      programs from the environment: MANDELBROT, CALCIUM, PFARM_RUN, C_API
-# Cases: mandelbrot, calcium, hierarchical, decentralised, c_api, run_mpirun, journal_kill, slurm.
+# Cases: mandelbrot, calcium, hierarchical, decentralised, c_api, run_mpirun, journal_kill, node_kill, slurm.
 set -euo pipefail
 case_name=$1 work=$2
 rm -rf "$work" && mkdir -p "$work"
@@ -194,6 +194,71 @@ assert computed > 0, "the journal held every task: make the sweep longer"
 assert computed + journaled == tasks, "a journaled task was computed again, or a task is missing"
 PY
   say "output identical to an uninterrupted single-node run"
+  ;;
+
+node_kill)
+  # A whole node lost under Open MPI's recovery mode: pfarm-calcium across the 3 nodes, node2 SIGKILLed (its ranks and
+  # its orted) 0.5 s after the sweep's first result. The farm must go on without it in the same run: the output
+  # folder byte-identical to an uninterrupted run's, the ranks of node2 (from the ranks' own hostname) reported as
+  # lost_ranks, every living rank exiting 3. mpirun never learns that node2's ranks ended and waits for them;
+  # 'run --recovery' ends it once every other rank has exited, and exits 3 (docs/reliability.md "A lost node").
+  # 1. The flat farmer on 4 ranks: 0-1 on node0, 2 on node1, 3 on node2.
+  # 2. The hierarchical farmer, one master per node (--masters 0) on node0:3,node1:2,node2:1: rank 5, alone on node2,
+  #    is a worker of node1's group (master 3), so node2 holds no master (checked: the report's masters.ranks).
+  args=(--channels 2000 --steps 5000 --peak-duration 0.03 --experiments 120 --trace-stride 10 --technique multi
+        --k 8 --json --quiet --on-worker-loss continue=2)
+  timed "reference" local_mpi 3 "$CALCIUM" "${args[@]}" --output ref >/dev/null
+  # Each rank's shell records its exit status and hostname (mpirun under recovery mode exits 0 whatever its ranks do).
+  wrap=(sh -c 'echo "$(hostname)" >host.$OMPI_COMM_WORLD_RANK; "$0" "$@"; s=$?; echo $s >status.$OMPI_COMM_WORLD_RANK; exit $s')
+  kill_run() {  # kill_run LABEL HOSTS [ARGS...]: in folder LABEL
+    local label=$1 hosts=$2 t0=$SECONDS rc job killed; shift 2
+    mkdir "$label" && cd "$label"
+    set +e
+    timeout 80 "$PFARM_CLUSTER" run --recovery --host "$hosts" -- "${wrap[@]}" "$CALCIUM" "${args[@]}" "$@" \
+      --output run >run.json 2>run.err &
+    job=$!
+    for _ in $(seq 1 1200); do
+      [ -n "$(ls run/experiments 2>/dev/null | head -1)" ] || ! kill -0 $job 2>/dev/null && break
+      sleep 0.02
+    done
+    kill -0 $job 2>/dev/null || fail "$label: the run ended before node2 could be killed: $(tail -5 run.err)"
+    sleep 0.5
+    pc kill node2 >/dev/null
+    say "$label: node2 killed $((SECONDS - t0)) s after mpirun started"
+    wait $job
+    rc=$?
+    set -e
+    say "$label: run --recovery exited $rc after $((SECONDS - t0)) s"
+    [ $rc -ne 124 ] ||
+      fail "$label: the run did not end within 80 s after node2 was lost: $(grep -v 'PMIX ERROR' run.err | tail -5)"
+    [ $rc -eq 3 ] || fail "$label: run --recovery exited $rc, expected 3 (mpirun ended once it waited only for" \
+      "node2): $(grep -v 'PMIX ERROR' run.err | tail -5)"
+    killed=$(grep -lx node2 host.* | sed 's/host\.//' | sort -n | tr '\n' ' ' | sed 's/ $//')
+    [ -n "$killed" ] || fail "$label: no rank ran on node2"
+    diff -r ../ref run >/dev/null ||
+      fail "$label: the output differs from an uninterrupted run's: $(diff -rq ../ref run | head -3)"
+    LABEL="$label" KILLED="$killed" python3 - <<'PY'
+import json, os
+label, killed = os.environ["LABEL"], [int(r) for r in os.environ["KILLED"].split()]
+t = open("run.json").read()
+r = json.loads(t[t.index("{"):t.rindex("}") + 1])
+assert r["lost_ranks"] == killed, f"{label}: lost_ranks {r['lost_ranks']}, the ranks on node2 were {killed}"
+status = {k: open(f"status.{k}").read().strip() if os.path.exists(f"status.{k}") else None for k in range(r["ranks"])}
+# (a killed rank's shell may live long enough to record the SIGKILL, 137)
+for k in killed:
+    assert status[k] in (None, "137"), f"{label}: rank {k} on node2 exited {status[k]}: it was not killed"
+wrong = {k: s for k, s in status.items() if k not in killed and s != "3"}
+assert not wrong, f"{label}: living ranks' exit statuses {wrong}, expected 3"
+masters = (r.get("masters") or {}).get("ranks", [])
+assert not set(masters) & set(killed), f"{label}: node2 held master(s) {set(masters) & set(killed)}"
+print(f"cluster.node_kill: {label}: lost_ranks {r['lost_ranks']} (node2's), living ranks exit 3, "
+      f"masters {masters or '-'}, makespan {r['makespan']:.2f} s")
+PY
+    say "$label: output identical to an uninterrupted run's ($(find ../ref -type f | wc -l) files)"
+    cd ..
+  }
+  kill_run flat node0:2,node1:1,node2:1
+  kill_run hierarchical node0:3,node1:2,node2:1 --farmer hierarchical --masters 0
   ;;
 
 slurm)
