@@ -205,13 +205,17 @@ node_kill)
   # 1. The flat farmer on 4 ranks: 0-1 on node0, 2 on node1, 3 on node2.
   # 2. The hierarchical farmer, one master per node (--masters 0) on node0:3,node1:2,node2:1: rank 5, alone on node2,
   #    is a worker of node1's group (master 3), so node2 holds no master (checked: the report's masters.ranks).
+  # 3. The same on node0:3,node1:2,node2:2: node2 holds a whole group, master 5 and its worker 6. Rank 0 presumes the
+  #    master lost and hands its chunks to the other masters; lost_ranks names the master, then its worker, which does
+  #    not answer rank 0 (docs/reliability.md "In the hierarchical farm").
   args=(--channels 2000 --steps 5000 --peak-duration 0.03 --experiments 120 --trace-stride 10 --technique multi
         --k 8 --json --quiet --on-worker-loss continue=2)
   timed "reference" local_mpi 3 "$CALCIUM" "${args[@]}" --output ref >/dev/null
   # Each rank's shell records its exit status and hostname (mpirun under recovery mode exits 0 whatever its ranks do).
   wrap=(sh -c 'echo "$(hostname)" >host.$OMPI_COMM_WORLD_RANK; "$0" "$@"; s=$?; echo $s >status.$OMPI_COMM_WORLD_RANK; exit $s')
-  kill_run() {  # kill_run LABEL HOSTS [ARGS...]: in folder LABEL
-    local label=$1 hosts=$2 t0=$SECONDS rc job killed; shift 2
+  kill_run() {  # kill_run LABEL LOST HOSTS [ARGS...]: in folder LABEL; LOST: workers (node2 holds workers only) or
+    # master (node2 holds a master and its group)
+    local label=$1 lost=$2 hosts=$3 t0=$SECONDS rc job killed; shift 3
     mkdir "$label" && cd "$label"
     set +e
     timeout 80 "$PFARM_CLUSTER" run --recovery --host "$hosts" -- "${wrap[@]}" "$CALCIUM" "${args[@]}" "$@" \
@@ -237,28 +241,35 @@ node_kill)
     [ -n "$killed" ] || fail "$label: no rank ran on node2"
     diff -r ../ref run >/dev/null ||
       fail "$label: the output differs from an uninterrupted run's: $(diff -rq ../ref run | head -3)"
-    LABEL="$label" KILLED="$killed" python3 - <<'PY'
+    LABEL="$label" KILLED="$killed" LOST="$lost" python3 - <<'PY'
 import json, os
 label, killed = os.environ["LABEL"], [int(r) for r in os.environ["KILLED"].split()]
 t = open("run.json").read()
 r = json.loads(t[t.index("{"):t.rindex("}") + 1])
-assert r["lost_ranks"] == killed, f"{label}: lost_ranks {r['lost_ranks']}, the ranks on node2 were {killed}"
+masters = (r.get("masters") or {}).get("ranks", [])
+if os.environ["LOST"] == "master":
+    named = sorted(set(masters) & set(killed))
+    assert named and set(killed) - set(named), f"{label}: node2 held masters {named} of ranks {killed}: not a group"
+    expected = named + sorted(set(killed) - set(named))
+    assert r["lost_ranks"] == expected, f"{label}: lost_ranks {r['lost_ranks']}, expected node2's master then its workers {expected}"
+else:
+    assert r["lost_ranks"] == killed, f"{label}: lost_ranks {r['lost_ranks']}, the ranks on node2 were {killed}"
+    assert not set(masters) & set(killed), f"{label}: node2 held master(s) {set(masters) & set(killed)}"
 status = {k: open(f"status.{k}").read().strip() if os.path.exists(f"status.{k}") else None for k in range(r["ranks"])}
 # (a killed rank's shell may live long enough to record the SIGKILL, 137)
 for k in killed:
     assert status[k] in (None, "137"), f"{label}: rank {k} on node2 exited {status[k]}: it was not killed"
 wrong = {k: s for k, s in status.items() if k not in killed and s != "3"}
 assert not wrong, f"{label}: living ranks' exit statuses {wrong}, expected 3"
-masters = (r.get("masters") or {}).get("ranks", [])
-assert not set(masters) & set(killed), f"{label}: node2 held master(s) {set(masters) & set(killed)}"
 print(f"cluster.node_kill: {label}: lost_ranks {r['lost_ranks']} (node2's), living ranks exit 3, "
       f"masters {masters or '-'}, makespan {r['makespan']:.2f} s")
 PY
     say "$label: output identical to an uninterrupted run's ($(find ../ref -type f | wc -l) files)"
     cd ..
   }
-  kill_run flat node0:2,node1:1,node2:1
-  kill_run hierarchical node0:3,node1:2,node2:1 --farmer hierarchical --masters 0
+  kill_run flat workers node0:2,node1:1,node2:1
+  kill_run hierarchical workers node0:3,node1:2,node2:1 --farmer hierarchical --masters 0
+  kill_run hierarchical-master master node0:3,node1:2,node2:2 --farmer hierarchical --masters 0
   ;;
 
 slurm)

@@ -19,8 +19,8 @@
 //              4th task, presumed lost by rank 0, its chunks computed by the other group, its group's living workers
 //              told the outcome by rank 0 (V: plain, prefetch; computes: the masters compute, and master 1 dies in
 //              its own 4th task; worker: rank 2 dies too; journal); hierarchical-group: ranks 1, 2 and 3, master 1's whole
-//              group, are killed; lost_ranks == {1} on every living rank (nobody is left to presume a worker of a
-//              lost master lost)
+//              group, are killed; lost_ranks == {1}, then the workers killed with it (-worker: {1, 2}; -group:
+//              {1, 2, 3}: rank 0 names the workers of a lost master that do not answer it) on every living rank
 //   stop       stop=0.5: every living rank throws pfarm::error naming the victim's rank and "presumed lost" (argv[3]:
 //              a variant as above, hierarchical included)
 //   abort      continue=2, and rank 0's sink throws at the 150th result, after the victim died and before it is
@@ -232,8 +232,14 @@ void run_continue(const std::string& full, bool late) {
         check_outputs(out, variant);
         if (variant == "journal" && rank_ == 0) check_journal(journal);
     }
-    CHECK(r.lost_ranks == std::vector<int>{victim}, "%s: lost ranks %zu (first %d), expected {%d}", variant.c_str(),
-          r.lost_ranks.size(), r.lost_ranks.empty() ? -1 : r.lost_ranks[0], victim);
+    // The victim, then (a lost master) the workers of its group killed with it, which rank 0 finds silent.
+    std::vector<int> expected{victim};
+    for (int k : killed)
+        if (k != victim) expected.push_back(k);
+    std::sort(expected.begin() + 1, expected.end());
+    CHECK(r.lost_ranks == expected, "%s: lost ranks %zu (first %d, last %d), expected %zu from %d", variant.c_str(),
+          r.lost_ranks.size(), r.lost_ranks.empty() ? -1 : r.lost_ranks[0],
+          r.lost_ranks.empty() ? -1 : r.lost_ranks.back(), expected.size(), victim);
     if (rank_ == 0 && !master_lost(full)) {  // (a lost master's group has no entries: its part never came)
         pfarm::task_count total = 0;
         for (auto t : r.tasks_per_rank) total += t;

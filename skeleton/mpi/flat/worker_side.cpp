@@ -57,6 +57,7 @@ public:
         } catch (const orphaned& x) {  // its master was presumed lost: rank 0 told it the outcome
             o = x.result;
             abandoned_ = true;
+            answer_alive(o);
         }
         if (setup_.config.worker_loss != 0) {  // no collective: a rank may be gone (on_worker_loss)
             report_.lost_ranks = o.lost;  // every rank knows: what follows the farm must not wait for them
@@ -375,9 +376,19 @@ private:
     void receive_final_outcome(outcome& o) {
         if (above_ == MPI_COMM_NULL) return receive_outcome(comm_, o, setup_.config.gentle_wait != 0);
         for (;;) {
-            if (try_receive_outcome(comm_, o, true) || try_receive_outcome(above_, o, false)) return;
+            if (try_receive_outcome(comm_, o, true)) return;
+            if (try_receive_outcome(above_, o, false)) return answer_alive(o);
             if (setup_.config.gentle_wait != 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
         }
+    }
+
+    /// Rank 0 sent this worker, whose master it presumed lost, the outcome: it says it lives (rank 0 names the workers
+    /// that do not: lost with their master), and takes the final outcome that follows.
+    void answer_alive(outcome& o) {
+        const int alive = 1;
+        mpi::check(MPI_Send(&alive, 1, MPI_INT, 0, tag_alive, above_), "MPI_Send");
+        while (!try_receive_outcome(above_, o, false))
+            if (setup_.config.gentle_wait != 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
 
 public:

@@ -12,14 +12,19 @@
 // master_session.hpp), and its chunks go to the other masters. The farm then ends point to point (end_living): each
 // living master sends the ranks of its group it presumed lost, rank 0 sends the outcome, with every lost rank, to
 // the living masters (each passes it on to its group), and to the workers of each master presumed lost directly,
-// on the farm's communicator (their wait for their master's reply takes it: worker_side.cpp), whether they live
-// or not; the report's parts come from the living masters.
+// on the farm's communicator (their wait for their master's reply takes it: worker_side.cpp). A worker lost with its
+// master (a node lost whole) is seen by nobody else, so rank 0 asks: it sends those workers the outcome first,
+// each living one answers (tag_alive), and one that does not answer within the wait is lost too; then the final
+// outcome, naming it, goes to the living masters and to every one of those workers (in case it lives after all).
+// The report's parts come from the living masters.
 #include "hierarchical.hpp"
 
 #include "farmer_transport.hpp"
 #include "messages.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 namespace pfarm::detail {
 
@@ -54,6 +59,21 @@ void end_living(MPI_Comm comm, MPI_Comm up, const rank_layout& h, outcome& o, st
         o.lost.push_back(h.master[g]);
         for (int r : h.members[g])
             if (r != h.master[g]) orphans.push_back(r);
+    }
+    if (!orphans.empty()) {  // which of them live: each living one answers the outcome (worker_side.cpp)
+        send_outcome_detached(comm, o, orphans);
+        std::vector<int> silent = orphans;
+        const double until = now() + wait;
+        while (!silent.empty() && now() < until) {
+            std::erase_if(silent, [comm](int r) {
+                int flag = 0, alive = 0;
+                mpi::check(MPI_Iprobe(r, tag_alive, comm, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
+                if (flag) mpi::check(MPI_Recv(&alive, 1, MPI_INT, r, tag_alive, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+                return flag != 0;
+            });
+            if (!silent.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        o.lost.insert(o.lost.end(), silent.begin(), silent.end());
     }
     o.lost.insert(o.lost.end(), from_groups.begin(), from_groups.end());
     end_among_living(up, o, lost_up);
