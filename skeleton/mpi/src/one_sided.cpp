@@ -1,8 +1,9 @@
 // pfarm MPI engine: the end of a farm without a farmer (one_sided.hpp), on tag_failure, point to point (a
-// non-blocking collective would leave its progress function in every later MPI poll of the process).
+// non-blocking collective would leave its progress function in every later MPI poll of the process), and its report.
 #include "one_sided.hpp"
 
 #include "messages.hpp"
+#include "report.hpp"
 
 #include <chrono>
 #include <thread>
@@ -83,6 +84,28 @@ outcome report_and_await_outcome(MPI_Comm comm, const rank_end& end, bool gentle
     if (answer.length > 0)
         mpi::check(MPI_Recv(o.text.data(), answer.length, MPI_CHAR, 0, tag_failure, comm, MPI_STATUS_IGNORE), "MPI_Recv");
     return o;
+}
+
+void merge_rank_parts(MPI_Comm comm, int rank, int ranks, report_part mine, const std::vector<double>& offsets,
+                      int first_computing, farm_report& r) {
+    std::vector<report_part> parts = gather_parts(comm, 0, mine);
+    if (rank != 0) {
+        mine.workers.front().finish = 0.0;          // known on rank 0's clock only
+        mine.records.clear();                       // the trace is rank 0's
+        mine.failed.clear(), mine.task_errors = 0;  // as the list of failed tasks
+        add_part(r, mine);
+        return;
+    }
+    for (std::size_t p = 0; p < parts.size(); ++p) {  // to rank 0's clock (clock_offsets)
+        const double off = offsets[p];
+        worker_part& w = parts[p].workers.front();
+        w.finish = !w.chunks.empty() ? w.finish - off : 0.0;  // a rank that got nothing finishes at 0
+        for (chunk_trace& c : parts[p].records) c.sent -= off, c.started -= off, c.finished -= off, c.received -= off;
+        add_part(r, parts[p]);
+    }
+    std::vector<int> computing;
+    for (int q = first_computing; q < ranks; ++q) computing.push_back(q);
+    finish_report(r, computing, trace_order::first);
 }
 
 }  // namespace pfarm::detail

@@ -1,6 +1,7 @@
 // pfarm MPI engine, internal: what the two farms without a farmer share (decentralised/, stealing/): their one-sided
-// window over every rank (one MPI_Win_allocate, one MPI_Win_lock_all epoch for the whole farm), and their end, point to
-// point: each rank tells rank 0 it is done and how, and rank 0 answers every rank with the farm's outcome.
+// window over every rank (one MPI_Win_allocate, one MPI_Win_lock_all epoch for the whole farm), their end, point to
+// point (each rank tells rank 0 it is done and how, and rank 0 answers every rank with the farm's outcome), and their
+// report (every rank's part merged on rank 0).
 #pragma once
 
 #include "engine.hpp"
@@ -126,6 +127,13 @@ outcome collect_outcome(MPI_Comm comm, int ranks, const rank_end& mine, bool gen
 /// Another rank: tells rank 0 it is done (its results flushed) and how, then waits for the outcome without holding a
 /// core when `gentle`.
 outcome report_and_await_outcome(MPI_Comm comm, const rank_end& mine, bool gentle);
+
+/// The report of a farm without a farmer, into `r` (empty_report's): every rank's part `mine` (on its own clock)
+/// gathered on rank 0, shifted to rank 0's clock by `offsets` (clock_offsets) and merged, the ranks from
+/// `first_computing` on computing; on any other rank, its own part alone (no times, trace or failed tasks: those are
+/// rank 0's).
+void merge_rank_parts(MPI_Comm comm, int rank, int ranks, report_part mine, const std::vector<double>& offsets,
+                      int first_computing, farm_report& r);
 
 }  // namespace pfarm::detail
 

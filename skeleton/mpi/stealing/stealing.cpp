@@ -364,24 +364,8 @@ private:
                 mine.records.push_back({rank_, c.first, c.count, c.claimed, c.started, c.finished, c.flushed, false, {}});
         mine.failed = failed_;
         mine.task_errors = static_cast<task_count>(failed_.size());
-        std::vector<report_part> parts = gather_parts(comm_, 0, mine);
-        if (rank_ != 0) {
-            mine.workers.front().finish = 0.0;  // known on rank 0's clock only
-            mine.records.clear();               // the trace is rank 0's
-            mine.failed.clear(), mine.task_errors = 0;
-            add_part(r, mine);
-            return r;
-        }
-        for (std::size_t p = 0; p < parts.size(); ++p) {  // to rank 0's clock (clock_offsets)
-            const double off = offsets_[p];
-            worker_part& part = parts[p].workers.front();
-            part.finish = !part.chunks.empty() ? part.finish - off : 0.0;  // a rank that got nothing finishes at 0
-            for (chunk_trace& c : parts[p].records) c.sent -= off, c.started -= off, c.finished -= off, c.received -= off;
-            add_part(r, parts[p]);
-        }
-        std::vector<int> computing;
-        for (int q = 0; q < ranks_; ++q) computing.push_back(q);
-        finish_report(r, computing, trace_order::first);
+        merge_rank_parts(comm_, rank_, ranks_, std::move(mine), offsets_, 0, r);
+        if (rank_ != 0) return r;
         r.makespan = makespan;
         r.farmer_cpu_seconds = cpu;
         return r;
