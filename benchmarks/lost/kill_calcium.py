@@ -17,8 +17,13 @@
 # cannot survive (docs/reliability.md "A lost worker"): the summary gives that count apart from the kills while
 # pfarm runs. With --after-first-result every kill falls after that file, at a time uniform in the reference's
 # remaining wall time (the ctest entry's form: every run must pass).
+# With --app mandelbrot the job is pfarm-mandelbrot (1600 x 1600 points, 6000 iterations at most, fss) under
+# --farmer FARMER (decentralised, say, which pfarm-calcium's streamed results exclude), its image the output compared;
+# it writes nothing while it runs, so every kill is timed from mpirun's start, between when the reference's farm
+# started (its wall time less its makespan) and its end.
 #   kill_calcium.py [--runs N] [--seed K] [--calcium BIN] [--mpiexec MPIRUN] [--work DIR] [--slack S]
-#                   [--experiments N] [--after-first-result]
+#                   [--experiments N] [--after-first-result] [--app calcium|mandelbrot] [--mandelbrot BIN]
+#                   [--farmer flat|hierarchical|decentralised]
 import argparse
 import collections
 import csv
@@ -56,14 +61,24 @@ def parse_args():
     p.add_argument("--experiments", type=int, default=240, help="experiments of the sweep (default 240)")
     p.add_argument("--after-first-result", action="store_true",
                    help="kill only after the sweep's first experiment file exists (MPI_Init and the setup are over)")
+    p.add_argument("--app", choices=["calcium", "mandelbrot"], default="calcium", help="the job (default calcium)")
+    p.add_argument("--mandelbrot", default=str(root / "build/release/bin/pfarm-mandelbrot"), help="pfarm-mandelbrot")
+    p.add_argument("--farmer", choices=["flat", "hierarchical", "decentralised"], default="flat",
+                   help="the farm (default flat)")
     args = p.parse_args()
+    if args.app == "mandelbrot" and args.after_first_result:
+        p.error("--after-first-result: pfarm-mandelbrot writes nothing before its end; kill from mpirun's start")
+    if args.app == "calcium" and args.farmer == "decentralised":
+        p.error("--farmer decentralised: pfarm-calcium streams its results, which the decentralised farm does not "
+                "carry; use --app mandelbrot")
     if args.runs < 0:
         p.error(f"--runs is {args.runs}; expected 0 or more")
     if args.experiments < 1:
         p.error(f"--experiments is {args.experiments}; expected 1 or more")
     args.calcium = str(Path(args.calcium).resolve())  # the runs start in folders of their own
-    if not os.access(args.calcium, os.X_OK):
-        p.error(f"--calcium is '{args.calcium}', which is not an executable file")
+    args.mandelbrot = str(Path(args.mandelbrot).resolve())
+    if not os.access(getattr(args, args.app), os.X_OK):
+        p.error(f"--{args.app} is '{getattr(args, args.app)}', which is not an executable file")
     return args
 
 
@@ -80,9 +95,12 @@ WRAP = ['sh', '-c', '"$0" "$@"; s=$?; echo $s >status.$OMPI_COMM_WORLD_RANK; exi
 
 
 def command(args, out_dir, trace=None):
-    return [args.mpiexec, "-n", str(RANKS), "--oversubscribe", *WRAP, args.calcium, *sweep(args.experiments), "--json", "--quiet",
-            "--on-worker-loss", f"continue={args.slack:g}", *(["--trace", str(trace)] if trace else []),
-            "--output", str(out_dir)]
+    job = [args.calcium, *sweep(args.experiments), "--output", str(out_dir)]
+    if args.app == "mandelbrot":  # about 2 s on 2 cores with 3 workers
+        job = [args.mandelbrot, "--width", "1600", "--height", "1600", "--max-iterations", "6000", "--technique", "fss",
+               "--verify", "none", "--output", f"{out_dir}/image.pgm"]
+    return [args.mpiexec, "-n", str(RANKS), "--oversubscribe", *WRAP, *job, "--farmer", args.farmer, "--json", "--quiet",
+            "--on-worker-loss", f"continue={args.slack:g}", *(["--trace", str(trace)] if trace else [])]
 
 
 def children(pid):
@@ -154,6 +172,7 @@ def first_result(d):
 def reference(args, work):
     d = work / "reference"
     d.mkdir()
+    (d / "out").mkdir()
     start = time.monotonic()
     job = subprocess.Popen(command(args, "out", "trace.csv"), cwd=d, env=env(), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -180,6 +199,8 @@ def reference(args, work):
     if report["lost_ranks"]:
         sys.exit(f"kill_calcium: the reference run lost ranks {report['lost_ranks']}")
     chunks = chunk_times(d / "trace.csv")
+    if args.app == "mandelbrot":
+        first_at = 0.0  # nothing is written before the end
     if first_at is None:
         sys.exit("kill_calcium: the reference run wrote no experiment file while it ran")
     return d, wall, first_at, report["makespan"], max(c[2] for c in chunks), len(files(d / "out"))
@@ -228,6 +249,7 @@ def one_run(args, work, i, rank, kill_at, ref, bound):
     experiment file), then checks the run."""
     d = work / f"run{i:03d}"
     d.mkdir()
+    (d / "out").mkdir()
     timeout = args.timeout or bound + 5
     start = time.monotonic()
     job = subprocess.Popen(command(args, "out"), cwd=d, env=env(), stdout=subprocess.PIPE,
@@ -283,7 +305,9 @@ def one_run(args, work, i, rank, kill_at, ref, bound):
         f = d / f"status.{r}"
         status[r] = int(f.read_text()) if f.exists() else None
     if report is not None:
-        want = 3 if lost else 0
+        # A rank that died after the farm's outcome is in no report; MPI_Finalize then waits for it, and each living
+        # rank ends after pfarm's bound with status 3, saying so (docs/reliability.md "A lost worker", limits).
+        want = 3 if lost or "a rank was lost after the farm" in stderr else 0
         if lost not in ([rank], []):
             failures.append(f"lost ranks {lost} (killed: {rank})")
         if killed_at is None and lost:
@@ -299,6 +323,8 @@ def one_run(args, work, i, rank, kill_at, ref, bound):
     makespan = report["makespan"] if report else float("nan")
     if makespan > bound:
         failures.append(f"makespan {makespan:.2f} s over the bound {bound:.2f} s")
+    if args.app == "mandelbrot":
+        first_at = 0.0  # nothing is written before the end: no phase "before the first result"
     before_first = killed_at is not None and (first_at is None or killed_at < first_at)
     where = phase(report, killed_at, before_first, hung_in)
     if not failures:
@@ -316,21 +342,24 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     ref, ref_wall, ref_first, ref_makespan, e_ref, n_files = reference(args, work)
-    print(f"kill_calcium: {RANKS} ranks (3 workers), {' '.join(sweep(args.experiments))}, "
-          f"--on-worker-loss continue={args.slack:g}")
+    print(f"kill_calcium: {RANKS} ranks (3 workers), {' '.join(command(args, 'out')[5 + len(WRAP):])}")
     print(f"reference: wall {ref_wall:.2f} s, first experiment file at {ref_first:.2f} s, makespan {ref_makespan:.3f} s, "
           f"longest chunk E = {e_ref:.3f} s, {n_files} output files")
     print(f"makespan bound: 1.5 x {ref_makespan:.3f} + 2 x (4 x {e_ref:.3f} + {args.slack:g}) = "
           f"{1.5 * ref_makespan + 2 * (4 * e_ref + args.slack):.2f} s")
     window = ref_wall - ref_first if args.after_first_result else ref_wall
-    print(f"kills: rank uniform in 1..3, time uniform in [0, {window:.2f}) s after "
+    # pfarm-mandelbrot: from when the reference's farm started (its wall time less its makespan: MPI_Init and the
+    # setup are over) to its end.
+    start = ref_wall - ref_makespan if args.app == "mandelbrot" else 0.0
+    print(f"kills: rank uniform in 1..3, time uniform in [{start:.2f}, {window:.2f}) s after "
           + ("the run's first experiment file (the reference's wall time after its own)" if args.after_first_result
-             else "mpirun starts (the reference's wall time)") + f", seed {args.seed}")
+             else "mpirun starts (the reference's wall time" + (", from its farm's start)" if start else ")"))
+          + f", seed {args.seed}")
     bound = 1.5 * ref_makespan + 2 * (4 * e_ref + args.slack)
     rng = random.Random(args.seed)
     results = []
     for i in range(args.runs):
-        rank, kill_at = rng.randint(1, RANKS - 1), rng.uniform(0, window)
+        rank, kill_at = rng.randint(1, RANKS - 1), rng.uniform(start, window)
         r = one_run(args, work, i, rank, kill_at, ref, bound)
         results.append(r)
         killed = f"{r['killed_at']:.2f}" if r["killed_at"] is not None else "-"

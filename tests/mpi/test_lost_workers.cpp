@@ -18,7 +18,9 @@
 //              hierarchical-master-V: the victim is master 1, SIGKILLed by rank 2 (a worker of its group) in rank 2's
 //              4th task, presumed lost by rank 0, its chunks computed by the other group, its group's living workers
 //              told the outcome by rank 0 (V: plain, prefetch; computes: the masters compute, and master 1 dies in
-//              its own 4th task; worker: rank 2 dies too; journal); hierarchical-group: ranks 1, 2 and 3, master 1's whole
+//              its own 4th task; worker: rank 2 dies too; journal); decentralised-V: the variant V (decentralised
+//              alone: plain; prefetch, computes, inputs, ss) with the decentralised farm, the victim a claimer that rank
+//              0's watch presumes lost, its tasks computed by the others at the end; hierarchical-group: ranks 1, 2 and 3, master 1's whole
 //              group, are killed; lost_ranks == {1}, then the workers killed with it (-worker: {1, 2}; -group:
 //              {1, 2, 3}: rank 0 names the workers of a lost master that do not answer it) on every living rank
 //   stop       stop=0.5: every living rank throws pfarm::error naming the victim's rank and "presumed lost" (argv[3]:
@@ -130,6 +132,7 @@ int verdict_p2p(const std::string& scenario) {
 /// The variant without its farmer and its victim: hierarchical-prefetch and hierarchical-master-prefetch are prefetch,
 /// hierarchical, hierarchical-master and hierarchical-group are plain, hierarchical-master-worker is worker.
 std::string base_of(const std::string& variant) {
+    if (variant.starts_with("decentralised")) return variant.size() > 14 ? variant.substr(14) : "plain";
     if (!variant.starts_with("hierarchical")) return variant;
     std::string v = variant.size() > 13 ? variant.substr(13) : "plain";
     if (v == "master" || v == "group") return "plain";
@@ -148,6 +151,7 @@ pfarm::farm_options options_for(const std::string& full) {
         o.topology.farmer = pfarm::farmer_mode::hierarchical;
         o.topology.masters = 2;
     }
+    if (full.starts_with("decentralised")) o.topology.farmer = pfarm::farmer_mode::decentralised;
     const std::string variant = base_of(full);
     o.schedule.technique = variant == "ss" || variant.starts_with("midsend") ? "ss" : "fss";
     o.protocol.prefetch = variant == "prefetch";

@@ -140,19 +140,14 @@ void farmer::set_loss_tolerant(bool on) {
 }
 
 double farmer::loss_pace(int worker, double slack) const {
-    // Unlike seconds_per_task(), a time of 0 measured (a timer too coarse for the tasks) is a pace: the deadline is
-    // then the slack alone. Before any task has been timed there is no pace to judge by, and a chunk's deadline must
-    // still come (a worker that dies in its first chunk, with no other to time a task, would be waited for for ever):
-    // a time learned by an earlier farm of the loop, else the slack per task.
     const auto& w = workers_[static_cast<std::size_t>(worker)];
-    if (w.done_tasks > 0) return w.busy_seconds / static_cast<double>(w.done_tasks);
     double busy = 0.0;
     task_count done = 0;
     for (const auto& o : workers_) busy += o.busy_seconds, done += o.done_tasks;
-    if (done > 0) return busy / static_cast<double>(done);
     const auto j = static_cast<std::size_t>(worker);
-    if (calibration_ && j < calibration_->times.size()) return calibration_->times[j];
-    return slack;
+    const std::optional<double> learned =
+        calibration_ && j < calibration_->times.size() ? std::optional<double>(calibration_->times[j]) : std::nullopt;
+    return pfarm::loss_pace(w.busy_seconds, w.done_tasks, busy, done, learned, slack);
 }
 
 double farmer::silent_past(int worker, const worker_loss_rule& rule) const {
@@ -162,15 +157,14 @@ double farmer::silent_past(int worker, const worker_loss_rule& rule) const {
     if (x.lost || x.waiting_for_victim) return std::numeric_limits<double>::infinity();
     if (x.held > 0) {
         const double start = std::max({x.assigned_at[0], x.free_at, x.answered_at, x.heard_at});
-        const double expected = static_cast<double>(x.in_flight[0].count) * loss_pace(worker, rule.slack);
-        return start + rule.factor * expected + rule.slack;
+        return loss_deadline(rule, start, x.in_flight[0].count, loss_pace(worker, rule.slack));
     }
     // Holding nothing, it owes a message at once, from when it came to hold nothing or was asked for it, whichever
     // is later: its answer to a reclaim it crossed with its last results, or the request `later` asked for.
     double due = std::numeric_limits<double>::infinity();
     if (x.thief >= 0) due = std::max(x.asked_at, x.idle_at);
     if (x.asks_again) due = std::min(due, std::max(x.later_at, x.idle_at));
-    return due + rule.slack;
+    return loss_deadline(rule, due, 0, 0.0);
 }
 
 release_outcome farmer::lose(int worker, double now) {
@@ -221,9 +215,11 @@ release_outcome farmer::lose(int worker, double now) {
     return owed;
 }
 
-task_count farmer::piece_of(task_count count) const {
-    const auto share = static_cast<task_count>(std::max(1, active_));
-    return std::min(count, std::max(min_chunk_, (count + share - 1) / share));
+task_count farmer::piece_of(task_count count) const { return returned_piece(count, active_, min_chunk_); }
+
+task_count returned_piece(task_count count, int workers, task_count min_chunk) {
+    const auto share = static_cast<task_count>(std::max(1, workers));
+    return std::min(count, std::max(min_chunk, (count + share - 1) / share));
 }
 
 decision farmer::again_for(int worker, double now) {
@@ -306,6 +302,22 @@ void check_worker_loss_rule(const worker_loss_rule& rule, const std::string& arg
         throw invalid_argument(argument, "factor is " + std::to_string(rule.factor) + "; expected a finite value > 1");
     if (!(rule.slack > 0.0) || !std::isfinite(rule.slack))
         throw invalid_argument(argument, "slack is " + std::to_string(rule.slack) + "; expected a finite value > 0 (seconds)");
+}
+
+double loss_pace(double busy, task_count done, double all_busy, task_count all_done, std::optional<double> learned,
+                 double slack) {
+    // Unlike a scheduling pace, a time of 0 measured (a timer too coarse for the tasks) is a pace: the deadline is
+    // then the slack alone. Before any task has been timed there is no pace to judge by, and a chunk's deadline must
+    // still come (a worker that dies in its first chunk, with no other to time a task, would be waited for for ever):
+    // a time learned by an earlier farm of the loop, else the slack per task.
+    if (done > 0) return busy / static_cast<double>(done);
+    if (all_done > 0) return all_busy / static_cast<double>(all_done);
+    if (learned) return *learned;
+    return slack;
+}
+
+double loss_deadline(const worker_loss_rule& rule, double since, task_count held, double pace) {
+    return since + rule.factor * (static_cast<double>(held) * pace) + rule.slack;
 }
 
 task_count farmer::retry_failed(int worker, std::span<const task_count> failed) {

@@ -4,7 +4,10 @@
 // from that window (MPI_Get) unless the input is replicated, and puts its results into it (MPI_Put), where rank 0
 // finds them in task order at the end. The chunk arithmetic is the core's (pfarm/claim_schedule.hpp): a by_step
 // technique is claimed with one MPI_Fetch_and_op on the step counter, a by_worker one with MPI_Compare_and_swap
-// on the next task index. docs/skeleton.md "Decentralised farm" has the scheme and its measured claim rate.
+// on the next task index. docs/skeleton.md "Decentralised farm" has the scheme and its measured claim rate. Under
+// on_worker_loss, each claim is published to rank 0's watch and a lost rank's tasks are computed again
+// (decentralised_loss.hpp).
+#include "decentralised_loss.hpp"
 #include "engine.hpp"
 #include "messages.hpp"
 #include "one_sided.hpp"
@@ -164,7 +167,9 @@ public:
           t0_(t0), offsets_(offsets), tasks_(setup.config.tasks), first_worker_(setup.config.farmer_computes ? 0 : 1),
           fetch_inputs_(!setup.config.replicated && kernel.in_bytes > 0),
           keep_records_(!options.output.trace.empty() || options.output.record_trace),
-          window_(comm, rank, setup.config.tasks, fetch_inputs_ ? kernel.in_bytes : 0, kernel.out_bytes) {}
+          losses_(setup.config.worker_loss != 0), layout_(ranks, setup.config.tasks),
+          window_(comm, rank, setup.config.tasks, fetch_inputs_ ? kernel.in_bytes : 0, kernel.out_bytes, false,
+                  losses_ ? layout_.bytes : 0) {}
 
     farm_report run() {
         const double cpu0 = cpu_seconds();
@@ -186,7 +191,14 @@ public:
         mpi::check(MPI_Barrier(comm_), "MPI_Barrier");
 
         progress_reporter progress(rank_ == 0 ? options_.output.progress : progress_mode::quiet, tasks_);
+        if (losses_) {
+            if (rank_ >= first_worker_) beat_.emplace(window_, layout_, rank_);
+            if (rank_ == 0)
+                host_.emplace(comm_, window_, layout_, ranks_, first_worker_, tasks_, worker_loss_of(setup_.config),
+                              parameters.min_chunk, [&claims] { claims.poison_counters(); });
+        }
         if (rank_ >= first_worker_) work(claims, progress);
+        if (losses_) return end_with_losses(claims, progress, k, cpu0);
         window_.flush();  // this rank's results are all in rank 0's window (work() sent its last batch)
 
         // The end, point to point (a non-blocking collective would leave its progress function in every later MPI
@@ -210,6 +222,107 @@ public:
     }
 
 private:
+    /// The end under on_worker_loss, point to point (decentralised_loss.hpp): rank 0 watches until every living rank
+    /// has ended, hands out again what nobody delivered, and sends the outcome with the lost ranks; the report's
+    /// parts travel point to point. The window is abandoned (MPI_Win_free is collective, and a rank may die after the
+    /// outcome as well as before).
+    farm_report end_with_losses(claimer& claims, progress_reporter& progress, std::optional<double> k, double cpu0) {
+        if (beat_) beat_->holds({tasks_, 0});  // it holds nothing now: while it waits it owes only its beats
+        window_.flush();  // this rank's results, flags and slot are in rank 0's window
+        const bool gentle = setup_.config.gentle_wait != 0;
+        const auto end = [this] { return rank_end{failure_, failure_text_}; };
+        outcome o = rank_ == 0
+                        ? host_->finish(end(), gentle, [&](chunk c) { return compute_piece(claims, c), end(); },
+                                        [&] {
+                                            if (options_.output.progress != progress_mode::quiet)
+                                                progress.update(claimed_not_done(claims));
+                                        })
+                        : end_and_await_outcome(
+                              comm_, gentle, end, [&](chunk c) { compute_piece(claims, c); },
+                              [this] { beat_->beat(), window_.flush(); },
+                              claim_watch::beat_interval(worker_loss_of(setup_.config)));
+        window_.abandon();
+        if (o.what != farm_outcome::kind::ok) throw_outcome(o);
+        if (rank_ == 0) {
+            mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
+            if (window_.out_size() > 0)
+                std::memcpy(out_, window_.local(window_.out_at()), static_cast<std::size_t>(window_.out_size()));
+            progress.update(tasks_);
+        }
+        // Point to point even without a loss: a rank may die after the outcome (its part is then left out).
+        farm_report r = report(now() - t0_, k, cpu_seconds() - cpu0, &o.lost);
+        r.lost_ranks = o.lost;
+        return r;
+    }
+
+    /// A piece of a lost rank's tasks, handed by rank 0 at the end: computed, its results and flags put and flushed
+    /// (nothing when this rank has failed, or rank 0 presumed it lost meanwhile).
+    void compute_piece(claimer& claims, const chunk& c) {
+        if (failure_) return;
+        beat_->holds(c);
+        window_.flush();
+        next_beat_ = clock() + claim_watch::beat_interval(worker_loss_of(setup_.config));
+        const std::byte* inputs = chunk_inputs(c);
+        const std::size_t out_bytes = static_cast<std::size_t>(c.count) * kernel_.out_bytes;
+        results_.reserve(out_bytes);
+        const double claimed = clock(), started = clock();
+        if (!compute(claims, c, inputs, results_.data())) return;
+        const double finished = clock();
+        if (beat_->presumed_lost()) return;
+        if (out_bytes > 0)
+            window_.put(results_.data(), out_bytes, window_.out_at() + static_cast<MPI_Aint>(c.first * static_cast<task_count>(kernel_.out_bytes)));
+        window_.flush();
+        beat_->delivered(c, finished - started);
+        beat_->holds({tasks_, 0});
+        window_.flush();
+        sizes_.push_back(c.count);
+        busy_ += finished - started;
+        finish_ = finished;
+        if (keep_records_) records_.push_back({c.first, c.count, claimed, started, finished, clock()});
+    }
+
+    /// The inputs of chunk `c`: rank 0's own, or fetched from the window.
+    const std::byte* chunk_inputs(const chunk& c) {
+        const std::byte* inputs = in_ + static_cast<std::size_t>(c.first) * kernel_.in_bytes;
+        if (!fetch_inputs_ || rank_ == 0) return inputs;  // rank 0 reads its own input; the others fetch theirs
+        const std::size_t in_bytes = static_cast<std::size_t>(c.count) * kernel_.in_bytes;
+        inputs_.reserve(in_bytes);
+        window_.get(inputs_.data(), in_bytes, window_.in_at() + static_cast<MPI_Aint>(c.first * kernel_.in_bytes));
+        window_.flush();
+        return inputs_.data();
+    }
+
+    /// Computes chunk `c` into `results` (on_task_error skip fills a failed task's outputs); false when a task failed
+    /// the farm (fail() has run). Rank 0 watches between two tasks under on_worker_loss.
+    bool compute(claimer& claims, const chunk& c, const std::byte* inputs, std::byte* results) {
+        const bool emulated = setup_.emulated.active();
+        double owed = 0.0;  // emulated slowdown: sleep owed, paid in slices of >= 1 ms (as worker_side.cpp)
+        for (task_count task = c.first; task < c.first + c.count; ++task) {
+            const auto i = static_cast<std::size_t>(task - c.first);
+            const double task_start = emulated ? clock() : 0.0;
+            try {
+                kernel_.run(task, inputs + i * kernel_.in_bytes, results + i * kernel_.out_bytes);
+            } catch (const std::exception& e) {
+                if (!skip(task, results + i * kernel_.out_bytes, e.what())) return fail(claims, task, e.what()), false;
+            } catch (...) {
+                if (!skip(task, results + i * kernel_.out_bytes, "unknown exception"))
+                    return fail(claims, task, "unknown exception"), false;
+            }
+            if (emulated) {
+                owed += setup_.emulated.owed(rank_, task_start, clock() - task_start);
+                if (owed >= 1e-3) std::this_thread::sleep_for(std::chrono::duration<double>(owed)), owed = 0.0;
+            }
+            if (host_) host_->watch();
+            if (beat_ && clock() >= next_beat_) {  // a sign of life for rank 0's watch while the chunk computes
+                beat_->beat();
+                window_.flush();
+                next_beat_ = clock() + claim_watch::beat_interval(worker_loss_of(setup_.config));
+            }
+        }
+        if (owed > 0.0) std::this_thread::sleep_for(std::chrono::duration<double>(owed));
+        return true;
+    }
+
     double clock() const { return now() - t0_; }
 
     /// Rank 0's progress while the farm runs: the tasks claimed so far, short of the total until every rank has
@@ -218,51 +331,33 @@ private:
 
     /// Claims and computes chunks until a claim finds nothing (the end, or a failure elsewhere) or a task throws.
     void work(claimer& claims, progress_reporter& progress) {
-        const bool prefetch = setup_.config.prefetch != 0, emulated = setup_.emulated.active();
+        const bool prefetch = setup_.config.prefetch != 0;
         try {
             double claimed = clock();
             claims.begin();
             chunk next = claims.end();
             while (next.count > 0) {
                 const chunk c = next;
+                if (beat_) {  // rank 0's watch sees the chunk before it is computed
+                    beat_->holds(c), window_.flush();
+                    next_beat_ = clock() + claim_watch::beat_interval(worker_loss_of(setup_.config));
+                }
                 double claimed_next = 0.0;
                 if (prefetch) claimed_next = keep_records_ ? clock() : 0.0, claims.begin();  // the next claim travels while this one computes
-                const std::size_t in_bytes = static_cast<std::size_t>(c.count) * kernel_.in_bytes;
-                const std::byte* inputs = in_ + static_cast<std::size_t>(c.first) * kernel_.in_bytes;
-                if (fetch_inputs_ && rank_ != 0) {  // rank 0 reads its own input; the others fetch theirs
-                    inputs_.reserve(in_bytes);
-                    window_.get(inputs_.data(), in_bytes, window_.in_at() + static_cast<MPI_Aint>(c.first * kernel_.in_bytes));
-                    window_.flush();
-                    inputs = inputs_.data();
-                }
+                const std::byte* inputs = chunk_inputs(c);
                 // The chunk's results go after the batch waiting in results_ (nothing of it is in flight now: a
                 // batch put is completed by the flush of the claim that follows it, and then the batch restarts).
                 const std::size_t out_bytes = static_cast<std::size_t>(c.count) * kernel_.out_bytes;
                 results_.reserve(batched_ + out_bytes);
                 std::byte* results = results_.data() + batched_;
                 const double started = clock();
-                double owed = 0.0;  // emulated slowdown: sleep owed, paid in slices of >= 1 ms (as worker_side.cpp)
-                for (task_count task = c.first; task < c.first + c.count; ++task) {
-                    const auto i = static_cast<std::size_t>(task - c.first);
-                    const double task_start = emulated ? clock() : 0.0;
-                    try {
-                        kernel_.run(task, inputs + i * kernel_.in_bytes, results + i * kernel_.out_bytes);
-                    } catch (const std::exception& e) {
-                        if (!skip(task, results + i * kernel_.out_bytes, e.what())) return fail(claims, task, e.what());
-                    } catch (...) {
-                        if (!skip(task, results + i * kernel_.out_bytes, "unknown exception"))
-                            return fail(claims, task, "unknown exception");
-                    }
-                    if (emulated) {
-                        owed += setup_.emulated.owed(rank_, task_start, clock() - task_start);
-                        if (owed >= 1e-3) std::this_thread::sleep_for(std::chrono::duration<double>(owed)), owed = 0.0;
-                    }
-                }
-                if (owed > 0.0) std::this_thread::sleep_for(std::chrono::duration<double>(owed));
+                if (!compute(claims, c, inputs, results)) return;
                 const double finished = clock();
+                if (beat_ && beat_->presumed_lost()) return;  // alive after all: its results are dropped, it ends
                 const MPI_Aint at = window_.out_at() + static_cast<MPI_Aint>(c.first * static_cast<task_count>(kernel_.out_bytes));
                 bool sent = false;
-                if (out_bytes >= batch_bytes) {  // a large chunk travels alone, after the batch before it
+                if (out_bytes >= batch_bytes || beat_) {  // a large chunk travels alone, after the batch before it
+                    // (under on_worker_loss every chunk does: its flags follow its results)
                     if (batched_ > 0) window_.put_batch(results_.data(), batched_, batch_at_, batch_lengths_);
                     window_.put(results, out_bytes, at);
                     sent = true;
@@ -277,6 +372,7 @@ private:
                 batched_ += out_bytes;
                 if (!prefetch) claimed_next = keep_records_ ? clock() : 0.0, claims.begin();
                 next = claims.end();  // its flush completes the batch's put too: those results are in rank 0's window
+                if (beat_) beat_->delivered(c, finished - started);  // completed by the next flush
                 sizes_.push_back(c.count);
                 busy_ += finished - started;
                 finish_ = finished;
@@ -327,7 +423,8 @@ private:
     }
 
     /// Rank 0 gets every rank's chunks (and their records with a trace), on its clock; a worker its own counts.
-    farm_report report(double makespan, std::optional<double> k, double cpu) {
+    /// `lost` (under on_worker_loss): the parts travel point to point, a lost rank's from rank 0's watch.
+    farm_report report(double makespan, std::optional<double> k, double cpu, const std::vector<int>* lost = nullptr) {
         farm_report r = empty_report(options_, ranks_, tasks_);
         r.workers = ranks_ - first_worker_;
         report_part mine;  // on this rank's clock
@@ -338,7 +435,9 @@ private:
         mine.failed = failed_;
         mine.task_errors = static_cast<task_count>(failed_.size());
         r.k = k;  // the parts carry none (add_part keeps it)
-        merge_rank_parts(comm_, rank_, ranks_, std::move(mine), offsets_, first_worker_, r);
+        merge_rank_parts(comm_, rank_, ranks_, std::move(mine), offsets_, first_worker_, r, lost,
+                         lost && rank_ == 0 ? host_->lost_parts() : std::vector<report_part>{},
+                         2.0 * worker_loss_of(setup_.config).slack);
         if (rank_ != 0) return r;
         r.makespan = makespan;
         r.farmer_cpu_seconds = cpu;  // the trace file is written by run_farm (farm.cpp), every rank told
@@ -358,7 +457,12 @@ private:
     int first_worker_;
     bool fetch_inputs_;
     bool keep_records_;  ///< a trace was asked for: every chunk's times travel to rank 0
+    bool losses_;        ///< on_worker_loss: the farm survives a lost claimer (decentralised_loss.hpp)
+    watch_layout layout_;
     farm_window window_;
+    std::optional<claim_beat> beat_;  ///< under on_worker_loss, a computing rank's side of the watch
+    double next_beat_ = 0.0;          ///< when it beats next between two tasks
+    std::optional<loss_host> host_;   ///< under on_worker_loss, rank 0's watch
     wire_buffer inputs_;
     wire_buffer results_;  ///< the batch: its chunks' results one after another, 64-byte aligned (so are the outputs
                            ///< the worker function sees: each chunk's start is a multiple of out_bytes)

@@ -145,12 +145,12 @@ typedef struct pfarm_resume_options {
 /** A worker rank that dies (docs/reliability.md "A lost worker"). */
 typedef struct pfarm_loss_options {
     const char *on_worker_loss; /**< NULL: "continue" when the MPI runtime keeps the job running after a rank dies
-                                     (Open MPI's orte_enable_recovery) and the farm is flat or hierarchical, else
+                                     (Open MPI's orte_enable_recovery) and the farm is not work stealing, else
                                      "off"; "off" (the runtime ends the job), "stop" (the farm stops on the living
                                      ranks: PFARM_ERROR), "continue" (its tasks go to the others; pfarm_lost_count
                                      names it); "stop=S" or "continue=S": presumed lost S seconds (default 5) past 4
-                                     times its chunk's expected time. Flat and hierarchical farmers (a worker inside a
-                                     group; not a master) */
+                                     times its chunk's expected time. Flat, hierarchical (a worker or a master) and
+                                     decentralised farms; not work stealing */
 } pfarm_loss_options;
 
 typedef struct pfarm_options {

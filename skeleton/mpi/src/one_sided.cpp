@@ -5,6 +5,7 @@
 #include "messages.hpp"
 #include "report.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -87,8 +88,21 @@ outcome report_and_await_outcome(MPI_Comm comm, const rank_end& end, bool gentle
 }
 
 void merge_rank_parts(MPI_Comm comm, int rank, int ranks, report_part mine, const std::vector<double>& offsets,
-                      int first_computing, farm_report& r) {
-    std::vector<report_part> parts = gather_parts(comm, 0, mine);
+                      int first_computing, farm_report& r, const std::vector<int>* lost, std::vector<report_part> lost_parts,
+                      double wait) {
+    std::vector<report_part> parts;
+    const auto is_lost = [lost](int q) { return std::find(lost->begin(), lost->end(), q) != lost->end(); };
+    if (!lost) {
+        parts = gather_parts(comm, 0, mine);
+    } else if (rank != 0) {
+        if (!is_lost(rank)) send_part(comm, 0, mine);
+    } else {
+        std::vector<int> living;
+        for (int q = 1; q < ranks; ++q)
+            if (!is_lost(q)) living.push_back(q);
+        parts = receive_parts(comm, mine, living, wait);
+    }
+    for (report_part& p : lost_parts) parts.push_back(std::move(p));
     if (rank != 0) {
         mine.workers.front().finish = 0.0;          // known on rank 0's clock only
         mine.records.clear();                       // the trace is rank 0's
@@ -97,8 +111,9 @@ void merge_rank_parts(MPI_Comm comm, int rank, int ranks, report_part mine, cons
         return;
     }
     for (std::size_t p = 0; p < parts.size(); ++p) {  // to rank 0's clock (clock_offsets)
-        const double off = offsets[p];
+        if (parts[p].workers.empty()) continue;  // a lost rank's place: its part follows
         worker_part& w = parts[p].workers.front();
+        const double off = offsets[static_cast<std::size_t>(w.rank)];
         w.finish = !w.chunks.empty() ? w.finish - off : 0.0;  // a rank that got nothing finishes at 0
         for (chunk_trace& c : parts[p].records) c.sent -= off, c.started -= off, c.finished -= off, c.received -= off;
         add_part(r, parts[p]);

@@ -23,18 +23,21 @@ namespace pfarm::detail {
 inline constexpr MPI_Aint header_bytes = 64;
 inline constexpr std::size_t piece = std::size_t{1} << 30;  ///< one MPI_Get/MPI_Put moves at most this many bytes
 
-/// A farm's window: on rank 0, a header of 64 bytes (the farm's counters), the inputs (unless replicated or empty)
-/// and the outputs, 64-byte aligned; on every other rank the header alone when `header_everywhere` (the
-/// work-stealing farm's ranges), else no memory. Locked for every rank (MPI_Win_lock_all) from construction to
-/// destruction, which frees it (collective: every rank destroys it together).
+/// A farm's window: on rank 0, a header of 64 bytes (the farm's counters), `extra` bytes after it (the decentralised
+/// farm's watch under on_worker_loss), the inputs (unless replicated or empty) and the outputs, 64-byte aligned; on
+/// every other rank the header alone when `header_everywhere` (the work-stealing farm's ranges), else no memory.
+/// Locked for every rank (MPI_Win_lock_all) from construction to destruction, which frees it (collective: every rank
+/// destroys it together) unless it was abandoned.
 class farm_window {
 public:
     farm_window(MPI_Comm comm, int rank, task_count tasks, std::size_t in_bytes, std::size_t out_bytes,
-                bool header_everywhere = false) {
+                bool header_everywhere = false, MPI_Aint extra = 0) {
         const auto n = static_cast<MPI_Aint>(tasks);
         in_size_ = static_cast<MPI_Aint>(in_bytes) * n;
         out_size_ = static_cast<MPI_Aint>(out_bytes) * n;
-        const MPI_Aint bytes = rank == 0 ? header_bytes + in_size_ + out_size_ + 64 : header_everywhere ? header_bytes : 0;
+        extra = (extra + 63) / 64 * 64;
+        const MPI_Aint bytes =
+            rank == 0 ? header_bytes + extra + in_size_ + out_size_ + 64 : header_everywhere ? header_bytes : 0;
         // Across nodes the window needs a one-sided component that works over their network: Open MPI 4.1's
         // osc/rdma needs RDMA hardware, and over TCP only osc/pt2pt serves (switched off by Debian's
         // openmpi-mca-params.conf), so the error says which setting makes it work.
@@ -44,18 +47,22 @@ public:
         bytes_ = bytes;
         std::int64_t at[2] = {0, 0};
         if (rank == 0) {  // the outputs start 64-byte aligned, so rank 0's final copy out of them is too
-            at[0] = header_bytes;
-            const auto end = reinterpret_cast<std::uintptr_t>(base_) + static_cast<std::uintptr_t>(header_bytes + in_size_);
-            at[1] = header_bytes + in_size_ + static_cast<std::int64_t>((64 - end % 64) % 64);
+            at[0] = header_bytes + extra;
+            const auto end = reinterpret_cast<std::uintptr_t>(base_) + static_cast<std::uintptr_t>(at[0] + in_size_);
+            at[1] = at[0] + in_size_ + static_cast<std::int64_t>((64 - end % 64) % 64);
         }
         mpi::check(MPI_Bcast(at, 2, MPI_INT64_T, 0, comm), "MPI_Bcast");
         in_at_ = at[0], out_at_ = at[1];
         mpi::check(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), "MPI_Win_lock_all");
     }
     ~farm_window() {
+        if (abandoned_) return;
         MPI_Win_unlock_all(win_);
         MPI_Win_free(&win_);
     }
+    /// A rank of the farm was lost: the window is left as it is (MPI_Win_free is collective and would wait for the
+    /// lost rank; the process skips MPI_Finalize after a loss, pfarm::mpi::finalize).
+    void abandon() { abandoned_ = true; }
     farm_window(const farm_window&) = delete;
     farm_window& operator=(const farm_window&) = delete;
 
@@ -102,6 +109,7 @@ private:
     void* base_ = nullptr;
     MPI_Win win_ = MPI_WIN_NULL;
     MPI_Aint in_at_ = 0, out_at_ = 0, in_size_ = 0, out_size_ = 0, bytes_ = 0;
+    bool abandoned_ = false;
 };
 
 /// The end of the farm, on tag_failure: each rank to rank 0 (done, and whether and how it failed; its text
@@ -131,9 +139,13 @@ outcome report_and_await_outcome(MPI_Comm comm, const rank_end& mine, bool gentl
 /// The report of a farm without a farmer, into `r` (empty_report's): every rank's part `mine` (on its own clock)
 /// gathered on rank 0, shifted to rank 0's clock by `offsets` (clock_offsets) and merged, the ranks from
 /// `first_computing` on computing; on any other rank, its own part alone (no times, trace or failed tasks: those are
-/// rank 0's).
+/// rank 0's). `lost` (on_worker_loss, after a loss): the parts travel point to point from the ranks it does not name
+/// (send_part, receive_parts; a lost rank alive after all sends none), a lost rank's part being its entry in
+/// `lost_parts` on rank 0 (its tasks, no chunks); rank 0 waits `wait` seconds at most for each part (a rank that died
+/// after the outcome sends none).
 void merge_rank_parts(MPI_Comm comm, int rank, int ranks, report_part mine, const std::vector<double>& offsets,
-                      int first_computing, farm_report& r);
+                      int first_computing, farm_report& r, const std::vector<int>* lost = nullptr,
+                      std::vector<report_part> lost_parts = {}, double wait = 0.0);
 
 }  // namespace pfarm::detail
 

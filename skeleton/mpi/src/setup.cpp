@@ -192,24 +192,23 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
                 throw invalid_argument("on_task_error", "retry is not served by the " + farm_name(options.topology.farmer) +
                                                             " farm (no rank hands tasks out again); use skip, or --farmer "
                                                             "flat or hierarchical");
-            // on_worker_loss: as asked; unset, continue where the runtime survives a lost rank and the farm is flat or
-            // hierarchical (a lost worker inside a group; a lost master is not survived: docs/reliability.md).
+            // on_worker_loss: as asked; unset, continue where the runtime survives a lost rank and the farm has a
+            // farmer or is decentralised (docs/reliability.md "A lost worker"); the work-stealing farm does not survive one.
             worker_loss_rule loss;
+            const bool stealing = options.topology.farmer == farmer_mode::stealing;
             if (options.protocol.on_worker_loss) {
                 loss = *options.protocol.on_worker_loss;
                 check_worker_loss_rule(loss, "on_worker_loss");
-                if (loss.what != worker_loss_rule::kind::off && farmerless)
-                    throw invalid_argument("on_worker_loss", "is served by the flat and hierarchical farmers only (the " +
-                                                                 farm_name(options.topology.farmer) +
-                                                                 " farm ends with collectives over every rank); use "
-                                                                 "off, or --farmer flat or hierarchical");
+                if (loss.what != worker_loss_rule::kind::off && stealing)
+                    throw invalid_argument("on_worker_loss", "is not served by the work-stealing farm (its ranks' ranges "
+                                                             "and its end involve every rank); use off, or --farmer flat, "
+                                                             "hierarchical or decentralised");
             } else if (mpi::runtime_survives_a_lost_rank()) {
-                if (!farmerless) loss.what = worker_loss_rule::kind::go_on;
+                if (!stealing) loss.what = worker_loss_rule::kind::go_on;
                 else
                     std::cerr << "pfarm: warning: the MPI runtime keeps the job running after a rank dies, but the "
-                              << farm_name(options.topology.farmer) << " farm does not survive a lost rank (a lost "
-                              << "rank leaves the others waiting); use --farmer flat or hierarchical, or start "
-                              << "without recovery\n";
+                              << "work-stealing farm does not survive a lost rank (a lost rank leaves the others "
+                              << "waiting); use --farmer flat, hierarchical or decentralised, or start without recovery\n";
             }
             s.config.worker_loss = static_cast<std::int32_t>(loss.what);
             s.config.worker_loss_factor = loss.factor;

@@ -60,7 +60,7 @@ void add_farm_options(CLI::App& app, farm_options& o) {
         "a worker rank that dies: off (the MPI runtime ends the job; --journal resumes it), stop (the farm stops on the "
         "living ranks, naming it), continue (its tasks go to the others; the report names it, exit status 3); "
         "stop=S / continue=S: presumed lost S seconds (default 5) past 4 times its chunk's expected time. Default: "
-        "continue when started with mpirun --mca orte_enable_recovery 1 and the farm is flat or hierarchical, else off "
+        "continue when started with mpirun --mca orte_enable_recovery 1 and the farm is not stealing, else off "
         "(docs/reliability.md \"A lost worker\")");
     app.add_flag("--replicated-input", o.protocol.replicated_input, "every rank holds the input: only indices travel");
     app.add_option_function<std::string>(

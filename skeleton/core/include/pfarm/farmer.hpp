@@ -69,6 +69,7 @@
 #include <algorithm>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -147,6 +148,18 @@ worker_loss_rule parse_worker_loss_rule(const std::string& text, const std::stri
 std::string to_string(const worker_loss_rule& rule);
 /// invalid_argument naming `argument` when the rule is out of range (factor > 1, slack > 0, both finite).
 void check_worker_loss_rule(const worker_loss_rule& rule, const std::string& argument = "on_worker_loss");
+/// The seconds per task the loss rule judges a worker by: its own (`busy` seconds over `done` tasks) once it has
+/// finished a task; else the mean over every worker (`all_busy` over `all_done`); else `learned` (a time a calibration
+/// of an earlier farm gives it); else, before any task has been timed, the slack.
+double loss_pace(double busy, task_count done, double all_busy, task_count all_done, std::optional<double> learned,
+                 double slack);
+/// When a worker silent since `since`, holding `held` tasks at `pace` seconds each, is presumed lost under `rule`:
+/// since + factor x held x pace + slack (holding nothing but owing a message: since + slack). The one deadline of the
+/// loss rule: the farmer's (farmer::silent_past) and the decentralised farm's watch (pfarm/claim_watch.hpp).
+double loss_deadline(const worker_loss_rule& rule, double since, task_count held, double pace);
+/// The piece of `count` tasks that went back (a lost worker's) handed to the next worker that takes some: a share
+/// among the `workers` left, at least `min_chunk` (the farmer's and the decentralised farm's watch).
+task_count returned_piece(task_count count, int workers, task_count min_chunk);
 
 /// What complete() decided besides counting the chunk done.
 struct completion {

@@ -115,9 +115,9 @@ struct protocol_options {
     /// farm ends with every result; farm_report::lost_ranks names it). A worker is presumed lost when it sends nothing
     /// past 4 times its chunk's expected time plus a slack (5 s; parse_worker_loss_rule "continue=S"). Unset: continue
     /// when the MPI runtime keeps the job running after a rank dies (Open MPI started with orte_enable_recovery) and
-    /// the farm is flat or hierarchical, else off. Flat and hierarchical farmers (hierarchical: a worker rank inside a
-    /// group, presumed lost by its master, or a master, presumed lost by rank 0; a lost rank 0 is not survived); not
-    /// the decentralised farm.
+    /// the farm is not work stealing, else off. Flat and hierarchical farmers (hierarchical: a worker rank inside a
+    /// group, presumed lost by its master, or a master, presumed lost by rank 0) and the decentralised farm (a claimer,
+    /// presumed lost by rank 0's watch); a lost rank 0 is not survived; not the work-stealing farm.
     std::optional<worker_loss_rule> on_worker_loss;
     /// Traffic of the caller's own that rank 0 serves while it farms (docs/skeleton.md "A side channel"): called on the
     /// rank that farms (rank 0 of the flat farm, the hierarchical supermaster) whenever it finds no farm message waiting,
