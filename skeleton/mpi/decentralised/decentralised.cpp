@@ -211,12 +211,7 @@ public:
         })
                                : report_and_await_outcome(comm_, mine, gentle);
         if (o.what != farm_outcome::kind::ok) throw_outcome(o);
-        if (rank_ == 0) {
-            mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
-            if (window_.out_size() > 0)
-                std::memcpy(out_, window_.local(window_.out_at()), static_cast<std::size_t>(window_.out_size()));
-            progress.update(tasks_);
-        }
+        if (rank_ == 0) take_outputs(progress);
         const double makespan = now() - t0_;
         return report(makespan, k, cpu_seconds() - cpu0);
     }
@@ -243,16 +238,19 @@ private:
                               claim_watch::beat_interval(worker_loss_of(setup_.config)));
         window_.abandon();
         if (o.what != farm_outcome::kind::ok) throw_outcome(o);
-        if (rank_ == 0) {
-            mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
-            if (window_.out_size() > 0)
-                std::memcpy(out_, window_.local(window_.out_at()), static_cast<std::size_t>(window_.out_size()));
-            progress.update(tasks_);
-        }
+        if (rank_ == 0) take_outputs(progress);
         // Point to point even without a loss: a rank may die after the outcome (its part is then left out).
         farm_report r = report(now() - t0_, k, cpu_seconds() - cpu0, &o.lost);
         r.lost_ranks = o.lost;
         return r;
+    }
+
+    /// Rank 0, once every rank has ended: the outputs out of the window, in task order.
+    void take_outputs(progress_reporter& progress) {
+        mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
+        if (window_.out_size() > 0)
+            std::memcpy(out_, window_.local(window_.out_at()), static_cast<std::size_t>(window_.out_size()));
+        progress.update(tasks_);
     }
 
     /// A piece of a lost rank's tasks, handed by rank 0 at the end: computed, its results and flags put and flushed
@@ -292,34 +290,19 @@ private:
         return inputs_.data();
     }
 
-    /// Computes chunk `c` into `results` (on_task_error skip fills a failed task's outputs); false when a task failed
-    /// the farm (fail() has run). Rank 0 watches between two tasks under on_worker_loss.
+    /// Computes chunk `c` into `results` (run_chunk_tasks); false when a task failed the farm (fail() has run). Under
+    /// on_worker_loss rank 0 watches, and a claimer beats, between two tasks.
     bool compute(claimer& claims, const chunk& c, const std::byte* inputs, std::byte* results) {
-        const bool emulated = setup_.emulated.active();
-        double owed = 0.0;  // emulated slowdown: sleep owed, paid in slices of >= 1 ms (as worker_side.cpp)
-        for (task_count task = c.first; task < c.first + c.count; ++task) {
-            const auto i = static_cast<std::size_t>(task - c.first);
-            const double task_start = emulated ? clock() : 0.0;
-            try {
-                kernel_.run(task, inputs + i * kernel_.in_bytes, results + i * kernel_.out_bytes);
-            } catch (const std::exception& e) {
-                if (!skip(task, results + i * kernel_.out_bytes, e.what())) return fail(claims, task, e.what()), false;
-            } catch (...) {
-                if (!skip(task, results + i * kernel_.out_bytes, "unknown exception"))
-                    return fail(claims, task, "unknown exception"), false;
-            }
-            if (emulated) {
-                owed += setup_.emulated.owed(rank_, task_start, clock() - task_start);
-                if (owed >= 1e-3) std::this_thread::sleep_for(std::chrono::duration<double>(owed)), owed = 0.0;
-            }
+        const std::function<void()> between = !losses_ ? std::function<void()>{} : [this] {
             if (host_) host_->watch();
             if (beat_ && clock() >= next_beat_) {  // a sign of life for rank 0's watch while the chunk computes
                 beat_->beat();
                 window_.flush();
                 next_beat_ = clock() + claim_watch::beat_interval(worker_loss_of(setup_.config));
             }
-        }
-        if (owed > 0.0) std::this_thread::sleep_for(std::chrono::duration<double>(owed));
+        };
+        if (const auto f = run_chunk_tasks(kernel_, setup_, rank_, t0_, c, inputs, results, failed_, between))
+            return fail(claims, f->task, f->text), false;
         return true;
     }
 
@@ -401,16 +384,6 @@ private:
         batched_ = 0;
         batch_at_.clear();
         batch_lengths_.clear();
-    }
-
-    /// Task `task` threw `text`: with on_task_error skip (the only one this farm serves beside stop) its outputs at
-    /// `out` become the fill, it is listed, and true is returned (the chunk goes on).
-    bool skip(task_count task, std::byte* out, const char* text) {
-        if (setup_.config.task_errors != static_cast<std::int32_t>(task_error_rule::kind::skip)) return false;
-        if (kernel_.fill.size() == kernel_.out_bytes) std::memcpy(out, kernel_.fill.data(), kernel_.out_bytes);
-        else std::memset(out, 0, kernel_.out_bytes);
-        failed_.push_back({task, rank_, text});
-        return true;
     }
 
     void fail(claimer& claims, task_count task, const std::string& text) {

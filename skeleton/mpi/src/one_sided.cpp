@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 namespace pfarm::detail {
@@ -28,6 +29,41 @@ void wait_for(MPI_Request& request, bool gentle) {
 }
 
 }  // namespace
+
+std::optional<chunk_failure> run_chunk_tasks(const task_kernel& kernel, const shared_setup& setup, int rank, double t0,
+                                             const chunk& c, const std::byte* inputs, std::byte* results,
+                                             std::vector<failed_task>& failed, const std::function<void()>& between) {
+    const bool emulated = setup.emulated.active();
+    const bool skips = setup.config.task_errors == static_cast<std::int32_t>(task_error_rule::kind::skip);
+    const auto clock = [t0] { return now() - t0; };
+    double owed = 0.0;
+    for (task_count task = c.first; task < c.first + c.count; ++task) {
+        const auto i = static_cast<std::size_t>(task - c.first);
+        std::byte* out = results + i * kernel.out_bytes;
+        const double task_start = emulated ? clock() : 0.0;
+        std::optional<std::string> threw;
+        try {
+            kernel.run(task, inputs + i * kernel.in_bytes, out);
+        } catch (const std::exception& e) {
+            threw = e.what();
+        } catch (...) {
+            threw = "unknown exception";
+        }
+        if (threw) {
+            if (!skips) return chunk_failure{task, *threw};
+            if (kernel.fill.size() == kernel.out_bytes) std::memcpy(out, kernel.fill.data(), kernel.out_bytes);
+            else std::memset(out, 0, kernel.out_bytes);
+            failed.push_back({task, rank, *threw});
+        }
+        if (emulated) {
+            owed += setup.emulated.owed(rank, task_start, clock() - task_start);
+            if (owed >= 1e-3) std::this_thread::sleep_for(std::chrono::duration<double>(owed)), owed = 0.0;
+        }
+        if (between) between();
+    }
+    if (owed > 0.0) std::this_thread::sleep_for(std::chrono::duration<double>(owed));
+    return std::nullopt;
+}
 
 outcome collect_outcome(MPI_Comm comm, int ranks, const rank_end& mine, bool gentle, const std::function<void()>& idle) {
     std::vector<failure_header> done(static_cast<std::size_t>(ranks));

@@ -1,7 +1,7 @@
 // pfarm MPI engine, internal: what the two farms without a farmer share (decentralised/, stealing/): their one-sided
-// window over every rank (one MPI_Win_allocate, one MPI_Win_lock_all epoch for the whole farm), their end, point to
-// point (each rank tells rank 0 it is done and how, and rank 0 answers every rank with the farm's outcome), and their
-// report (every rank's part merged on rank 0).
+// window over every rank (one MPI_Win_allocate, one MPI_Win_lock_all epoch for the whole farm), how a rank runs a
+// chunk's tasks, their end, point to point (each rank tells rank 0 it is done and how, and rank 0 answers every rank
+// with the farm's outcome), and their report (every rank's part merged on rank 0).
 #pragma once
 
 #include "engine.hpp"
@@ -111,6 +111,20 @@ private:
     MPI_Aint in_at_ = 0, out_at_ = 0, in_size_ = 0, out_size_ = 0, bytes_ = 0;
     bool abandoned_ = false;
 };
+
+/// A task that failed a chunk (run_chunk_tasks): its index and what it threw.
+struct chunk_failure {
+    task_count task = -1;
+    std::string text;
+};
+
+/// Runs the tasks of chunk `c` from `inputs` into `results` (each at its offset by the kernel's sizes) on rank `rank`,
+/// `t0` its clock's start: a task that throws is skipped under on_task_error skip (its outputs the kernel's fill, or
+/// zero; listed in `failed`) and otherwise ends the chunk, returned; an emulated slowdown sleeps what it owes in
+/// slices of at least 1 ms (as worker_side.cpp); `between`, when set, runs after each task.
+std::optional<chunk_failure> run_chunk_tasks(const task_kernel& kernel, const shared_setup& setup, int rank, double t0,
+                                             const chunk& c, const std::byte* inputs, std::byte* results,
+                                             std::vector<failed_task>& failed, const std::function<void()>& between);
 
 /// The end of the farm, on tag_failure: each rank to rank 0 (done, and whether and how it failed; its text
 /// follows), then rank 0's answer to each (the outcome: `failed` holds its farm_outcome::kind; its text follows).

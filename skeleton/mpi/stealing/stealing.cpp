@@ -271,7 +271,6 @@ private:
 
     /// Computes chunk `c` and puts its results to rank 0; false when a task threw (and on_task_error is stop).
     bool compute(chunk c, double claimed) {
-        const bool emulated = setup_.emulated.active();
         const std::size_t in_bytes = static_cast<std::size_t>(c.count) * kernel_.in_bytes;
         const std::byte* inputs = nullptr;
         if (fetch_inputs_ && rank_ != 0) {  // rank 0 reads its own input; the others fetch theirs
@@ -293,23 +292,8 @@ private:
         buffer.reserve(out_bytes);
         std::byte* results = buffer.data();
         const double started = clock();
-        double owed = 0.0;  // emulated slowdown: sleep owed, paid in slices of >= 1 ms (as worker_side.cpp)
-        for (task_count task = c.first; task < c.first + c.count; ++task) {
-            const auto i = static_cast<std::size_t>(task - c.first);
-            const double task_start = emulated ? clock() : 0.0;
-            try {
-                kernel_.run(task, inputs + i * kernel_.in_bytes, results + i * kernel_.out_bytes);
-            } catch (const std::exception& e) {
-                if (!skip(task, results + i * kernel_.out_bytes, e.what())) return fail(task, e.what()), false;
-            } catch (...) {
-                if (!skip(task, results + i * kernel_.out_bytes, "unknown exception")) return fail(task, "unknown exception"), false;
-            }
-            if (emulated) {
-                owed += setup_.emulated.owed(rank_, task_start, clock() - task_start);
-                if (owed >= 1e-3) std::this_thread::sleep_for(std::chrono::duration<double>(owed)), owed = 0.0;
-            }
-        }
-        if (owed > 0.0) std::this_thread::sleep_for(std::chrono::duration<double>(owed));
+        if (const auto f = run_chunk_tasks(kernel_, setup_, rank_, t0_, c, inputs, results, failed_, {}))
+            return fail(f->task, f->text), false;
         const double finished = clock();
         if (out_bytes > 0) {
             window_.put(results, out_bytes, window_.out_at() + static_cast<MPI_Aint>(c.first * static_cast<task_count>(kernel_.out_bytes)));
@@ -322,16 +306,6 @@ private:
         busy_ += finished - started;
         finish_ = finished;
         if (keep_records_) records_.push_back({c.first, c.count, claimed, started, finished, 0.0});
-        return true;
-    }
-
-    /// Task `task` threw `text`: with on_task_error skip its outputs at `out` become the fill, it is listed, and true
-    /// is returned (the chunk goes on).
-    bool skip(task_count task, std::byte* out, const char* text) {
-        if (setup_.config.task_errors != static_cast<std::int32_t>(task_error_rule::kind::skip)) return false;
-        if (kernel_.fill.size() == kernel_.out_bytes) std::memcpy(out, kernel_.fill.data(), kernel_.out_bytes);
-        else std::memset(out, 0, kernel_.out_bytes);
-        failed_.push_back({task, rank_, text});
         return true;
     }
 
