@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <iostream>
@@ -56,9 +57,23 @@ struct splitmix64 {
     int below(int n) { return static_cast<int>(next() % static_cast<std::uint64_t>(n)); }  // [0, n)
 };
 
-/// What every app's main() sets up first: MPI (finalised on exit), this rank, and quiet non-root ranks.
+/// Under a runtime that survives a lost rank, bounds the job's startup (pfarm::mpi::guard_startup, with
+/// PFARM_STARTUP_TIMEOUT's bound); a bad PFARM_STARTUP_TIMEOUT ends the process with status 2, naming it.
+inline bool guard_startup() {
+    try {
+        pfarm::mpi::guard_startup(pfarm::mpi::startup_bound_seconds());
+    } catch (const pfarm::invalid_argument& e) {
+        std::fprintf(stderr, "pfarm: %s\n", e.what());
+        std::exit(2);
+    }
+    return true;
+}
+
+/// What every app's main() sets up first: the startup's bound, MPI (finalised on exit), this rank, and quiet non-root
+/// ranks.
 struct app_session {
-    app_session(int* argc, char*** argv) : env(argc, argv), rank(world_rank()), quiet(rank) {}
+    app_session(int* argc, char*** argv) : guarded(guard_startup()), env(argc, argv), rank(world_rank()), quiet(rank) {}
+    bool guarded;
     pfarm::mpi::environment env;
     int rank;
     root_speaks quiet;

@@ -13,9 +13,12 @@
 # exits 1 if any check failed. A failed run's folder is kept under --work.
 # When each kill fell: the script watches for the sweep's first experiment file (rank 0 writes it as the first result
 # arrives, once every rank is past MPI_Init and the farm's setup). A kill before it is "before the first result"; of
-# those, a run whose ranks are left in MPI_Init (their stacks) was killed "before MPI_Init completed", which Open MPI
-# cannot survive (docs/reliability.md "A lost worker"): the summary gives that count apart from the kills while
-# pfarm runs. With --after-first-result every kill falls after that file, at a time uniform in the reference's
+# those, one that came before every rank was past MPI_Init and the farm's setup cannot be survived (Open MPI waits in
+# MPI_Init, or a collective waits for the dead rank: docs/reliability.md "A lost worker"): the startup's bound
+# (PFARM_STARTUP_TIMEOUT, --startup-timeout, 10 s here) ends every living rank with status 4 and its message, "before
+# the farm began", which the script checks; with the bound off (--startup-timeout 0) such a run hangs, and one whose
+# ranks are left in MPI_Init (their stacks) counts as "before MPI_Init completed". The summary gives those counts
+# apart from the kills while pfarm runs. With --after-first-result every kill falls after that file, at a time uniform in the reference's
 # remaining wall time (the ctest entry's form: every run must pass).
 # With --app mandelbrot the job is pfarm-mandelbrot (1600 x 1600 points, 6000 iterations at most, fss) under
 # --farmer FARMER (decentralised, say, which pfarm-calcium's streamed results exclude), its image the output compared;
@@ -61,6 +64,8 @@ def parse_args():
     p.add_argument("--experiments", type=int, default=240, help="experiments of the sweep (default 240)")
     p.add_argument("--after-first-result", action="store_true",
                    help="kill only after the sweep's first experiment file exists (MPI_Init and the setup are over)")
+    p.add_argument("--startup-timeout", type=float, default=10,
+                   help="PFARM_STARTUP_TIMEOUT of the runs: the startup's bound, 0 off (default 10)")
     p.add_argument("--app", choices=["calcium", "mandelbrot"], default="calcium", help="the job (default calcium)")
     p.add_argument("--mandelbrot", default=str(root / "build/release/bin/pfarm-mandelbrot"), help="pfarm-mandelbrot")
     p.add_argument("--farmer", choices=["flat", "hierarchical", "decentralised"], default="flat",
@@ -82,9 +87,10 @@ def parse_args():
     return args
 
 
-def env():
+def env(startup_timeout):
     e = dict(os.environ)
     e["OMPI_MCA_orte_enable_recovery"] = "1"
+    e["PFARM_STARTUP_TIMEOUT"] = f"{startup_timeout:g}"
     return e
 
 
@@ -174,7 +180,7 @@ def reference(args, work):
     d.mkdir()
     (d / "out").mkdir()
     start = time.monotonic()
-    job = subprocess.Popen(command(args, "out", "trace.csv"), cwd=d, env=env(), stdout=subprocess.PIPE,
+    job = subprocess.Popen(command(args, "out", "trace.csv"), cwd=d, env=env(args.startup_timeout), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     first_at = None
     while job.poll() is None and first_at is None and time.monotonic() - start < 60:
@@ -226,17 +232,22 @@ def stacks(mpirun_pid, d):
     return (calls[0] + (f" from {callers[0]}" if callers else "")) if calls else "?"
 
 
-PHASES = ["before MPI_Init completed", "before the first result", "mid-run", "after", "after exit"]
+PHASES = ["before MPI_Init completed", "before the farm began", "before the first result", "mid-run", "after",
+          "after exit"]
+STARTUP_LOST = "a rank was lost before the farm began"  # pfarm::mpi::guard_startup's message (exit status 4)
 
 
-def phase(report, killed_at, before_first, hung_in):
-    """Where the kill fell: before MPI_Init completed (the others left in MPI_Init), before the sweep's first result
+def phase(report, killed_at, before_first, hung_in, startup_ended=False):
+    """Where the kill fell: before MPI_Init completed (the others left in MPI_Init, the startup's bound off), before
+    the farm began (every living rank ended by the startup's bound, status 4), before the sweep's first result
     (the farm's setup, its first chunks), mid-run (a lost rank reported, or the run hung), after the rank left the farm
     (no lost rank: killed before its exit, or found already exited)."""
     if killed_at is None:
         return "after exit"
     if hung_in and hung_in.startswith("MPI_Init"):
         return "before MPI_Init completed"
+    if report is None and not hung_in and startup_ended:
+        return "before the farm began"
     if before_first:
         return "before the first result"
     if report is not None and not report["lost_ranks"]:
@@ -252,7 +263,7 @@ def one_run(args, work, i, rank, kill_at, ref, bound):
     (d / "out").mkdir()
     timeout = args.timeout or bound + 5
     start = time.monotonic()
-    job = subprocess.Popen(command(args, "out"), cwd=d, env=env(), stdout=subprocess.PIPE,
+    job = subprocess.Popen(command(args, "out"), cwd=d, env=env(args.startup_timeout), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     killed_at, pid, first_at = None, None, None
     while job.poll() is None and killed_at is None:
@@ -290,8 +301,13 @@ def one_run(args, work, i, rank, kill_at, ref, bound):
     rc = job.returncode
     failures = []
     report = None
+    # Killed before every rank was past MPI_Init and the farm's setup: the startup's bound ends every living rank with
+    # status 4 and its message (pfarm::mpi::guard_startup), the job having computed nothing.
+    startup_ended = not hung_in and not stdout.strip() and STARTUP_LOST in stderr
     if hung_in:
         failures.append(f"hung: still running after {timeout:.0f} s, rank 0 in {hung_in} (stacks.txt)")
+    elif startup_ended:
+        pass
     elif stdout.strip():
         try:
             report = json.loads(stdout)
@@ -318,15 +334,21 @@ def one_run(args, work, i, rank, kill_at, ref, bound):
             failures.append(f"exit status of living ranks {wrong} (want {want})")
         if rc != 0:
             failures.append(f"mpirun exited {rc}")
-    bad, same = compare(ref / "out", d / "out")
-    failures += bad[:5] + ([f"... {len(bad) - 5} more"] if len(bad) > 5 else [])
+    if startup_ended:
+        wrong = {r: status[r] for r in range(RANKS) if r != rank and status[r] != 4}
+        if wrong:
+            failures.append(f"ended by the startup's bound, but exit status of living ranks {wrong} (want 4)")
+        same = 0
+    else:
+        bad, same = compare(ref / "out", d / "out")
+        failures += bad[:5] + ([f"... {len(bad) - 5} more"] if len(bad) > 5 else [])
     makespan = report["makespan"] if report else float("nan")
     if makespan > bound:
         failures.append(f"makespan {makespan:.2f} s over the bound {bound:.2f} s")
     if args.app == "mandelbrot":
         first_at = 0.0  # nothing is written before the end: no phase "before the first result"
     before_first = killed_at is not None and (first_at is None or killed_at < first_at)
-    where = phase(report, killed_at, before_first, hung_in)
+    where = phase(report, killed_at, before_first, hung_in, startup_ended)
     if not failures:
         shutil.rmtree(d)
     return dict(run=i, rank=rank, kill_at=kill_at, killed_at=killed_at, first_at=first_at, rc=rc, status=status,
@@ -392,9 +414,13 @@ def main():
                                       for r in hung))
     failed = [r for r in results if r["failures"]]
     in_init = by_phase.get("before MPI_Init completed", [])
-    running = [r for r in results if r["phase"] != "before MPI_Init completed"]
-    print(f"\nkills before MPI_Init completed: {len(in_init)} (runs that cannot end: Open MPI waits in MPI_Init)")
-    print(f"kills after MPI_Init completed (the app's setup, the farm, or after the rank left it): {len(running)}, "
+    before_farm = by_phase.get("before the farm began", [])
+    running = [r for r in results if r["phase"] not in ("before MPI_Init completed", "before the farm began")]
+    print(f"\nkills before MPI_Init completed, left hanging: {len(in_init)} (the startup's bound off: Open MPI waits "
+          f"in MPI_Init)")
+    print(f"kills before the farm began, ended by the startup's bound (every living rank status 4, nothing computed): "
+          f"{len(before_farm)}, {sum(not r['failures'] for r in before_farm)} as expected")
+    print(f"kills once the farm had begun (the farm, or after the rank left it): {len(running)}, "
           f"{sum(not r['failures'] for r in running)} passed every check")
     print(f"\n{len(results) - len(failed)}/{len(results)} runs passed every check; reference makespan "
           f"{ref_makespan:.3f} s; outputs kept under {work} for failed runs")

@@ -189,6 +189,7 @@ public:
             mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
         }
         mpi::check(MPI_Barrier(comm_), "MPI_Barrier");
+        mpi::startup_over();  // every rank is past the setup's collectives (pfarm::mpi::guard_startup)
 
         progress_reporter progress(rank_ == 0 ? options_.output.progress : progress_mode::quiet, tasks_);
         if (losses_) {

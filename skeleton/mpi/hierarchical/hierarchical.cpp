@@ -65,6 +65,7 @@ farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte
     owned_comm down, up;
     down.split(comm, g < 0 ? MPI_UNDEFINED : g, rank);         // a group: its master is rank 0 there
     up.split(comm, rank == 0 || is_master ? 0 : MPI_UNDEFINED, rank);  // rank 0 and the masters, in rank order
+    mpi::startup_over();  // every rank is past the setup's collectives (pfarm::mpi::guard_startup)
     if (g >= 0 && !is_master)  // a worker, as in the flat farm; its master is its farmer
         return run_worker_side(down.comm, rank, ranks, in, kernel, options, setup, t0, monitors, round_trip,
                                setup.config.worker_loss != 0 ? comm : MPI_COMM_NULL);

@@ -119,6 +119,7 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
     const shared_setup setup = agree(comm.get(), rank, ranks, tasks, kernel, options, policy);
     const bool trace = setup.config.trace != 0;
     if (ranks == 1) {
+        mpi::startup_over();
         farm_report r = run_sequential(in, out, tasks, kernel, options, task_errors_of(setup.config));
         finish_trace(comm.get(), rank, trace, options.output.trace, r);
         for (failed_task& f : r.failed_tasks) f.task += kernel.index_base;
@@ -133,6 +134,8 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
     sampler monitors(setup, rank, t0);
     monitors.start(comm.get(), rank);  // collective: latency probe, benchmark kernel (part of the makespan)
     farm_report r;
+    // The setup's collectives are over (the other farms have their own first: each calls startup_over after them).
+    if (setup.config.farmer == static_cast<std::int32_t>(farmer_mode::flat)) mpi::startup_over();
     if (setup.config.farmer == static_cast<std::int32_t>(farmer_mode::decentralised))
         r = run_decentralised(comm.get(), rank, ranks, in, out, kernel, options, setup, t0, offsets);
     else if (setup.config.farmer == static_cast<std::int32_t>(farmer_mode::stealing))

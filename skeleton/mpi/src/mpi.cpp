@@ -1,10 +1,13 @@
-// pfarm: RAII over MPI: the environment, the farm's duplicated communicator, and MPI errors as exceptions
-// (mpi.hpp).
+// pfarm: RAII over MPI: the environment, the farm's duplicated communicator, MPI errors as exceptions, and the
+// bounds on a startup and a finalisation that a lost rank would hold up (mpi.hpp).
 #include "pfarm/mpi.hpp"
 
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -47,6 +50,55 @@ bool runtime_survives_a_lost_rank() noexcept {
     std::string s(v);
     for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s == "1" || s == "true" || s == "yes" || s == "on";
+}
+
+namespace {
+struct startup_state {
+    std::mutex guard;
+    std::condition_variable changed;
+    bool over = false, armed = false;
+};
+startup_state& startup() {
+    static startup_state* s = new startup_state;  // never destroyed: its thread may outlive main's statics
+    return *s;
+}
+}  // namespace
+
+void guard_startup(double seconds, int status) {
+    if (seconds <= 0.0 || !runtime_survives_a_lost_rank()) return;
+    startup_state& s = startup();
+    {
+        std::lock_guard<std::mutex> lock(s.guard);
+        if (s.armed || s.over) return;
+        s.armed = true;
+    }
+    std::thread([seconds, status, &s] {
+        std::unique_lock<std::mutex> lock(s.guard);
+        if (s.changed.wait_for(lock, std::chrono::duration<double>(seconds), [&s] { return s.over; })) return;
+        std::fprintf(stderr, "pfarm: the job's startup (MPI_Init, then the setup of the first farm, every rank taking "
+                             "part) did not end within %g s: a rank was lost before the farm began (exit status %d; "
+                             "PFARM_STARTUP_TIMEOUT sets the bound; docs/reliability.md \"A lost worker\")\n",
+                     seconds, status);
+        std::_Exit(status);
+    }).detach();
+}
+
+void startup_over() noexcept {
+    startup_state& s = startup();
+    std::lock_guard<std::mutex> lock(s.guard);
+    if (s.over) return;
+    s.over = true;
+    s.changed.notify_all();
+}
+
+double startup_bound_seconds() {
+    const char* v = std::getenv("PFARM_STARTUP_TIMEOUT");
+    if (!v) return 120.0;
+    char* end = nullptr;
+    const double seconds = std::strtod(v, &end);
+    if (end == v || *end != '\0' || !std::isfinite(seconds) || seconds < 0.0)
+        throw invalid_argument("PFARM_STARTUP_TIMEOUT", std::string("is '") + v + "'; expected seconds >= 0 (0: off)");
+    return seconds;
 }
 
 void finalize() {

@@ -77,6 +77,7 @@ public:
             std::memcpy(window_.local(window_.in_at()), in_, static_cast<std::size_t>(window_.in_size()));
         mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
         mpi::check(MPI_Barrier(comm_), "MPI_Barrier");
+        mpi::startup_over();  // every rank is past the setup's collectives (pfarm::mpi::guard_startup)
         // The backoff's unit: the fastest of four reads of another rank's pair.
         for (int i = 0; i < 4; ++i) {
             const double t = MPI_Wtime();

@@ -552,6 +552,7 @@ int main(int argc, char** argv) {
         if (s.bar) options.output.progress = pfarm::progress_mode::automatic;
         const std::vector<std::string> words = app.remaining();
         run::check_command_line(s, options, words);
+        pfarm::mpi::guard_startup(pfarm::mpi::startup_bound_seconds(), 255);  // run_tool reports a bad bound
         env.emplace(&argc, &argv);
         const int status = run_commands(s, options, words);
         ran = true;

@@ -47,6 +47,22 @@ inline constexpr int finalize_bound_seconds = 10;
 /// finalize_bound_seconds, after which the process ends with exit status 3 (a rank was lost), saying so.
 void finalize();
 
+/// Under a runtime that survives a lost rank, a rank that dies before every rank has passed MPI_Init and the farm's
+/// setup leaves the others waiting there for ever (Open MPI 4.1's startup fence, or a collective of the program or of
+/// the farm's setup: docs/reliability.md "A lost worker", limits). guard_startup() bounds that wait: unless the farm
+/// has passed its setup (startup_over(), which every farm calls once its setup's collectives are done) within
+/// `seconds`, the process says so on standard error and ends with exit status `status` (the apps' 4; pfarm-run's 255,
+/// as its other errors: its 1-100 count failed commands). It does nothing when the runtime
+/// ends the job on a lost rank, when `seconds` is 0, or once called. The apps and pfarm-run call it before MPI_Init
+/// with startup_bound_seconds(): a program of one's own that does long work of its own before its first farm
+/// should not (or give it a bound that covers that work).
+inline constexpr int startup_lost_status = 4;
+void guard_startup(double seconds, int status = startup_lost_status);
+void startup_over() noexcept;
+/// PFARM_STARTUP_TIMEOUT (seconds; 0: off), else 120. invalid_argument naming "PFARM_STARTUP_TIMEOUT" when it is not a
+/// finite number >= 0.
+double startup_bound_seconds();
+
 /// Initialises MPI if nobody has, and finalises only what it initialised (finalize()).
 class environment {
 public:
