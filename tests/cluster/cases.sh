@@ -2,7 +2,8 @@
 # The cluster tests' cases, each run inside an emulated cluster made by 'pfarm-cluster with' (PFARM_CLUSTER, the
 # harness, and PFARM_CLUSTER_NAME set): the same answers across emulated nodes as on one node.
 #   cases.sh CASE WORKDIR      programs from the environment: MANDELBROT, CALCIUM, PFARM_RUN, C_API
-# Cases: mandelbrot, calcium, hierarchical, decentralised, c_api, run_mpirun, journal_kill, node_kill, slurm.
+# Cases: mandelbrot, calcium, hierarchical, decentralised (with the work-stealing farm), c_api, run_mpirun,
+# journal_kill, node_kill (flat, hierarchical, decentralised), slurm.
 set -euo pipefail
 case_name=$1 work=$2
 rm -rf "$work" && mkdir -p "$work"
@@ -105,6 +106,13 @@ decentralised)
     cmp -s ref.pgm "d-${t%% *}.pgm" || fail "$t: the image differs from the single-node run's"
     [ "$(json_field "d-${t%% *}.json" checksum)" = "$(json_field ref.json checksum)" ] || fail "$t: checksum differs"
   done
+  # The work-stealing farm: every rank's range in the window, steals across nodes (random victims, and the tree).
+  for v in random tree; do
+    timed "stealing $v" pc run -- "$MANDELBROT" "${mandel_args[@]}" --technique gss --farmer stealing --victims $v \
+      --output "s-$v.pgm" >"s-$v.json"
+    cmp -s ref.pgm "s-$v.pgm" || fail "stealing $v: the image differs from the single-node run's"
+    [ "$(json_field "s-$v.json" checksum)" = "$(json_field ref.json checksum)" ] || fail "stealing $v: checksum differs"
+  done
   # Without a component that works over TCP, the run must stop with an error saying what to do, never hang.
   set +e
   timeout 60 "$PFARM_CLUSTER" run -- --mca osc rdma "$MANDELBROT" --width 20 --height 20 --technique gss \
@@ -113,7 +121,7 @@ decentralised)
   set -e
   [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "with osc rdma across nodes: exit $rc, expected an error"
   grep -q "MPI_Win_allocate" rdma.out || fail "with osc rdma: no error naming MPI_Win_allocate: $(head -5 rdma.out)"
-  say "images identical to one node's for gss, fss, dgss; osc rdma alone stops with:" \
+  say "images identical to one node's for gss, fss, dgss and for stealing (random, tree); osc rdma alone stops with:" \
     "$(grep -m1 MPI_Win_allocate rdma.out)"
   ;;
 
@@ -270,6 +278,67 @@ PY
   kill_run flat workers node0:2,node1:1,node2:1
   kill_run hierarchical workers node0:3,node1:2,node2:1 --farmer hierarchical --masters 0
   kill_run hierarchical-master master node0:3,node1:2,node2:2 --farmer hierarchical --masters 0
+  # 4. The decentralised farm, with pfarm-mandelbrot (pfarm-calcium streams its results, which this farm does not
+  #    carry), on node0:2,node1:1,node2:1: rank 3, alone on node2, is a claimer; rank 0 watches. It writes nothing
+  #    while it runs, so node2 is killed once rank 3 has used 0.3 s of CPU (its /proc stat: it is in the farm, early in a
+#    farm of about 10 s; fss's first chunks are large, so it holds one). The
+  #    image byte-identical to an uninterrupted run's, lost_ranks [3], every living rank exiting 3.
+  dargs=(--width 1600 --height 1600 --max-iterations 3000 --technique fss --farmer decentralised --verify none --json
+         --quiet --on-worker-loss continue=2)
+  timed "decentralised reference" local_mpi 3 "$MANDELBROT" "${dargs[@]}" --output dref.pgm >/dev/null
+  mkdir decentralised && cd decentralised
+  t0=$SECONDS
+  set +e
+  timeout 80 "$PFARM_CLUSTER" run --recovery --host node0:2,node1:1,node2:1 -- "${wrap[@]}" "$MANDELBROT" \
+    "${dargs[@]}" --output run.pgm >run.json 2>run.err &
+  job=$!
+  python3 - "$job" <<'PY'
+import os, sys, time
+job = int(sys.argv[1])
+tick = os.sysconf("SC_CLK_TCK")
+until = time.monotonic() + 60
+while time.monotonic() < until:
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if open(f"/proc/{pid}/comm").read().strip() != "pfarm-mandelbro":
+                continue
+            if b"OMPI_COMM_WORLD_RANK=3" not in open(f"/proc/{pid}/environ", "rb").read().split(b"\0"):
+                continue
+            stat = open(f"/proc/{pid}/stat").read()
+            fields = stat[stat.rfind(")") + 2:].split()
+            if (int(fields[11]) + int(fields[12])) / tick >= 0.3:
+                sys.exit(0)
+        except OSError:
+            pass
+    try:
+        os.kill(job, 0)
+    except OSError:
+        sys.exit("the run ended before rank 3 computed 0.3 s")
+    time.sleep(0.02)
+sys.exit("rank 3 did not compute 0.3 s within 60 s")
+PY
+  ready=$?
+  [ $ready -eq 0 ] || fail "decentralised: node2 could not be killed: $(grep -v 'PMIX ERROR' run.err | tail -5)"
+  pc kill node2 >/dev/null
+  say "decentralised: node2 killed $((SECONDS - t0)) s after mpirun started"
+  wait $job
+  rc=$?
+  set -e
+  [ $rc -eq 3 ] || fail "decentralised: run --recovery exited $rc, expected 3: $(grep -v 'PMIX ERROR' run.err | tail -5)"
+  cmp -s ../dref.pgm run.pgm || fail "decentralised: the image differs from an uninterrupted run's"
+  [ "$(grep -lx node2 host.* | sed 's/host\.//' | tr '\n' ' ')" = "3 " ] || fail "decentralised: node2 did not hold rank 3 alone"
+  python3 - <<'PY'
+import json, os
+t = open("run.json").read()
+r = json.loads(t[t.index("{"):t.rindex("}") + 1])
+assert r["lost_ranks"] == [3], f"decentralised: lost_ranks {r['lost_ranks']}, expected [3] (node2's)"
+status = {k: open(f"status.{k}").read().strip() if os.path.exists(f"status.{k}") else None for k in range(4)}
+wrong = {k: s for k, s in status.items() if k != 3 and s != "3"}
+assert not wrong, f"decentralised: living ranks' exit statuses {wrong}, expected 3"
+print(f"cluster.node_kill: decentralised: lost_ranks [3] (node2's), living ranks exit 3, makespan {r['makespan']:.2f} s")
+PY
+  say "decentralised: image identical to an uninterrupted run's"
+  cd ..
   ;;
 
 slurm)
