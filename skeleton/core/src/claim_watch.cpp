@@ -48,14 +48,17 @@ std::vector<int> claim_watch::look(double now, std::span<const claim_slot> slots
 
 void claim_watch::handed(int w, double now) { since_.at(static_cast<std::size_t>(w)) = now; }
 
-bool claim_watch::queue_missing(std::span<const std::uint8_t> delivered) {
+bool claim_watch::queue_missing(std::span<const std::uint8_t> delivered, const std::function<bool(task_count)>& alone) {
     if (delivered.size() != static_cast<std::size_t>(tasks_))
         throw internal_error("claim_watch: " + std::to_string(delivered.size()) + " flags for " + std::to_string(tasks_) + " tasks");
     while (cursor_ < tasks_ && delivered[static_cast<std::size_t>(cursor_)]) ++cursor_;
     queued_.clear();
     for (task_count t = cursor_; t < tasks_; ++t) {
         if (delivered[static_cast<std::size_t>(t)]) continue;
-        if (!queued_.empty() && queued_.back().first + queued_.back().count == t) ++queued_.back().count;
+        const bool own = alone && alone(t);
+        const bool joins = !queued_.empty() && queued_.back().first + queued_.back().count == t && !own &&
+                           !(alone && alone(queued_.back().first));
+        if (joins) ++queued_.back().count;
         else queued_.push_back({t, 1});
     }
     return !queued_.empty();

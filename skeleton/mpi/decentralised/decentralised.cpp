@@ -5,8 +5,8 @@
 // finds them in task order at the end. The chunk arithmetic is the core's (pfarm/claim_schedule.hpp): a by_step
 // technique is claimed with one MPI_Fetch_and_op on the step counter, a by_worker one with MPI_Compare_and_swap
 // on the next task index. docs/skeleton.md "Decentralised farm" has the scheme and its measured claim rate. Under
-// on_worker_loss, each claim is published to rank 0's watch and a lost rank's tasks are computed again
-// (decentralised_loss.hpp).
+// on_worker_loss, each claim is published to rank 0's watch and a lost rank's tasks are computed again; under
+// on_task_error retry, a task whose run failed is computed again by another rank (decentralised_loss.hpp).
 #include "decentralised_loss.hpp"
 #include "engine.hpp"
 #include "messages.hpp"
@@ -167,9 +167,11 @@ public:
           t0_(t0), offsets_(offsets), tasks_(setup.config.tasks), first_worker_(setup.config.farmer_computes ? 0 : 1),
           fetch_inputs_(!setup.config.replicated && kernel.in_bytes > 0),
           keep_records_(!options.output.trace.empty() || options.output.record_trace),
-          losses_(setup.config.worker_loss != 0), layout_(ranks, setup.config.tasks),
+          losses_(setup.config.worker_loss != 0),
+          retry_(setup.config.task_errors == static_cast<std::int32_t>(task_error_rule::kind::retry)),
+          reissue_(losses_ || retry_), layout_(ranks, setup.config.tasks),
           window_(comm, rank, setup.config.tasks, fetch_inputs_ ? kernel.in_bytes : 0, kernel.out_bytes, false,
-                  losses_ ? layout_.bytes : 0) {}
+                  reissue_ ? layout_.bytes : 0) {}
 
     farm_report run() {
         const double cpu0 = cpu_seconds();
@@ -192,14 +194,15 @@ public:
         mpi::startup_over();  // every rank is past the setup's collectives (pfarm::mpi::guard_startup)
 
         progress_reporter progress(rank_ == 0 ? options_.output.progress : progress_mode::quiet, tasks_);
-        if (losses_) {
+        if (reissue_) {
             if (rank_ >= first_worker_) beat_.emplace(window_, layout_, rank_);
             if (rank_ == 0)
                 host_.emplace(comm_, window_, layout_, ranks_, first_worker_, tasks_, worker_loss_of(setup_.config),
-                              parameters.min_chunk, [&claims] { claims.poison_counters(); });
+                              parameters.min_chunk, [&claims] { claims.poison_counters(); }, losses_,
+                              retry_ ? setup_.config.task_attempts : 0);
         }
         if (rank_ >= first_worker_) work(claims, progress);
-        if (losses_) return end_with_losses(claims, progress, k, cpu0);
+        if (reissue_) return end_point_to_point(claims, progress, k, cpu0);
         window_.flush();  // this rank's results are all in rank 0's window (work() sent its last batch)
 
         // The end, point to point (a non-blocking collective would leave its progress function in every later MPI
@@ -218,11 +221,11 @@ public:
     }
 
 private:
-    /// The end under on_worker_loss, point to point (decentralised_loss.hpp): rank 0 watches until every living rank
-    /// has ended, hands out again what nobody delivered, and sends the outcome with the lost ranks; the report's
-    /// parts travel point to point. The window is abandoned (MPI_Win_free is collective, and a rank may die after the
-    /// outcome as well as before).
-    farm_report end_with_losses(claimer& claims, progress_reporter& progress, std::optional<double> k, double cpu0) {
+    /// The end under on_worker_loss or on_task_error retry, point to point (decentralised_loss.hpp): rank 0 watches
+    /// until every living rank has ended, hands out again what nobody delivered, and sends the outcome with the lost
+    /// ranks; the report's parts travel point to point. The window is abandoned (MPI_Win_free is collective, and a rank
+    /// may die after the outcome as well as before).
+    farm_report end_point_to_point(claimer& claims, progress_reporter& progress, std::optional<double> k, double cpu0) {
         if (beat_) beat_->holds({tasks_, 0});  // it holds nothing now: while it waits it owes only its beats
         window_.flush();  // this rank's results, flags and slot are in rank 0's window
         const bool gentle = setup_.config.gentle_wait != 0;
@@ -235,14 +238,17 @@ private:
                                         })
                         : end_and_await_outcome(
                               comm_, gentle, end, [&](chunk c) { compute_piece(claims, c); },
-                              [this] { beat_->beat(), window_.flush(); },
-                              claim_watch::beat_interval(worker_loss_of(setup_.config)));
+                              [this] {
+                                  if (losses_) beat_->beat(), window_.flush();
+                              },
+                              losses_ ? claim_watch::beat_interval(worker_loss_of(setup_.config)) : 1.0);
         window_.abandon();
         if (o.what != farm_outcome::kind::ok) throw_outcome(o);
         if (rank_ == 0) take_outputs(progress);
         // Point to point even without a loss: a rank may die after the outcome (its part is then left out).
         farm_report r = report(now() - t0_, k, cpu_seconds() - cpu0, &o.lost);
         r.lost_ranks = o.lost;
+        if (rank_ == 0 && retry_) r.task_errors = host_->task_errors(), r.retried_tasks = host_->retried_tasks();
         return r;
     }
 
@@ -267,11 +273,11 @@ private:
         const double claimed = clock(), started = clock();
         if (!compute(claims, c, inputs, results_.data())) return;
         const double finished = clock();
-        if (beat_->presumed_lost()) return;
+        if (losses_ && beat_->presumed_lost()) return;
         if (out_bytes > 0)
             window_.put(results_.data(), out_bytes, window_.out_at() + static_cast<MPI_Aint>(c.first * static_cast<task_count>(kernel_.out_bytes)));
         window_.flush();
-        beat_->delivered(c, finished - started);
+        beat_->delivered(c, finished - started, chunk_failed_);
         beat_->holds({tasks_, 0});
         window_.flush();
         sizes_.push_back(c.count);
@@ -292,7 +298,8 @@ private:
     }
 
     /// Computes chunk `c` into `results` (run_chunk_tasks); false when a task failed the farm (fail() has run). Under
-    /// on_worker_loss rank 0 watches, and a claimer beats, between two tasks.
+    /// on_worker_loss rank 0 watches, and a claimer beats, between two tasks. Under on_task_error retry its failed
+    /// runs are told to rank 0 and left in chunk_failed_ (their flags stay unset).
     bool compute(claimer& claims, const chunk& c, const std::byte* inputs, std::byte* results) {
         const std::function<void()> between = !losses_ ? std::function<void()>{} : [this] {
             if (host_) host_->watch();
@@ -302,8 +309,16 @@ private:
                 next_beat_ = clock() + claim_watch::beat_interval(worker_loss_of(setup_.config));
             }
         };
-        if (const auto f = run_chunk_tasks(kernel_, setup_, rank_, t0_, c, inputs, results, failed_, between))
+        chunk_failed_.clear();
+        if (const auto f = run_chunk_tasks(kernel_, setup_, rank_, t0_, c, inputs, results, retry_ ? runs_failed_ : failed_,
+                                           between))
             return fail(claims, f->task, f->text), false;
+        for (const failed_task& f : runs_failed_) {
+            chunk_failed_.push_back(f.task);
+            if (rank_ == 0) host_->task_error(f.task, 0, f.error);
+            else send_task_error(comm_, rank_, f.task, f.error);
+        }
+        runs_failed_.clear();
         return true;
     }
 
@@ -337,11 +352,11 @@ private:
                 const double started = clock();
                 if (!compute(claims, c, inputs, results)) return;
                 const double finished = clock();
-                if (beat_ && beat_->presumed_lost()) return;  // alive after all: its results are dropped, it ends
+                if (losses_ && beat_->presumed_lost()) return;  // alive after all: its results are dropped, it ends
                 const MPI_Aint at = window_.out_at() + static_cast<MPI_Aint>(c.first * static_cast<task_count>(kernel_.out_bytes));
                 bool sent = false;
                 if (out_bytes >= batch_bytes || beat_) {  // a large chunk travels alone, after the batch before it
-                    // (under on_worker_loss every chunk does: its flags follow its results)
+                    // (with the hand-out again every chunk does: its flags follow its results)
                     if (batched_ > 0) window_.put_batch(results_.data(), batched_, batch_at_, batch_lengths_);
                     window_.put(results, out_bytes, at);
                     sent = true;
@@ -356,7 +371,7 @@ private:
                 batched_ += out_bytes;
                 if (!prefetch) claimed_next = keep_records_ ? clock() : 0.0, claims.begin();
                 next = claims.end();  // its flush completes the batch's put too: those results are in rank 0's window
-                if (beat_) beat_->delivered(c, finished - started);  // completed by the next flush
+                if (beat_) beat_->delivered(c, finished - started, chunk_failed_);  // completed by the next flush
                 sizes_.push_back(c.count);
                 busy_ += finished - started;
                 finish_ = finished;
@@ -432,6 +447,8 @@ private:
     bool fetch_inputs_;
     bool keep_records_;  ///< a trace was asked for: every chunk's times travel to rank 0
     bool losses_;        ///< on_worker_loss: the farm survives a lost claimer (decentralised_loss.hpp)
+    bool retry_;         ///< on_task_error retry: a failed run's task is computed again by another rank
+    bool reissue_;       ///< either: rank 0 hands out again, at the end, what nobody delivered
     watch_layout layout_;
     farm_window window_;
     std::optional<claim_beat> beat_;  ///< under on_worker_loss, a computing rank's side of the watch
@@ -449,6 +466,8 @@ private:
     std::vector<chunk_record> records_;
     std::optional<failure_header> failure_;
     std::vector<failed_task> failed_;  ///< on_task_error skip: this rank's failed tasks
+    std::vector<failed_task> runs_failed_;  ///< on_task_error retry: the failed runs of the chunk just computed
+    std::vector<task_count> chunk_failed_;  ///< and their tasks (their flags stay unset)
     std::string failure_text_;
 };
 

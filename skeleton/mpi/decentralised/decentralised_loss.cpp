@@ -17,6 +17,8 @@ namespace {
 
 constexpr double look_interval = 2e-3;     ///< rank 0 looks at the slots at most this often between its own tasks
 constexpr std::size_t longest_text = 2000;  ///< of a failure's text in an end message (which stays below eager size)
+/// failure_header::failed of a note of a failed run under on_task_error retry (not an end: the rank goes on).
+constexpr std::int32_t task_error_note = -1;
 
 /// A rank's end as one message (tag_failure): its failure_header, then its text. One message below MPI's eager size,
 /// so that rank 0, once it has matched it, holds all of it (a rank dying mid-send leaves no half to wait for).
@@ -58,19 +60,23 @@ bool claim_beat::presumed_lost() {
     return mark != 0;
 }
 
-void claim_beat::delivered(chunk c, double busy) {
-    done_ += c.count;
+void claim_beat::delivered(chunk c, double busy, std::span<const task_count> failed) {
+    done_ += c.count - static_cast<task_count>(failed.size());
     busy_ += busy;
     ones_.assign(static_cast<std::size_t>(c.count), 1);
+    for (const task_count t : failed) ones_.at(static_cast<std::size_t>(t - c.first)) = 0;
     window_.put(reinterpret_cast<const std::byte*>(ones_.data()), ones_.size(), layout_.flags + c.first);
 }
 
 loss_host::loss_host(MPI_Comm comm, farm_window& window, const watch_layout& layout, int ranks, int first_worker,
-                     task_count tasks, const worker_loss_rule& rule, task_count min_chunk, std::function<void()> poison)
+                     task_count tasks, const worker_loss_rule& rule, task_count min_chunk, std::function<void()> poison,
+                     bool watching, int attempts)
     : comm_(comm), window_(window), layout_(layout), ranks_(ranks), first_(first_worker), tasks_(tasks), rule_(rule),
-      watch_(tasks, ranks - first_worker, rule, min_chunk), poison_(std::move(poison)),
+      watch_(tasks, ranks - first_worker, watching ? rule : worker_loss_rule{},
+             min_chunk),
+      poison_(std::move(poison)),
       words_(static_cast<std::size_t>(ranks) * watch_layout::slot_words), slots_(static_cast<std::size_t>(ranks - first_worker)),
-      ended_(slots_.size(), 0), watched_(slots_.size(), 1) {
+      ended_(slots_.size(), 0), watched_(slots_.size(), 1), watching_(watching), attempts_(attempts) {
     if (first_ == 0) ended_[0] = 1, watched_[0] = 0;  // rank 0 is not watched: a lost rank 0 ends the job
 }
 
@@ -87,6 +93,7 @@ void loss_host::read_slots() {
 }
 
 void loss_host::watch(bool at_once) {
+    if (!watching_) return;
     const double t = detail::now();
     if (!at_once && t - last_look_ < look_interval) return;
     last_look_ = t;
@@ -125,6 +132,21 @@ void loss_host::end_of(int rank, const failure_header& h, const std::string& tex
     failure_ = o;
 }
 
+void loss_host::task_error(task_count task, int rank, const std::string& text) {
+    failed_runs& f = failed_runs_[task];
+    ++f.runs, f.last_rank = rank, f.last_text = text;
+    ++task_errors_;
+}
+
+void send_task_error(MPI_Comm comm, int rank, task_count task, const std::string& text) {
+    const std::size_t n = std::min(text.size(), longest_text);
+    const failure_header h{task, static_cast<std::int32_t>(n), task_error_note, rank};
+    std::vector<std::byte> bytes(sizeof h + n);
+    std::memcpy(bytes.data(), &h, sizeof h);
+    std::memcpy(bytes.data() + sizeof h, text.data(), n);
+    mpi::check(MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, 0, tag_failure, comm), "MPI_Send");
+}
+
 void loss_host::take_ends() {
     for (;;) {
         int flag = 0;
@@ -139,7 +161,8 @@ void loss_host::take_ends() {
         if (static_cast<std::size_t>(count) < sizeof h) throw internal_error("decentralised farm: a short end message");
         std::memcpy(&h, bytes.data(), sizeof h);
         const std::string text(reinterpret_cast<const char*>(bytes.data() + sizeof h), static_cast<std::size_t>(count) - sizeof h);
-        end_of(status.MPI_SOURCE, h, text);
+        if (h.failed == task_error_note) task_error(h.task, status.MPI_SOURCE, text);
+        else end_of(status.MPI_SOURCE, h, text);
     }
 }
 
@@ -157,18 +180,7 @@ outcome loss_host::finish(rank_end mine, bool gentle, const std::function<rank_e
         watch(true);
         // The tasks nobody delivered, a piece to each living rank that has ended, which asks for the next one by
         // ending again (rank 0 computes them only when it is the only worker left).
-        if (!failure_)
-            for (int w = computes ? 1 : 0; w < workers; ++w) {
-                if (watch_.lost(w) || !ended_[static_cast<std::size_t>(w)]) continue;
-                const chunk c = watch_.next_piece();
-                if (c.count == 0) break;
-                const std::int64_t piece[2] = {c.first, c.count};
-                std::vector<std::byte> bytes(sizeof piece);
-                std::memcpy(bytes.data(), piece, sizeof piece);
-                send_detached(comm_, std::move(bytes), w + first_, tag_more);
-                ended_[static_cast<std::size_t>(w)] = 0;
-                watch_.handed(w, detail::now());
-            }
+        if (!failure_) hand_out(computes);
         bool all = true;
         for (int w = 0; w < workers && all; ++w) all = ended_[static_cast<std::size_t>(w)] || watch_.lost(w);
         if (!all) {
@@ -179,15 +191,23 @@ outcome loss_host::finish(rank_end mine, bool gentle, const std::function<rank_e
         if (failure_) break;
         if (computes && watch_.living() == 1 && !watch_.lost(0)) {  // rank 0 alone: it computes what is queued
             if (const chunk c = watch_.next_piece(); c.count > 0) {
+                if (failed_runs_.contains(c.first)) ++retried_;
                 own(compute_own(c));
                 continue;
             }
         }
-        // Every living rank has ended, nothing queued: its flags are all in (each flushed them before its end).
+        // Every living rank has ended, nothing queued: its flags are all in (each flushed them before its end), and
+        // its notes of failed runs came before its end.
         mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
-        if (!watch_.queue_missing({reinterpret_cast<const std::uint8_t*>(window_.local(layout_.flags)),
-                                   static_cast<std::size_t>(tasks_)}))
-            break;
+        const std::span<const std::uint8_t> flags{reinterpret_cast<const std::uint8_t*>(window_.local(layout_.flags)),
+                                                  static_cast<std::size_t>(tasks_)};
+        if (!watch_.queue_missing(flags, [this](task_count t) { return failed_runs_.contains(t); })) break;
+        // on_task_error retry: a task whose runs have all failed stops the farm (the lowest such task), naming the
+        // rank of its last run and that run's error.
+        for (const auto& [task, f] : failed_runs_)
+            if (f.runs >= attempts_ && !flags[static_cast<std::size_t>(task)] && (!failure_ || task < failure_->task))
+                failure_ = outcome{farm_outcome::kind::task_failed, f.last_rank, task, f.last_text, {}};
+        if (failure_) break;
         if (watch_.living() == 0) {
             failure_ = outcome{farm_outcome::kind::worker_lost, watch_.lost_workers().back() + first_, -1,
                                "every worker presumed lost, with tasks left to compute", {}};
@@ -200,6 +220,39 @@ outcome loss_host::finish(rank_end mine, bool gentle, const std::function<rank_e
     std::sort(o.lost.begin(), o.lost.end());
     send_outcome(comm_, o, o.lost);
     return o;
+}
+
+void loss_host::hand_out(bool computes) {
+    const int workers = ranks_ - first_;
+    std::vector<int> idle;  // living ranks that have ended (rank 0 computes only when it is the only worker left)
+    for (int w = computes ? 1 : 0; w < workers; ++w)
+        if (!watch_.lost(w) && ended_[static_cast<std::size_t>(w)]) idle.push_back(w);
+    while (!idle.empty()) {
+        const chunk c = watch_.next_piece();
+        if (c.count == 0) return;
+        // A task whose run failed goes to another rank than the one it last failed on, while another is living.
+        auto to = idle.begin();
+        const auto f = failed_runs_.find(c.first);
+        if (f != failed_runs_.end()) {
+            const int not_on = f->second.last_rank - first_;
+            to = std::find_if(idle.begin(), idle.end(), [not_on](int w) { return w != not_on; });
+            if (to == idle.end()) {
+                if (watch_.living() - (computes ? 1 : 0) > 1) {  // another rank lives: it takes it once it has ended
+                    watch_.put_back(c);
+                    return;
+                }
+                to = idle.begin();
+            }
+            ++retried_;
+        }
+        const std::int64_t piece[2] = {c.first, c.count};
+        std::vector<std::byte> bytes(sizeof piece);
+        std::memcpy(bytes.data(), piece, sizeof piece);
+        send_detached(comm_, std::move(bytes), *to + first_, tag_more);
+        ended_[static_cast<std::size_t>(*to)] = 0;
+        watch_.handed(*to, detail::now());
+        idle.erase(to);
+    }
 }
 
 std::vector<report_part> loss_host::lost_parts() const {

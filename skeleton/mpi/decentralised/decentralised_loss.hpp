@@ -1,8 +1,9 @@
-// pfarm MPI engine, internal: the decentralised farm under on_worker_loss (docs/reliability.md "A lost worker"). Each
-// claimer publishes its slot in rank 0's window after each claim (claim_beat) and marks the tasks whose results it
-// has put; rank 0 (loss_host) watches the slots with the core's rule (pfarm/claim_watch.hpp), and once every living
-// claimer has ended hands the tasks nobody delivered to them again, point to point, then sends the outcome with the
-// lost ranks. No collective includes a lost rank.
+// pfarm MPI engine, internal: the decentralised farm's hand-out again, under on_worker_loss (docs/reliability.md "A
+// lost worker") and on_task_error retry ("Task errors"). Each claimer publishes its slot in rank 0's window after each
+// claim (claim_beat), marks the tasks whose results it has put, and tells rank 0 of each failed run; rank 0
+// (loss_host) watches the slots with the core's rule (pfarm/claim_watch.hpp) under on_worker_loss, and once every
+// living claimer has ended hands the tasks nobody delivered to them again, point to point, then sends the outcome with
+// the lost ranks. No collective includes a lost rank.
 #pragma once
 
 #include "one_sided.hpp"
@@ -11,6 +12,8 @@
 
 #include <functional>
 #include <optional>
+#include <span>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -37,8 +40,9 @@ public:
     void beat();
     /// Whether rank 0 has presumed it lost (one atomic read and a flush): its results are then dropped.
     bool presumed_lost();
-    /// The results of `c`, computed in `busy` seconds, are in rank 0's window (flushed): its flags follow.
-    void delivered(chunk c, double busy);
+    /// The results of `c`, computed in `busy` seconds, are in rank 0's window (flushed): its flags follow, but for the
+    /// tasks in `failed` (on_task_error retry: their runs failed).
+    void delivered(chunk c, double busy, std::span<const task_count> failed = {});
 
 private:
     farm_window& window_;
@@ -50,12 +54,19 @@ private:
     std::vector<std::uint8_t> ones_;
 };
 
-/// Rank 0's watch and the end of the farm under on_worker_loss.
+/// Rank 0's watch and the end of the farm under on_worker_loss or on_task_error retry.
 class loss_host {
 public:
-    /// `poison`: makes every rank's next claim find nothing (the counters' end, under stop).
+    /// `poison`: makes every rank's next claim find nothing (the counters' end, under stop). `watching`: the slots
+    /// are watched (on_worker_loss). `attempts`: on_task_error retry's runs of a task in all (0: no retry).
     loss_host(MPI_Comm comm, farm_window& window, const watch_layout& layout, int ranks, int first_worker, task_count tasks,
-              const worker_loss_rule& rule, task_count min_chunk, std::function<void()> poison);
+              const worker_loss_rule& rule, task_count min_chunk, std::function<void()> poison, bool watching,
+              int attempts);
+    /// A run of task `task` on `rank` failed with `text` (on_task_error retry): rank 0's own, or told by a rank.
+    void task_error(task_count task, int rank, const std::string& text);
+    /// on_task_error retry's counts for the report: failed runs, and runs handed out again for them.
+    task_count task_errors() const { return task_errors_; }
+    task_count retried_tasks() const { return retried_; }
     /// A look at the slots, at most every few milliseconds unless `at_once`: the ranks presumed lost are marked, and under
     /// stop the farm fails.
     void watch(bool at_once = false);
@@ -71,6 +82,9 @@ public:
 private:
     void read_slots();
     void take_ends();
+    /// Hands a piece of the queued tasks to each living rank that has ended (on_task_error retry: a failed task to
+    /// another rank than its last one's while another lives).
+    void hand_out(bool computes);
     void end_of(int rank, const failure_header& h, const std::string& text);
     void presume_lost(int worker);
 
@@ -89,7 +103,19 @@ private:
     std::vector<std::uint8_t> watched_;  ///< per worker: watched (all but rank 0's own: a lost rank 0 ends the job)
     std::optional<outcome> failure_;     ///< the farm's failure: the lowest failed rank's, or a lost rank under stop
     std::int64_t mark_ = 1;
+    bool watching_;
+    int attempts_;
+    struct failed_runs {
+        int runs = 0, last_rank = -1;
+        std::string last_text;
+    };
+    std::unordered_map<task_count, failed_runs> failed_runs_;  ///< on_task_error retry: per task whose run failed
+    task_count task_errors_ = 0, retried_ = 0;
 };
+
+/// A run of task `task` failed with `text` on this rank (on_task_error retry): rank 0 is told (tag_failure, one message
+/// below MPI's eager size, before this rank's end).
+void send_task_error(MPI_Comm comm, int rank, task_count task, const std::string& text);
 
 /// A rank other than 0 under on_worker_loss, once its claims have found nothing: sends rank 0 its end (`end()` gives
 /// it, as it is then), and computes with `compute` each piece rank 0 hands it after it, until the outcome comes;

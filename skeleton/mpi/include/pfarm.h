@@ -125,7 +125,7 @@ typedef struct pfarm_protocol_options {
     const char *on_task_error;  /**< a task that fails (pfarm_fail_task): NULL or "stop" (the farm stops:
                                      PFARM_ERROR_WORKER), "retry" or "retry=N" (it runs again, on another worker where
                                      there is one, up to N runs in all, 3 by default; then as stop; not with farmer
-                                     "decentralised"), "skip" (the farm goes on; its outputs are zero bytes and it is
+                                     "stealing"), "skip" (the farm goes on; its outputs are zero bytes and it is
                                      listed: pfarm_failed_count); docs/reliability.md "Task errors" */
 } pfarm_protocol_options;
 

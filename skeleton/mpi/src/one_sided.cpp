@@ -34,7 +34,7 @@ std::optional<chunk_failure> run_chunk_tasks(const task_kernel& kernel, const sh
                                              const chunk& c, const std::byte* inputs, std::byte* results,
                                              std::vector<failed_task>& failed, const std::function<void()>& between) {
     const bool emulated = setup.emulated.active();
-    const bool skips = setup.config.task_errors == static_cast<std::int32_t>(task_error_rule::kind::skip);
+    const bool skips = setup.config.task_errors != static_cast<std::int32_t>(task_error_rule::kind::stop);
     const auto clock = [t0] { return now() - t0; };
     double owed = 0.0;
     for (task_count task = c.first; task < c.first + c.count; ++task) {

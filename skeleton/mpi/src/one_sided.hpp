@@ -119,8 +119,8 @@ struct chunk_failure {
 };
 
 /// Runs the tasks of chunk `c` from `inputs` into `results` (each at its offset by the kernel's sizes) on rank `rank`,
-/// `t0` its clock's start: a task that throws is skipped under on_task_error skip (its outputs the kernel's fill, or
-/// zero; listed in `failed`) and otherwise ends the chunk, returned; an emulated slowdown sleeps what it owes in
+/// `t0` its clock's start: a task that throws under on_task_error skip or retry is noted in `failed` (its outputs the
+/// kernel's fill, or zero) and the chunk goes on; under stop it ends the chunk, returned; an emulated slowdown sleeps what it owes in
 /// slices of at least 1 ms (as worker_side.cpp); `between`, when set, runs after each task.
 std::optional<chunk_failure> run_chunk_tasks(const task_kernel& kernel, const shared_setup& setup, int rank, double t0,
                                              const chunk& c, const std::byte* inputs, std::byte* results,

@@ -188,10 +188,11 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
                     throw invalid_argument("stragglers", "are handled by the flat farmer only; use --farmer flat");
             }
             check_task_error_rule(options.protocol.on_task_error, "on_task_error");
-            if (options.protocol.on_task_error.what == task_error_rule::kind::retry && farmerless)
+            if (options.protocol.on_task_error.what == task_error_rule::kind::retry &&
+                options.topology.farmer == farmer_mode::stealing)
                 throw invalid_argument("on_task_error", "retry is not served by the " + farm_name(options.topology.farmer) +
                                                             " farm (no rank hands tasks out again); use skip, or --farmer "
-                                                            "flat or hierarchical");
+                                                            "flat, hierarchical or decentralised");
             // on_worker_loss: as asked; unset, continue where the runtime survives a lost rank and the farm has a
             // farmer or is decentralised (docs/reliability.md "A lost worker"); the work-stealing farm does not survive one.
             worker_loss_rule loss;

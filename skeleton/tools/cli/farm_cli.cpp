@@ -51,7 +51,7 @@ void add_farm_options(CLI::App& app, farm_options& o) {
         "--on-task-error",
         [&o](const std::string& s) { o.protocol.on_task_error = parse_task_error_rule(s, "--on-task-error"); },
         "a task that fails: stop (the farm stops, the default), retry[=N] (it runs again on another worker, up to N "
-        "runs in all, 3 by default; then as stop; not with --farmer decentralised), skip (the farm goes on; failed "
+        "runs in all, 3 by default; then as stop; not with --farmer stealing), skip (the farm goes on; failed "
         "tasks are listed in the report and the journal, their outputs left value-initialised; docs/reliability.md "
         "\"Task errors\")");
     app.add_option_function<std::string>(

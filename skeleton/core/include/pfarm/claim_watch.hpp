@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -42,11 +43,14 @@ public:
     /// Worker `w` was handed tasks at `now`: its deadline runs from then.
     void handed(int w, double now);
     /// Once every living claimer has ended: queues the tasks whose results nobody put (`delivered[t]` == 0), and
-    /// returns whether any are queued. O(tasks) over the whole farm (a cursor skips the delivered prefix).
-    bool queue_missing(std::span<const std::uint8_t> delivered);
+    /// returns whether any are queued; a task for which `alone(t)` holds (on_task_error retry: a task whose run
+    /// failed) is queued as a piece of its own. O(tasks) over the whole farm (a cursor skips the delivered prefix).
+    bool queue_missing(std::span<const std::uint8_t> delivered, const std::function<bool(task_count)>& alone = {});
     /// The next piece of the queued tasks for a worker that takes some (returned_piece among the living workers);
     /// count 0 when the queue is empty.
     chunk next_piece();
+    /// A piece taken by next_piece() and not handed out goes back to the front of the queue.
+    void put_back(chunk c) { queued_.push_front(c); }
     bool lost(int w) const { return lost_.at(static_cast<std::size_t>(w)) != 0; }
     /// The workers presumed lost so far, in the order they were.
     const std::vector<int>& lost_workers() const { return lost_order_; }

@@ -104,7 +104,7 @@ struct protocol_options {
     /// What a task that throws leads to (docs/reliability.md "Task errors"): stop (the default: the farm stops on
     /// every rank with worker_error), retry (the task runs again, on another worker where there is one, up to
     /// `attempts` runs in all; then the farm stops as with stop, naming the task and its last error; not in the
-    /// decentralised farm), or skip (the farm goes on: the task is listed in farm_report::failed_tasks and in the
+    /// work-stealing farm), or skip (the farm goes on: the task is listed in farm_report::failed_tasks and in the
     /// journal, and its outputs are the fill: each output element value-initialised, Out{}; a result of any size
     /// empty). A retried task may run twice: its function must give the same results each time. A task's process
     /// that crashes is not a task error: it ends the job (docs/reliability.md).
