@@ -26,7 +26,7 @@
 # started (its wall time less its makespan) and its end.
 #   kill_calcium.py [--runs N] [--seed K] [--calcium BIN] [--mpiexec MPIRUN] [--work DIR] [--slack S]
 #                   [--experiments N] [--after-first-result] [--app calcium|mandelbrot] [--mandelbrot BIN]
-#                   [--farmer flat|hierarchical|decentralised]
+#                   [--farmer flat|hierarchical|decentralised] [--ranks N] [--masters K]
 import argparse
 import collections
 import csv
@@ -70,7 +70,16 @@ def parse_args():
     p.add_argument("--mandelbrot", default=str(root / "build/release/bin/pfarm-mandelbrot"), help="pfarm-mandelbrot")
     p.add_argument("--farmer", choices=["flat", "hierarchical", "decentralised"], default="flat",
                    help="the farm (default flat)")
+    p.add_argument("--ranks", type=int, default=4, help="ranks of the job (default 4; the killed one: 1..N-1)")
+    p.add_argument("--masters", type=int, default=0,
+                   help="--farmer hierarchical: --masters K (default 0: one per node, so one here)")
     args = p.parse_args()
+    global RANKS
+    RANKS = args.ranks
+    if args.ranks < 2:
+        p.error(f"--ranks is {args.ranks}; expected 2 or more")
+    if args.masters and args.farmer != "hierarchical":
+        p.error("--masters: only with --farmer hierarchical")
     if args.app == "mandelbrot" and args.after_first_result:
         p.error("--after-first-result: pfarm-mandelbrot writes nothing before its end; kill from mpirun's start")
     if args.app == "calcium" and args.farmer == "decentralised":
@@ -105,6 +114,8 @@ def command(args, out_dir, trace=None):
     if args.app == "mandelbrot":  # about 2 s on 2 cores with 3 workers
         job = [args.mandelbrot, "--width", "1600", "--height", "1600", "--max-iterations", "6000", "--technique", "fss",
                "--verify", "none", "--output", f"{out_dir}/image.pgm"]
+    if args.masters:
+        job += ["--masters", str(args.masters)]
     return [args.mpiexec, "-n", str(RANKS), "--oversubscribe", *WRAP, *job, "--farmer", args.farmer, "--json", "--quiet",
             "--on-worker-loss", f"continue={args.slack:g}", *(["--trace", str(trace)] if trace else [])]
 
@@ -364,7 +375,7 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     ref, ref_wall, ref_first, ref_makespan, e_ref, n_files = reference(args, work)
-    print(f"kill_calcium: {RANKS} ranks (3 workers), {' '.join(command(args, 'out')[5 + len(WRAP):])}")
+    print(f"kill_calcium: {RANKS} ranks, {' '.join(command(args, 'out')[5 + len(WRAP):])}")
     print(f"reference: wall {ref_wall:.2f} s, first experiment file at {ref_first:.2f} s, makespan {ref_makespan:.3f} s, "
           f"longest chunk E = {e_ref:.3f} s, {n_files} output files")
     print(f"makespan bound: 1.5 x {ref_makespan:.3f} + 2 x (4 x {e_ref:.3f} + {args.slack:g}) = "
@@ -373,7 +384,7 @@ def main():
     # pfarm-mandelbrot: from when the reference's farm started (its wall time less its makespan: MPI_Init and the
     # setup are over) to its end.
     start = ref_wall - ref_makespan if args.app == "mandelbrot" else 0.0
-    print(f"kills: rank uniform in 1..3, time uniform in [{start:.2f}, {window:.2f}) s after "
+    print(f"kills: rank uniform in 1..{RANKS - 1}, time uniform in [{start:.2f}, {window:.2f}) s after "
           + ("the run's first experiment file (the reference's wall time after its own)" if args.after_first_result
              else "mpirun starts (the reference's wall time" + (", from its farm's start)" if start else ")"))
           + f", seed {args.seed}")
