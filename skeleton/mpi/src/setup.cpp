@@ -148,8 +148,6 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
             if (options.topology.victims != victim_rule::random && options.topology.farmer != farmer_mode::stealing)
                 throw invalid_argument("victims", "is '" + to_string(options.topology.victims) +
                                                       "'; only farmer = stealing has victims");
-            const bool farmerless = options.topology.farmer == farmer_mode::decentralised ||
-                                    options.topology.farmer == farmer_mode::stealing;  // no rank serves messages
             // the work-stealing farm: every rank owns a range and computes it (there is no farmer to exempt)
             int workers = ranks == 1 || options.topology.farmer == farmer_mode::stealing
                               ? ranks
