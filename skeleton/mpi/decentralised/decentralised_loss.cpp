@@ -20,16 +20,22 @@ constexpr std::size_t longest_text = 2000;  ///< of a failure's text in an end m
 /// failure_header::failed of a note of a failed run under on_task_error retry (not an end: the rank goes on).
 constexpr std::int32_t task_error_note = -1;
 
-/// A rank's end as one message (tag_failure): its failure_header, then its text. One message below MPI's eager size,
-/// so that rank 0, once it has matched it, holds all of it (a rank dying mid-send leaves no half to wait for).
-std::vector<std::byte> packed_end(const rank_end& e) {
-    failure_header h = e.failure.value_or(failure_header{});
-    const std::size_t n = h.failed ? std::min(e.text.size(), longest_text) : 0;
+/// A message to rank 0 on tag_failure (a rank's end, or a note of a failed run): `h`, then `text` cut to longest_text,
+/// so that it stays below MPI's eager size and rank 0, once it has matched it, holds all of it (a rank dying mid-send
+/// leaves no half to wait for).
+std::vector<std::byte> packed(failure_header h, const std::string& text) {
+    const std::size_t n = std::min(text.size(), longest_text);
     h.length = static_cast<std::int32_t>(n);
     std::vector<std::byte> bytes(sizeof h + n);
     std::memcpy(bytes.data(), &h, sizeof h);
-    std::memcpy(bytes.data() + sizeof h, e.text.data(), n);
+    std::memcpy(bytes.data() + sizeof h, text.data(), n);
     return bytes;
+}
+
+/// A rank's end: its failure (none: done), with the failure's text.
+std::vector<std::byte> packed_end(const rank_end& e) {
+    const failure_header h = e.failure.value_or(failure_header{});
+    return packed(h, h.failed ? e.text : std::string());
 }
 
 void pause_for(double& pause, bool gentle) {
@@ -139,11 +145,7 @@ void loss_host::task_error(task_count task, int rank, const std::string& text) {
 }
 
 void send_task_error(MPI_Comm comm, int rank, task_count task, const std::string& text) {
-    const std::size_t n = std::min(text.size(), longest_text);
-    const failure_header h{task, static_cast<std::int32_t>(n), task_error_note, rank};
-    std::vector<std::byte> bytes(sizeof h + n);
-    std::memcpy(bytes.data(), &h, sizeof h);
-    std::memcpy(bytes.data() + sizeof h, text.data(), n);
+    const std::vector<std::byte> bytes = packed(failure_header{task, 0, task_error_note, rank}, text);
     mpi::check(MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, 0, tag_failure, comm), "MPI_Send");
 }
 
@@ -169,8 +171,7 @@ void loss_host::take_ends() {
 outcome loss_host::finish(rank_end mine, bool gentle, const std::function<rank_end(chunk)>& compute_own,
                           const std::function<void()>& idle) {
     const int workers = ranks_ - first_;
-    const auto own = [&](const rank_end& e) {
-        if (first_ == 0) ended_[0] = 1;
+    const auto own = [&](const rank_end& e) {  // rank 0's own end (its ended_ entry is set for good: not watched)
         if (e.failure) end_of(0, *e.failure, e.text);
     };
     own(mine);
@@ -180,7 +181,7 @@ outcome loss_host::finish(rank_end mine, bool gentle, const std::function<rank_e
         watch(true);
         // The tasks nobody delivered, a piece to each living rank that has ended, which asks for the next one by
         // ending again (rank 0 computes them only when it is the only worker left).
-        if (!failure_) hand_out(computes);
+        if (!failure_) hand_out();
         bool all = true;
         for (int w = 0; w < workers && all; ++w) all = ended_[static_cast<std::size_t>(w)] || watch_.lost(w);
         if (!all) {
@@ -222,8 +223,9 @@ outcome loss_host::finish(rank_end mine, bool gentle, const std::function<rank_e
     return o;
 }
 
-void loss_host::hand_out(bool computes) {
+void loss_host::hand_out() {
     const int workers = ranks_ - first_;
+    const bool computes = first_ == 0;
     std::vector<int> idle;  // living ranks that have ended (rank 0 computes only when it is the only worker left)
     for (int w = computes ? 1 : 0; w < workers; ++w)
         if (!watch_.lost(w) && ended_[static_cast<std::size_t>(w)]) idle.push_back(w);

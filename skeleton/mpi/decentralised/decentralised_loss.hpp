@@ -84,7 +84,7 @@ private:
     void take_ends();
     /// Hands a piece of the queued tasks to each living rank that has ended (on_task_error retry: a failed task to
     /// another rank than its last one's while another lives).
-    void hand_out(bool computes);
+    void hand_out();
     void end_of(int rank, const failure_header& h, const std::string& text);
     void presume_lost(int worker);
 
