@@ -260,17 +260,19 @@ private:
         progress.update(tasks_);
     }
 
-    /// A piece of a lost rank's tasks, handed by rank 0 at the end: computed, its results and flags put and flushed
-    /// (nothing when this rank has failed, or rank 0 presumed it lost meanwhile).
+    /// A piece handed by rank 0 at the end (tasks a lost rank left, or a task whose run failed, under retry):
+    /// computed, its results and flags put and flushed (nothing when this rank has failed, or rank 0 presumed it lost
+    /// meanwhile).
     void compute_piece(claimer& claims, const chunk& c) {
         if (failure_) return;
+        const double claimed = clock();  // when the piece came: its trace record's "sent"
         beat_->holds(c);
         window_.flush();
         next_beat_ = clock() + claim_watch::beat_interval(worker_loss_of(setup_.config));
         const std::byte* inputs = chunk_inputs(c);
         const std::size_t out_bytes = static_cast<std::size_t>(c.count) * kernel_.out_bytes;
         results_.reserve(out_bytes);
-        const double claimed = clock(), started = clock();
+        const double started = clock();
         if (!compute(claims, c, inputs, results_.data())) return;
         const double finished = clock();
         if (losses_ && beat_->presumed_lost()) return;
