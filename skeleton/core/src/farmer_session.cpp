@@ -181,6 +181,11 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
             if (w.stop_sent) retire(worker);                     // a stopped worker's last message
         } else if (m.what == request_message::kind::dropped) {  // it let a cancelled chunk go
             if (w.stop_sent) retire(worker);                        // and, stopped already, ends
+        } else if (m.what == request_message::kind::results && w.stop_sent && m.done.count > 0 &&
+                   farmer_.held(worker) > 0 && farmer_.in_flight(worker, farmer_.held(worker) - 1).first == m.done.first) {
+            // Stopped, it sent the results of its last chunk before reading the stop: reading it, it ends with no
+            // further message (a reclaim shrinks a chunk from its end: its first task names it still).
+            retire(worker);
         } else if (m.what == request_message::kind::results || m.what == request_message::kind::task_error) {
             // it computes a chunk: its next request is answered abort
         } else {
