@@ -966,4 +966,8 @@ TEST(FarmerReclaim, VictimGivesFromTheChunkWithMoreUnstartedTasks) {
     EXPECT_EQ(pfarm::victim_gives(d, 2.0, {0, 10}, 1), (pfarm::chunk{4, 6}));
     EXPECT_EQ(pfarm::victim_gives(d, 2.0, {0, 10}, 10).count, 0);       // nothing unstarted
     EXPECT_EQ(pfarm::victim_gives(d, 2.0, {0, 3}, 3, {3, 1}).count, 0);  // a prefetched chunk of one task stays whole
+    // A current chunk none of whose tasks has started keeps its first task too (released() takes only an end):
+    // 2/3 of [12, 14) and a prefetched [16, 18) would be 2 tasks of the current chunk, its whole.
+    EXPECT_EQ(pfarm::victim_gives(d, 2.0, {12, 2}, 12, {16, 2}), (pfarm::chunk{13, 1}));
+    EXPECT_EQ(pfarm::victim_gives(d, 2.0, {12, 1}, 12).count, 0);
 }

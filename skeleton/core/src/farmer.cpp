@@ -405,7 +405,7 @@ chunk victim_gives(const decision& d, double victim_seconds, chunk current, task
     const auto wanted = static_cast<task_count>(std::floor(std::max(0.0, unstarted) * share));
     const bool from_current = in_current >= in_prefetched;
     const chunk& c = from_current ? current : prefetched;
-    const task_count count = std::min(wanted, from_current ? in_current : in_prefetched - 1);
+    const task_count count = std::min(wanted, from_current ? std::min(in_current, current.count - 1) : in_prefetched - 1);
     if (count <= 0) return {c.first + c.count, 0};
     return {c.first + c.count - count, count};
 }

@@ -96,8 +96,9 @@ struct decision {
 /// finished no task of it) and the thief's (`d.thief_seconds`), t_v / (t_v + t_thief) kept within [1/3, 2/3],
 /// so that both finish together; without both times, the farmer's `d.share`. A thief still busy for
 /// `d.thief_busy` seconds gets that share of what the victim has beyond that. `current` is the chunk it computes, `next_task` the
-/// first task of it not started, `prefetched` (count 0: none) a chunk it holds and has not started, of which
-/// it keeps at least one task (no chunk in flight is left empty). Count 0: nothing to give.
+/// first task of it not started, `prefetched` (count 0: none) a chunk it holds and has not started. It keeps
+/// at least the first task of either (no chunk in flight is left empty: released() takes only an end), even of a
+/// current chunk none of whose tasks has started. Count 0: nothing to give.
 chunk victim_gives(const decision& d, double victim_seconds, chunk current, task_count next_task, chunk prefetched = {});
 
 /// Straggler handling (see "Stragglers" above; docs/reliability.md): off while factor is 0.
