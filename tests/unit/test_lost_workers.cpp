@@ -258,6 +258,34 @@ TEST(LostWorkers, AThiefLeftAloneTakesItsLostVictimsTasks) {
     f.every_task_once();
 }
 
+// Workers past their deadlines at one look are lost together (farmer::lose of a span): each before any thief owed an
+// answer is answered, so that no answer names one of them, and a thief among them is answered nothing.
+TEST(LostWorkers, WorkersLostTogetherAreAllLostBeforeAnyThiefIsAnswered) {
+    for (const bool thief_lost : {false, true}) {
+        pfarm::farmer f(30, 3, pfarm::make_technique("static", {}, 3), 1, 1, true);
+        f.set_loss_tolerant(true);
+        EXPECT_EQ(f.request(0).work, (chunk{0, 10}));
+        EXPECT_EQ(f.request(1).work, (chunk{10, 10}));
+        EXPECT_EQ(f.request(2).work, (chunk{20, 10}));
+        f.complete(0, 1.0);
+        const auto asked = f.request(0, 1.0);
+        ASSERT_EQ(asked.what, pfarm::decision::kind::reclaim);
+        const int victim = asked.victim, other = 3 - asked.victim;
+        const std::vector<int> lost = thief_lost ? std::vector<int>{victim, 0} : std::vector<int>{victim, other};
+        const auto owed = f.lose(lost, 2.0);
+        for (const int w : lost) EXPECT_TRUE(f.lost(w)) << "worker " << w;
+        EXPECT_EQ(f.returned_tasks(), thief_lost ? 10 : 20);
+        if (thief_lost) {
+            EXPECT_TRUE(owed.empty()) << "the thief was lost with its victim: it is answered nothing";
+            continue;
+        }
+        ASSERT_EQ(owed.size(), 1u);
+        EXPECT_EQ(owed[0].thief, 0);
+        ASSERT_EQ(owed[0].answer.what, pfarm::decision::kind::assign) << "not a reclaim from the other lost worker";
+        EXPECT_GE(owed[0].answer.work.first, 10);
+    }
+}
+
 TEST(LostWorkers, EveryWorkerLostStopsTheFarm) {
     scripted f(go_on(), "static", false, false, 2, 20);
     ASSERT_EQ(f.ask(0, {}, 0.0), reply_message::kind::assign);

@@ -168,9 +168,31 @@ double farmer::silent_past(int worker, const worker_loss_rule& rule) const {
 }
 
 release_outcome farmer::lose(int worker, double now) {
+    release_outcome owed;
+    owed.thief = forsake(worker, now);
+    if (owed.thief >= 0) owed.answer = owed_answer(owed.thief, now);
+    return owed;
+}
+
+std::vector<release_outcome> farmer::lose(std::span<const int> lost, double now) {
+    std::vector<int> thieves;
+    for (const int worker : lost)
+        if (const int thief = forsake(worker, now); thief >= 0) thieves.push_back(thief);
+    std::vector<release_outcome> owed;
+    for (const int thief : thieves)
+        if (!workers_[static_cast<std::size_t>(thief)].lost) owed.push_back({thief, owed_answer(thief, now)});
+    return owed;
+}
+
+decision farmer::owed_answer(int thief, double now) {
+    // Idle, it takes the tasks that went back first, as request() hands them (it may be the only worker left).
+    return workers_[static_cast<std::size_t>(thief)].held > 0 ? later(thief, now) : idle_thief(thief, now);
+}
+
+int farmer::forsake(int worker, double now) {
     check_worker(worker);
     auto& w = workers_[static_cast<std::size_t>(worker)];
-    if (w.lost) return {};
+    if (w.lost) return -1;
     if (!loss_tolerant_) throw internal_error("farmer: lose() without loss tolerance");
     w.lost = true;
     ++lost_count_;
@@ -200,17 +222,15 @@ release_outcome farmer::lose(int worker, double now) {
         w.stopped = true;
         --active_;
     }
-    release_outcome owed;
+    int owed = -1;
     if (w.thief >= 0 && workers_[static_cast<std::size_t>(w.thief)].lost) {
         w.thief = -1;  // a thief lost before it: answered nothing
     } else if (w.thief >= 0) {  // a victim asked for a reclaim: its thief is answered as if it gave nothing
-        owed.thief = w.thief;
+        owed = w.thief;
         w.thief = -1;
-        auto& t = workers_[static_cast<std::size_t>(owed.thief)];
+        auto& t = workers_[static_cast<std::size_t>(owed)];
         t.waiting_for_victim = false;
         t.answered_at = now;
-        // Idle, it takes the tasks that went back first, as request() hands them (it may be the only worker left).
-        owed.answer = t.held > 0 ? later(owed.thief, now) : idle_thief(owed.thief, now);
     }
     return owed;
 }

@@ -31,47 +31,50 @@ void farmer_session::check_losses(double now) {
     const worker_loss_rule& rule = options_.worker_loss;
     // Checked a few times per slack: a loss is seen within about 1.25 x the slack past its chunk's deadline.
     loss_check_at_ = now + std::clamp(rule.slack / 4.0, 0.01, 1.0);
+    std::vector<int> overdue;
     for (int v = 0; v < workers(); ++v) {
         const auto& w = workers_[static_cast<std::size_t>(v)];
         if (v == options_.own_worker || w.retired || w.lost) continue;
-        if (now > farmer_.silent_past(v, rule)) lose(v);
+        if (now > farmer_.silent_past(v, rule)) overdue.push_back(v);
     }
+    if (!overdue.empty()) lose(overdue);
 }
 
-void farmer_session::lose(int worker) {
-    auto& w = workers_[static_cast<std::size_t>(worker)];
-    const bool awaiting = w.awaiting;  // its request (parked, or a thief's) has had no answer
-    w.lost = true;
-    lost_.push_back(worker);
-    w.failures.clear();
-    std::erase(parked_, worker);
-    retire(worker);  // it is answered nothing more, and the end of the farm waits for it no more
-    // Alive after all, it would wait for that answer for ever: it is told to stop, as from_lost() tells one that asks.
-    if (awaiting) send(worker, reply_message{.what = reply_message::kind::stop});
+void farmer_session::lose(std::span<const int> overdue) {
+    for (const int worker : overdue) {
+        auto& w = workers_[static_cast<std::size_t>(worker)];
+        const bool awaiting = w.awaiting;  // its request (parked, or a thief's) has had no answer
+        w.lost = true;
+        lost_.push_back(worker);
+        w.failures.clear();
+        std::erase(parked_, worker);
+        retire(worker);  // it is answered nothing more, and the end of the farm waits for it no more
+        // Alive after all, it would wait for that answer for ever: it is told to stop, as from_lost() tells one that asks.
+        if (awaiting) send(worker, reply_message{.what = reply_message::kind::stop});
+    }
     if (aborting_) return;
     if (options_.worker_loss.what == worker_loss_rule::kind::stop) {
         outcome_.what = farm_outcome::kind::worker_lost;
-        outcome_.worker = worker;
+        outcome_.worker = overdue.front();
         outcome_.text = "no message within its deadline (on_worker_loss " + to_string(options_.worker_loss) +
                         "): presumed lost";
         abort_all();
         return;
     }
     const bool calibrating = farmer_.calibrating();
-    forget_held(worker);  // its chunks in flight were not computed by it: out of its sizes and the records
-    const release_outcome owed = farmer_.lose(worker, now());
-    if (owed.thief >= 0) answer(owed.thief, owed.answer, false);
-    bool anyone = false;  // a worker left to compute what it held
+    for (const int worker : overdue) forget_held(worker);  // its chunks in flight were not computed by it
+    for (const release_outcome& owed : farmer_.lose(overdue, now())) answer(owed.thief, owed.answer, false);
+    bool anyone = false;  // a worker left to compute what they held
     for (int v = 0; v < workers() && !anyone; ++v) anyone = !farmer_.lost(v) && !workers_[static_cast<std::size_t>(v)].retired;
     if (!anyone && !farmer_.done()) {
         outcome_.what = farm_outcome::kind::worker_lost;
-        outcome_.worker = worker;
+        outcome_.worker = overdue.back();
         outcome_.text = "presumed lost, and no worker is left to compute its tasks";
         abort_all();
         return;
     }
-    if (calibrating && !farmer_.calibrating()) calibration_end_ = now();  // the barrier waited for it only
-    reask_parked();  // its tasks, or the end of the calibration, for those that wait
+    if (calibrating && !farmer_.calibrating()) calibration_end_ = now();  // the barrier waited for them only
+    reask_parked();  // their tasks, or the end of the calibration, for those that wait
 }
 
 void farmer_session::forget_held(int worker) {

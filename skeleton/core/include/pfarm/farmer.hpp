@@ -267,6 +267,10 @@ public:
     /// held go back. Returns the answer owed to a thief that waited for its answer to a reclaim (thief -1: none).
     /// While the farm calibrates it leaves the calibration (the barrier no longer waits for it).
     release_outcome lose(int worker, double now = 0.0);
+    /// Workers `lost`, gone together at `now` (past their deadlines at one look): each is lost as by lose() before
+    /// any thief owed an answer is answered, so that no answer names one of them (a victim, say). Returns the
+    /// answers owed, to the thieves not among them.
+    std::vector<release_outcome> lose(std::span<const int> lost, double now);
     bool lost(int worker) const { return workers_.at(static_cast<std::size_t>(worker)).lost; }
     bool loss_tolerant() const noexcept { return loss_tolerant_; }
     /// When worker `worker` is past the deadline of `rule`: holding a chunk, `factor` x the chunk's tasks x its
@@ -414,6 +418,11 @@ private:
     decision idle_thief(int thief, double now);
     /// Lost workers: the technique answered 0 for `worker` while tasks are unassigned (see "Lost workers").
     decision past_share(int worker, double now);
+    /// Lost workers: lose()'s bookkeeping for `worker`; returns the thief it owes an answer to (-1: none), which is
+    /// no longer waiting.
+    int forsake(int worker, double now);
+    /// The answer owed to thief `thief` whose victim was lost: `later` while it holds chunks, else what it takes.
+    decision owed_answer(int thief, double now);
     /// Lost workers: the seconds per task silent_past() reads for `worker`.
     double loss_pace(int worker, double slack) const;
     /// Retry: takes `failed` out of completion_.deliver and queues them; returns how many were queued.

@@ -247,7 +247,9 @@ private:
     void begin_settling(int worker, const request_message& m);  ///< receive() answers first; settle() follows
     double timer_deadline() const;  ///< deadline() with stragglers or lost workers
     void check_losses(double now);  ///< on_timer(): the workers silent past the loss rule's deadline are lost
-    void lose(int worker);
+    /// Workers `overdue` are presumed lost together (one look of check_losses()): all of them before any decision
+    /// that could name one (a thief's answer, a parked worker's chunk or victim).
+    void lose(std::span<const int> overdue);
     void from_lost(int worker, const request_message& m);  ///< a message from a worker presumed lost
     void forget_held(int worker);  ///< a lost worker's chunks in flight leave its chunk sizes and the records
     void check(int worker) const {
