@@ -5,10 +5,13 @@
 # killed rank as the one lost rank, every living rank exiting 3 (none lost and status 0 when the kill came after
 # the rank had left the farm), mpirun exiting 0; write every output file byte-identical to the reference; and have
 # a makespan within
-#   bound = 3/2 x reference makespan + 2 x (4 E + S)
-# the work over the remaining speed (3 workers -> 2) plus two detection deadlines, a deadline being the documented
-# 4 x a chunk's expected time + the slack S, with E the longest chunk's compute time in the reference's trace
-# (with 2 workers on 2 cores a task takes no longer than with 3). A run still going at bound + 5 s is hung: every
+#   bound = W / W_left x reference makespan + 2 x (4 E + S)
+# the work over the remaining speed (W computing ranks in the reference, W_left of them left when the killed rank is
+# gone: a worker, or a hierarchical master with the workers of its group) plus two detection deadlines, a deadline
+# being the documented 4 x a chunk's expected time + the slack S. For a worker, E is the longest chunk's compute time
+# in the reference's trace (with 2 workers on 2 cores a task takes no longer than with 3). For a hierarchical master
+# it is what rank 0's deadline for it scales with (farmer::silent_past): the most tasks the master held at once in
+# the reference (the report's masters.trace) times its pace there (its chunks' seconds in the group over their tasks). A run still going at bound + 5 s is hung: every
 # living rank's stack goes to its folder (gdb) before it is ended. It prints one line per run and a summary, and
 # exits 1 if any check failed. A failed run's folder is kept under --work.
 # When each kill fell: the script watches for the sweep's first experiment file (rank 0 writes it as the first result
@@ -220,7 +223,42 @@ def reference(args, work):
         first_at = 0.0  # nothing is written before the end
     if first_at is None:
         sys.exit("kill_calcium: the reference run wrote no experiment file while it ran")
-    return d, wall, first_at, report["makespan"], max(c[2] for c in chunks), len(files(d / "out"))
+    return d, wall, first_at, report, max(c[2] for c in chunks), len(files(d / "out"))
+
+
+def master_chunk_time(trace, master):
+    """A master's E: the most tasks it held at once (a chunk handed to it until its results came back) times its
+    pace (seconds in the group over tasks), from the report's masters.trace."""
+    mine = [c for c in trace if c["rank"] == master]
+    done = sum(c["count"] for c in mine)
+    if not done:
+        return 0.0
+    pace = sum(c["finished"] - c["started"] for c in mine) / done
+    held = max(sum(o["count"] for o in mine if o["sent"] <= c["sent"] < o["received"]) for c in mine)
+    return held * pace
+
+
+def lost_with(report, rank):
+    """The computing ranks a kill of `rank` takes out: it, and for a hierarchical master the rest of its group (a
+    contiguous range of ranks up to the next master)."""
+    masters = report.get("masters", {}).get("ranks", [])
+    if rank not in masters:
+        return {rank}
+    following = [m for m in masters if m > rank]
+    return set(range(rank, following[0] if following else RANKS))
+
+
+def bounds(report, e_ref, slack):
+    """Per rank that may be killed: (its makespan bound, the W / W_left factor, its E)."""
+    computing = {q for q, n in enumerate(report["tasks_per_rank"]) if n > 0}
+    trace = report.get("masters", {}).get("trace", [])
+    out = {}
+    for rank in range(1, RANKS):
+        left = len(computing - lost_with(report, rank))
+        factor = len(computing) / left if left else float("inf")
+        e = max(e_ref, master_chunk_time(trace, rank)) if rank in report.get("masters", {}).get("ranks", []) else e_ref
+        out[rank] = (factor * report["makespan"] + 2 * (4 * e + slack), factor, e)
+    return out
 
 
 def stacks(mpirun_pid, d):
@@ -374,12 +412,15 @@ def main():
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    ref, ref_wall, ref_first, ref_makespan, e_ref, n_files = reference(args, work)
+    ref, ref_wall, ref_first, ref_report, e_ref, n_files = reference(args, work)
+    ref_makespan = ref_report["makespan"]
     print(f"kill_calcium: {RANKS} ranks, {' '.join(command(args, 'out')[5 + len(WRAP):])}")
     print(f"reference: wall {ref_wall:.2f} s, first experiment file at {ref_first:.2f} s, makespan {ref_makespan:.3f} s, "
           f"longest chunk E = {e_ref:.3f} s, {n_files} output files")
-    print(f"makespan bound: 1.5 x {ref_makespan:.3f} + 2 x (4 x {e_ref:.3f} + {args.slack:g}) = "
-          f"{1.5 * ref_makespan + 2 * (4 * e_ref + args.slack):.2f} s")
+    per_rank = bounds(ref_report, e_ref, args.slack)
+    for q, (b, factor, e) in per_rank.items():
+        print(f"makespan bound, rank {q} killed: {factor:.3g} x {ref_makespan:.3f} + 2 x (4 x {e:.3f} + {args.slack:g}) = "
+              f"{b:.2f} s")
     window = ref_wall - ref_first if args.after_first_result else ref_wall
     # pfarm-mandelbrot: from when the reference's farm started (its wall time less its makespan: MPI_Init and the
     # setup are over) to its end.
@@ -388,12 +429,11 @@ def main():
           + ("the run's first experiment file (the reference's wall time after its own)" if args.after_first_result
              else "mpirun starts (the reference's wall time" + (", from its farm's start)" if start else ")"))
           + f", seed {args.seed}")
-    bound = 1.5 * ref_makespan + 2 * (4 * e_ref + args.slack)
     rng = random.Random(args.seed)
     results = []
     for i in range(args.runs):
         rank, kill_at = rng.randint(1, RANKS - 1), rng.uniform(start, window)
-        r = one_run(args, work, i, rank, kill_at, ref, bound)
+        r = one_run(args, work, i, rank, kill_at, ref, per_rank[rank][0])
         results.append(r)
         killed = f"{r['killed_at']:.2f}" if r["killed_at"] is not None else "-"
         first = f"{r['first_at']:.2f}" if r["first_at"] is not None else "-"
@@ -413,7 +453,8 @@ def main():
     for name in sorted(by_phase, key=PHASES.index):
         rs = by_phase[name]
         spans = [r["makespan"] for r in rs if r["makespan"] == r["makespan"]]
-        ratio = max((r["makespan"] / bound for r in rs if r["makespan"] == r["makespan"]), default=float("nan"))
+        ratio = max((r["makespan"] / per_rank[r["rank"]][0] for r in rs if r["makespan"] == r["makespan"]),
+                    default=float("nan"))
         span_text = f"{min(spans):.2f} / {max(spans):.2f}" if spans else "-"
         ratio_text = f"{ratio:.2f}" if spans else "-"
         print(f"| {name} | {len(rs)} | {sum(not r['failures'] for r in rs)} | {sum(r['status'][0] == 3 for r in rs)} | "

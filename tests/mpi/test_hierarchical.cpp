@@ -151,6 +151,21 @@ void techniques(bool computes) {
                 }
                 CHECK(std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; }), "%s: the trace does not "
                       "cover every task once", label.c_str());
+                // Rank 0's chunks: its own worker's (the trace's rank 0) and the masters' cover every task once.
+                std::fill(covered.begin(), covered.end(), 0);
+                for (const auto& c : r.trace)
+                    if (c.rank == 0)
+                        for (auto i = c.first; i < c.first + c.count; ++i) ++covered[static_cast<std::size_t>(i)];
+                for (const auto& c : r.master_trace) {
+                    CHECK(is_master(r, c.rank) && c.sent <= c.received && c.started <= c.finished,
+                          "%s: a master record on rank %d, sent %g received %g, started %g finished %g", label.c_str(),
+                          c.rank, c.sent, c.received, c.started, c.finished);
+                    for (auto i = c.first; i < c.first + c.count; ++i) ++covered[static_cast<std::size_t>(i)];
+                }
+                CHECK(std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; }), "%s: rank 0's chunks "
+                      "and the masters' do not cover every task once", label.c_str());
+            } else {
+                CHECK(r.master_trace.empty(), "%s: a master trace without a trace", label.c_str());
             }
         }
     }
@@ -372,7 +387,15 @@ void requests() {
           static_cast<long long>(a.farmer_requests));
     const long long served = std::accumulate(h.master_requests.begin(), h.master_requests.end(), 0LL);
     CHECK(served >= tasks, "the masters answered %lld requests for %lld tasks of ss", served, static_cast<long long>(tasks));
-    CHECK(a.master_ranks.empty() && a.master_requests.empty(), "the flat farm reports masters");
+    CHECK(a.master_ranks.empty() && a.master_requests.empty() && a.master_chunks.empty(), "the flat farm reports masters");
+    // Rank 0 handed out every task but its own worker's, as chunks to the masters.
+    CHECK(h.master_chunks.size() == h.master_ranks.size(), "%zu masters' chunk lists for %zu masters", h.master_chunks.size(),
+          h.master_ranks.size());
+    long long handed = h.tasks_per_rank.at(0);
+    for (const auto& c : h.master_chunks)
+        for (const pfarm::task_count n : c) handed += n;
+    CHECK(handed == tasks, "rank 0 handed the masters and its own worker %lld tasks of %lld", handed,
+          static_cast<long long>(tasks));
 }
 
 void failure() {

@@ -127,9 +127,15 @@ def test_stealing_takes_fixed_size_results(comm, rank, victims):
 def test_hierarchical(comm, rank):
     if comm.Get_size() < 4:
         pytest.skip("the hierarchical farm needs a supermaster, a master and workers: 4 ranks")
-    results = pfarm.map(lambda i: i * 3, range(500), farmer="hierarchical", masters=1)
+    results, report = pfarm.map(lambda i: i * 3, range(500), farmer="hierarchical", masters=1, report=True,
+                                record_trace=True)
     if rank == 0:
         assert results == [i * 3 for i in range(500)]
+        # Rank 0 handed the master every task but its own worker's: as chunk sizes, and as records with a trace.
+        assert report.master_ranks == [1] and len(report.master_chunks) == 1
+        assert sum(report.master_chunks[0]) == 500 - report.tasks_per_rank[0]
+        assert [c.count for c in report.master_trace] == report.master_chunks[0]
+        assert all(c.rank == 1 and c.sent <= c.received for c in report.master_trace)
 
 
 def test_schedule_learns_across_calls(comm, rank):

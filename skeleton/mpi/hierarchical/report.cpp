@@ -47,6 +47,13 @@ farm_report gather_report(MPI_Comm up, const farm_options& options, int ranks, t
         r.master_requests.push_back(parts[g].served);
         r.master_merged.push_back(parts[g].merged);
     }
+    const int own_units = h.computes ? 1 : 0;  // the session's worker g + own_units is master g
+    for (int g = 0; g < h.groups(); ++g) r.master_chunks.push_back(top.chunks_of(g + own_units));
+    for (const chunk_trace& c : top.records())  // (kept only with a trace)
+        if (c.rank >= own_units) {
+            r.master_trace.push_back(c);
+            r.master_trace.back().rank = h.master.at(static_cast<std::size_t>(c.rank - own_units));
+        }
     std::vector<int> computing;
     for (int q = 0; q < ranks; ++q)
         if (h.worker_index[static_cast<std::size_t>(q)] >= 0) computing.push_back(q);

@@ -373,6 +373,8 @@ PYBIND11_MODULE(_pfarm, m) {
         .def_readonly("master_ranks", &farm_report::master_ranks)
         .def_readonly("master_requests", &farm_report::master_requests)
         .def_readonly("master_merged", &farm_report::master_merged)
+        .def_property_readonly("master_chunks", [](const farm_report& r) { return chunk_lists(r.master_chunks); })
+        .def_readonly("master_trace", &farm_report::master_trace)
         .def("__repr__", [](const farm_report& r) {
             return "Report(technique=" + r.technique + ", tasks=" + std::to_string(r.tasks) + ", ranks=" +
                    std::to_string(r.ranks) + ", makespan=" + std::to_string(r.makespan) + ", percent_imbalance=" +

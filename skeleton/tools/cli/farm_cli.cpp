@@ -208,8 +208,16 @@ nlohmann::json report_json(const farm_report& r) {
         j["stealing"] = {{"steal_attempts_per_rank", r.steal_attempts_per_rank},
                          {"steals_per_rank", r.steals_per_rank},
                          {"lost_swaps_per_rank", r.lost_swaps_per_rank}};
-    if (!r.master_ranks.empty())
-        j["masters"] = {{"ranks", r.master_ranks}, {"requests", r.master_requests}, {"merged", r.master_merged}};
+    if (!r.master_ranks.empty()) {
+        j["masters"] = {{"ranks", r.master_ranks}, {"requests", r.master_requests}, {"merged", r.master_merged},
+                        {"chunks", chunk_lists(r.master_chunks)}};
+        if (!r.master_trace.empty()) {
+            auto& t = j["masters"]["trace"] = nlohmann::json::array();
+            for (const chunk_trace& c : r.master_trace)
+                t.push_back({{"rank", c.rank}, {"first", c.first}, {"count", c.count}, {"sent", c.sent},
+                             {"started", c.started}, {"finished", c.finished}, {"received", c.received}});
+        }
+    }
     if (r.k) j["k"] = *r.k;
     if (!r.choices.empty()) j["choices"] = choices_json(r.choices);
     if (r.calibration) {

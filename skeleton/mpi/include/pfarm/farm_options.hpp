@@ -193,6 +193,13 @@ struct farm_report : report_entries {
     /// Penmatsa, Yu & Yu, "Scalable loop self-scheduling schemes for heterogeneous clusters", section 4.2, Remark 3:
     /// results and the next request in one message)
     std::vector<task_count> master_merged;
+    /// hierarchical, rank 0: the chunk sizes it handed each master, in hand-out order (a lost master's chunks
+    /// in flight left out, as a lost worker's are from chunks_per_rank)
+    std::vector<chunk_sizes> master_chunks;
+    /// hierarchical, rank 0, with a trace: the chunks it handed the masters, in hand-out order, `rank` the master's;
+    /// `sent` when handed, `received` when its results came back, `started` when it reached the master and `finished`
+    /// when the master had its last result (finished - started: the seconds the loss rule's pace is measured by)
+    std::vector<chunk_trace> master_trace;
 };
 
 }  // namespace pfarm
