@@ -10,9 +10,9 @@
 # gone: a worker, or a hierarchical master with the workers of its group) plus two detection deadlines, a deadline
 # being the documented 4 x a chunk's expected time + the slack S. For a worker, E is the longest chunk's compute time
 # in the reference's trace (with 2 workers on 2 cores a task takes no longer than with 3). For a hierarchical master
-# it is what rank 0's deadline for it scales with (farmer::silent_past): the most tasks the master held at once in
-# the reference (the report's masters.trace) times its pace there (its chunks' seconds in the group over their tasks). A run still going at bound + 5 s is hung: every
-# living rank's stack goes to its folder (gdb) before it is ended. It prints one line per run and a summary, and
+# it is what rank 0's deadline for it scales with (farmer::silent_past): its largest chunk in the reference (the
+# report's masters.trace) times its pace there (its chunks' seconds in the group over their tasks). A run still going
+# at bound + 5 s is hung: every living rank's stack goes to its folder (gdb) before it is ended. It prints one line per run and a summary, and
 # exits 1 if any check failed. A failed run's folder is kept under --work.
 # When each kill fell: the script watches for the sweep's first experiment file (rank 0 writes it as the first result
 # arrives, once every rank is past MPI_Init and the farm's setup). A kill before it is "before the first result"; of
@@ -20,8 +20,9 @@
 # MPI_Init, or a collective waits for the dead rank: docs/reliability.md "A lost worker"): the startup's bound
 # (PFARM_STARTUP_TIMEOUT, --startup-timeout, 10 s here) ends every living rank with status 4 and its message, "before
 # the farm began", which the script checks; with the bound off (--startup-timeout 0) such a run hangs, and one whose
-# ranks are left in MPI_Init (their stacks) counts as "before MPI_Init completed". The summary gives those counts
-# apart from the kills while pfarm runs. With --after-first-result every kill falls after that file, at a time uniform in the reference's
+# ranks are left in MPI_Init (their stacks) counts as "before MPI_Init completed", as does one whose living ranks Open
+# MPI ends itself, its MPI_Init failing (the dead peer unreachable: "An error occurred in MPI_Init", status non-zero).
+# The summary gives those counts apart from the kills while pfarm runs. With --after-first-result every kill falls after that file, at a time uniform in the reference's
 # remaining wall time (the ctest entry's form: every run must pass).
 # With --app mandelbrot the job is pfarm-mandelbrot (1600 x 1600 points, 6000 iterations at most, fss) under
 # --farmer FARMER (decentralised, say, which pfarm-calcium's streamed results exclude), its image the output compared;
@@ -227,15 +228,15 @@ def reference(args, work):
 
 
 def master_chunk_time(trace, master):
-    """A master's E: the most tasks it held at once (a chunk handed to it until its results came back) times its
-    pace (seconds in the group over tasks), from the report's masters.trace."""
+    """A master's E, what rank 0's deadline for it scales with (farmer::silent_past: its oldest chunk's tasks times
+    its pace): its largest chunk times its pace (the seconds its chunks took in the group over their tasks), from
+    the report's masters.trace."""
     mine = [c for c in trace if c["rank"] == master]
     done = sum(c["count"] for c in mine)
     if not done:
         return 0.0
     pace = sum(c["finished"] - c["started"] for c in mine) / done
-    held = max(sum(o["count"] for o in mine if o["sent"] <= c["sent"] < o["received"]) for c in mine)
-    return held * pace
+    return max(c["count"] for c in mine) * pace
 
 
 def lost_with(report, rank):
@@ -284,16 +285,18 @@ def stacks(mpirun_pid, d):
 PHASES = ["before MPI_Init completed", "before the farm began", "before the first result", "mid-run", "after",
           "after exit"]
 STARTUP_LOST = "a rank was lost before the farm began"  # pfarm::mpi::guard_startup's message (exit status 4)
+INIT_FAILED = "An error occurred in MPI_Init"  # Open MPI's own end of the living ranks when a peer died in MPI_Init
 
 
-def phase(report, killed_at, before_first, hung_in, startup_ended=False):
-    """Where the kill fell: before MPI_Init completed (the others left in MPI_Init, the startup's bound off), before
+def phase(report, killed_at, before_first, hung_in, startup_ended=False, init_failed=False):
+    """Where the kill fell: before MPI_Init completed (the others left in MPI_Init with the startup's bound off, or
+    failed there by Open MPI: its MPI_Init reports the dead peer unreachable and aborts them), before
     the farm began (every living rank ended by the startup's bound, status 4), before the sweep's first result
     (the farm's setup, its first chunks), mid-run (a lost rank reported, or the run hung), after the rank left the farm
     (no lost rank: killed before its exit, or found already exited)."""
     if killed_at is None:
         return "after exit"
-    if hung_in and hung_in.startswith("MPI_Init"):
+    if (hung_in and hung_in.startswith("MPI_Init")) or init_failed:
         return "before MPI_Init completed"
     if report is None and not hung_in and startup_ended:
         return "before the farm began"
@@ -353,9 +356,12 @@ def one_run(args, work, i, rank, kill_at, ref, bound):
     # Killed before every rank was past MPI_Init and the farm's setup: the startup's bound ends every living rank with
     # status 4 and its message (pfarm::mpi::guard_startup), the job having computed nothing.
     startup_ended = not hung_in and not stdout.strip() and STARTUP_LOST in stderr
+    # Killed inside MPI_Init, where pfarm has not begun: Open MPI may end the living ranks itself (MPI_Init fails, the
+    # dead peer unreachable; MPI_ERRORS_ARE_FATAL), every living rank with a non-zero status, the job computing nothing.
+    init_failed = not hung_in and not stdout.strip() and not startup_ended and INIT_FAILED in stderr
     if hung_in:
         failures.append(f"hung: still running after {timeout:.0f} s, rank 0 in {hung_in} (stacks.txt)")
-    elif startup_ended:
+    elif startup_ended or init_failed:
         pass
     elif stdout.strip():
         try:
@@ -388,6 +394,11 @@ def one_run(args, work, i, rank, kill_at, ref, bound):
         if wrong:
             failures.append(f"ended by the startup's bound, but exit status of living ranks {wrong} (want 4)")
         same = 0
+    elif init_failed:
+        wrong = {r: status[r] for r in range(RANKS) if r != rank and not status[r]}
+        if wrong:
+            failures.append(f"MPI_Init failed, but exit status of living ranks {wrong} (want non-zero)")
+        same = 0
     else:
         bad, same = compare(ref / "out", d / "out")
         failures += bad[:5] + ([f"... {len(bad) - 5} more"] if len(bad) > 5 else [])
@@ -397,7 +408,7 @@ def one_run(args, work, i, rank, kill_at, ref, bound):
     if args.app == "mandelbrot":
         first_at = 0.0  # nothing is written before the end: no phase "before the first result"
     before_first = killed_at is not None and (first_at is None or killed_at < first_at)
-    where = phase(report, killed_at, before_first, hung_in, startup_ended)
+    where = phase(report, killed_at, before_first, hung_in, startup_ended, init_failed)
     if not failures:
         shutil.rmtree(d)
     return dict(run=i, rank=rank, kill_at=kill_at, killed_at=killed_at, first_at=first_at, rc=rc, status=status,
@@ -468,8 +479,9 @@ def main():
     in_init = by_phase.get("before MPI_Init completed", [])
     before_farm = by_phase.get("before the farm began", [])
     running = [r for r in results if r["phase"] not in ("before MPI_Init completed", "before the farm began")]
-    print(f"\nkills before MPI_Init completed, left hanging: {len(in_init)} (the startup's bound off: Open MPI waits "
-          f"in MPI_Init)")
+    print(f"\nkills before MPI_Init completed: {len(in_init)}, {sum(r['hung'] for r in in_init)} left hanging (the "
+          f"startup's bound off: Open MPI waits in MPI_Init), {sum(not r['hung'] for r in in_init)} ended by Open MPI "
+          f"(its MPI_Init failed on the living ranks, the dead one unreachable; status non-zero, nothing computed)")
     print(f"kills before the farm began, ended by the startup's bound (every living rank status 4, nothing computed): "
           f"{len(before_farm)}, {sum(not r['failures'] for r in before_farm)} as expected")
     print(f"kills once the farm had begun (the farm, or after the rank left it): {len(running)}, "
