@@ -4,6 +4,11 @@ against the measurement, and the three farmers, measured on three emulated nodes
 
   sudo benchmarks/cluster/run_cluster.py [--quick] [--out docs/measurements/DATE-cluster.md] [--csv FILE]
                                          [--bin build/release/bin] [--reps 2] [--name bench]
+                                         [--workload quick|full|long] [--techniques ss,fss,...]
+
+Workloads: full's loops have fluid bounds of about 0.4-0.5 s on these nodes (a few of a quota's 100 ms periods);
+long's about 3-4 s, for the claims on loops long against the quota's period and the calibration span; quick's
+about 0.05-0.13 s (a smoke run).
 
 Layout: three nodes at CPU quotas 0.8, 0.4 and 0.2 of a core (one slot each); rank 0, the farmer, runs on the fastest
 node and computes beside farming (--farmer-computes), so every node holds one computing rank.
@@ -82,6 +87,12 @@ WORKLOADS = {
         "calcium": ["--channels", "1000", "--steps", "2000", "--peak-duration", "0.01", "--voltage-step", "5",
                     "--summary-only"],
         "mandelbrot": ["--width", "1000", "--height", "400", "--verify", "none"],
+    },
+    # full's time step and columns, eight times the work: 97 experiments of 10,000 steps, columns 8 times as tall.
+    "long": {
+        "calcium": ["--channels", "2000", "--steps", "10000", "--peak-duration", "0.05", "--voltage-step", "1.25",
+                    "--summary-only"],
+        "mandelbrot": ["--width", "2000", "--height", "4800", "--verify", "none"],
     },
 }
 
@@ -429,6 +440,10 @@ def main(argv=None):
                     help="more arguments for every farm of (b), space-separated (e.g. '--calibration-span 0': "
                     "calibration on one task per worker, as pfarm did before the calibration span)")
     ap.add_argument("--reps", type=int, help="repetitions per case, the median reported (default 2; --quick 1)")
+    ap.add_argument("--workload", choices=sorted(WORKLOADS),
+                    help="the loops' size (default full; --quick: quick): see the opening comment")
+    ap.add_argument("--techniques", help="the techniques of (b), comma-separated (default every one; --quick: "
+                    + ",".join(QUICK_TECHNIQUES) + ")")
     ap.add_argument("--name", default="bench", help="the emulated cluster's name (default bench)")
     ap.add_argument("--no-weights", action="store_true", help="leave the cgroups' CPU weights as they are")
     ap.add_argument("--skip", default="", help="parts to leave out, comma-separated: farmers,table4")
@@ -448,6 +463,14 @@ def main(argv=None):
     if skip - {"farmers", "table4"}:
         print(f"run_cluster.py: --skip: is '{args.skip}'; expected farmers, table4", file=sys.stderr)
         return 2
+    techniques = tuple(t for t in args.techniques.split(",") if t) if args.techniques else \
+        (QUICK_TECHNIQUES if args.quick else TECHNIQUES)
+    unknown = [t for t in techniques if t not in TECHNIQUES]
+    if unknown or not techniques:
+        print(f"run_cluster.py: --techniques: is '{args.techniques}'; expected some of {','.join(TECHNIQUES)}",
+              file=sys.stderr)
+        return 2
+    mode = args.workload or ("quick" if args.quick else "full")
     today = datetime.date.today().isoformat()
     work = tempfile.mkdtemp(prefix="pfarm-cluster-bench-")
     if args.out:
@@ -490,8 +513,6 @@ def main(argv=None):
         rtt_text = cluster.harness("rtt", "node0", "node1", "--count", "500")
         rtt = float(rtt_text.split("median")[1].split("us")[0]) * 1e-6
         log(f"cluster up; weights {weights}; round trip {rtt * 1e6:.1f} us")
-        mode = "quick" if args.quick else "full"
-        techniques = QUICK_TECHNIQUES if args.quick else TECHNIQUES
         for wl in ("calcium", "mandelbrot"):
             app = programs[f"pfarm-{wl}"]
             wargs = list(WORKLOADS[mode][wl]) + ["--quiet", "--json"]
@@ -628,7 +649,7 @@ def main(argv=None):
                 r["ratio"] = r["makespan"] / r["bound"]
         for r in rows:
             w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
-    raw = {"mode": mode, "reps": reps, "techniques": list(techniques), "speeds": speeds,
+    raw = {"mode": mode, "quick": args.quick, "reps": reps, "techniques": list(techniques), "speeds": speeds,
            "results": [[list(k), v] for k, v in results.items()], "extra": extra, "rtt": rtt, "weights": weights,
            "uptime_start": uptime_start, "uptime_end": uptime_end, "elapsed": elapsed, "today": today}
     with open(os.path.splitext(out_csv)[0] + ".json", "w") as f:
@@ -656,7 +677,9 @@ def render_again(args):
             sp[part] = {int(k): v for k, v in sp[part].items()}
     out_csv = args.csv or os.path.splitext(args.from_json)[0] + ".csv"
     out_md = args.out or os.path.splitext(args.from_json)[0] + ".md"
-    args.quick = raw["mode"] == "quick"
+    args.quick = raw.get("quick", raw["mode"] == "quick")
+    args.workload = raw["mode"]
+    args.techniques = ",".join(raw["techniques"])
     report, summary = render(args, raw["mode"], raw["reps"], raw["techniques"], speeds, results, raw["extra"],
                              raw["rtt"], raw["weights"], raw["uptime_start"], raw["uptime_end"], raw["elapsed"],
                              out_csv, raw["today"])
@@ -670,12 +693,16 @@ def render_again(args):
 def render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, up0, up1, elapsed, out_csv, today):
     L = []
     S = []  # the summary printed at the end
+    default_mode = "quick" if args.quick else "full"
+    default_techniques = QUICK_TECHNIQUES if args.quick else TECHNIQUES
     cmd = "sudo benchmarks/cluster/run_cluster.py" + (" --quick" if args.quick else "") + \
+        (f" --workload {mode}" if mode != default_mode else "") + \
+        (f" --techniques {','.join(techniques)}" if tuple(techniques) != default_techniques else "") + \
         (f" --reps {args.reps}" if args.reps else "") + (" --no-weights" if args.no_weights else "") + \
         (f" --skip {args.skip}" if args.skip else "") + \
         (f" --farm-args '{args.farm_args}'" if getattr(args, "farm_args", "") else "") + \
         (f" --bin {args.bin}" if args.bin != os.path.join(REPO, "build", "release", "bin") else "")
-    L.append(f"# The farm on an emulated cluster ({today}{', quick' if args.quick else ''})\n")
+    L.append(f"# The farm on an emulated cluster ({today}{', ' + mode if mode != 'full' else ''})\n")
     L.append(f"Made by `{cmd}` in {elapsed / 60:.1f} min (every run: `{os.path.basename(out_csv)}`). "
              "Three emulated nodes of `tests/cluster/pfarm-cluster` (network and UTS namespaces, TCP over veth "
              f"pairs, round trip {rtt * 1e6:.1f} us) at CPU quotas {', '.join(map(str, QUOTAS))} of a core, one rank "

@@ -87,7 +87,8 @@ farm_report run_supermaster(MPI_Comm comm, MPI_Comm up, int ranks, const std::by
                             const rank_layout& h, const hierarchy_plan& plan, double t0, sampler& monitors,
                             bool keep_records, double cpu0) {
     // The plan's session over the masters, on rank 0's clock; with a trace it keeps records of its own worker's
-    // chunks (the trace's rank 0) and of the masters' (the report's master_trace). Its own worker's task errors go to it as any worker's (the masters handle their workers').
+    // chunks (the trace's rank 0) and of the masters' (the report's master_trace). Its own worker's task errors go
+    // to it as any worker's (the masters handle their workers').
     // With on_worker_loss a master is presumed lost by the flat farmer's rule; its own worker never.
     const bool losing = setup.config.worker_loss != 0;
     farmer_session_options o = plan.top_session();
