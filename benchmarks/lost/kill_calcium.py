@@ -239,10 +239,9 @@ def master_chunk_time(trace, master):
     return max(c["count"] for c in mine) * pace
 
 
-def lost_with(report, rank):
-    """The computing ranks a kill of `rank` takes out: it, and for a hierarchical master the rest of its group (a
-    contiguous range of ranks up to the next master)."""
-    masters = report.get("masters", {}).get("ranks", [])
+def lost_with(masters, rank):
+    """The computing ranks a kill of `rank` takes out: it, and for a hierarchical master (`masters`: their ranks) the
+    rest of its group (a contiguous range of ranks up to the next master)."""
     if rank not in masters:
         return {rank}
     following = [m for m in masters if m > rank]
@@ -252,12 +251,12 @@ def lost_with(report, rank):
 def bounds(report, e_ref, slack):
     """Per rank that may be killed: (its makespan bound, the W / W_left factor, its E)."""
     computing = {q for q, n in enumerate(report["tasks_per_rank"]) if n > 0}
-    trace = report.get("masters", {}).get("trace", [])
+    masters = report.get("masters", {})
     out = {}
     for rank in range(1, RANKS):
-        left = len(computing - lost_with(report, rank))
+        left = len(computing - lost_with(masters.get("ranks", []), rank))
         factor = len(computing) / left if left else float("inf")
-        e = max(e_ref, master_chunk_time(trace, rank)) if rank in report.get("masters", {}).get("ranks", []) else e_ref
+        e = max(e_ref, master_chunk_time(masters.get("trace", []), rank)) if rank in masters.get("ranks", []) else e_ref
         out[rank] = (factor * report["makespan"] + 2 * (4 * e + slack), factor, e)
     return out
 

@@ -157,18 +157,7 @@ void write_json(std::ostream& out, const trace_summary& s, const std::vector<chu
     if (s.cov) out << ",\"cov\":" << exact(*s.cov);
     if (s.k) out << ",\"k\":" << exact(*s.k);
     out << "},\n\"chunks\":[";
-    std::string line;
-    for (std::size_t i = 0; i < chunks.size(); ++i) {
-        const auto& c = chunks[i];
-        line = std::string(i ? ",\n" : "\n") + "{\"rank\":" + std::to_string(c.rank) + ",\"first\":" +
-               std::to_string(c.first) + ",\"count\":" + std::to_string(c.count) + ",\"sent\":" + exact(c.sent) +
-               ",\"started\":" + exact(c.started) + ",\"finished\":" + exact(c.finished) + ",\"received\":" +
-               exact(c.received) + ",\"calibration\":" + (c.calibration ? "true" : "false");
-        for (const auto& r : readings)
-            if (const auto& v = c.sample.*r.field) line += std::string(",\"") + r.name + "\":" + exact(*v);
-        line += '}';
-        out << line;
-    }
+    for (std::size_t i = 0; i < chunks.size(); ++i) out << (i ? ",\n" : "\n") << chunk_json(chunks[i]);
     out << "\n]}\n";
 }
 
@@ -418,6 +407,17 @@ trace_file read_json(const std::string& path, const std::string& text, const fai
 }
 
 }  // namespace
+
+std::string chunk_json(const chunk_trace& c) {
+    std::string line = "{\"rank\":" + std::to_string(c.rank) + ",\"first\":" + std::to_string(c.first) +
+                       ",\"count\":" + std::to_string(c.count) + ",\"sent\":" + exact(c.sent) + ",\"started\":" +
+                       exact(c.started) + ",\"finished\":" + exact(c.finished) + ",\"received\":" + exact(c.received) +
+                       ",\"calibration\":" + (c.calibration ? "true" : "false");
+    for (const auto& r : readings)
+        if (const auto& v = c.sample.*r.field) line += std::string(",\"") + r.name + "\":" + exact(*v);
+    line += '}';
+    return line;
+}
 
 void write_trace(const std::string& path, const trace_summary& summary, const std::vector<chunk_trace>& chunks,
                  const std::string& argument) {

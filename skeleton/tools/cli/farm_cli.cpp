@@ -213,9 +213,7 @@ nlohmann::json report_json(const farm_report& r) {
                         {"chunks", chunk_lists(r.master_chunks)}};
         if (!r.master_trace.empty()) {
             auto& t = j["masters"]["trace"] = nlohmann::json::array();
-            for (const chunk_trace& c : r.master_trace)
-                t.push_back({{"rank", c.rank}, {"first", c.first}, {"count", c.count}, {"sent", c.sent},
-                             {"started", c.started}, {"finished", c.finished}, {"received", c.received}});
+            for (const chunk_trace& c : r.master_trace) t.push_back(nlohmann::json::parse(chunk_json(c)));
         }
     }
     if (r.k) j["k"] = *r.k;

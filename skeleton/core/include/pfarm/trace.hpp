@@ -68,6 +68,10 @@ struct trace_file {
 void write_trace(const std::string& path, const trace_summary& summary, const std::vector<chunk_trace>& chunks,
                  const std::string& argument = "trace");
 
+/// One chunk as a JSON trace holds it (an element of "chunks": one object, its numbers written exactly), for a
+/// report that carries chunk records besides the trace file (a hierarchical farm's master_trace).
+std::string chunk_json(const chunk_trace& c);
+
 /// Reads a trace written by write_trace (or an older farm trace, or a legacy pfarm-sim CSV), telling JSON from
 /// CSV by the content (JSON starts with '{'). Throws pfarm::invalid_argument naming `argument` ("--trace",
 /// "--costs") when the file cannot be read or is not a complete, well-formed trace; the message names the file
