@@ -413,12 +413,26 @@ def simulate(programs, work, tag, technique, targs, reclaim, costs_path, T, late
     path = os.path.join(work, f"platform-{tag}.json")
     with open(path, "w") as f:
         json.dump(platform, f)
+    # The runs' rank 0 computes (--farmer-computes): the simulated farmer serves between two tasks of worker 0.
     cmd = [programs["pfarm-sim"], "--platform", path, "--costs", costs_path, "--technique", technique, *targs,
-           "--json"] + (["--reclaim"] if reclaim else [])
+           "--farmer-computes", "--json"] + (["--reclaim"] if reclaim else [])
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         raise BenchError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()}")
     return json.loads(r.stdout)["makespan"]
+
+
+def simulate_rows(programs, work, wl, results, sp, costs_path, rtt):
+    """(c): pfarm-sim's prediction of every (b) row of workload wl, on the platform measured for it (sp: its
+    speeds, the schedule's scale E, h and sigma), stored as results[key]["sim"]."""
+    for key, r in results.items():
+        if key[0] != wl or key[1] == "farmers":
+            continue
+        _, layout, t, reclaim = key
+        changes = load_changes(schedule_events(sp["E"]), sp["T"], sp["TL"], median(r["offsets"])) \
+            if layout == "non-dedicated" else None
+        r["sim"] = simulate(programs, work, f"{wl}-{layout}", t, technique_args(t, sp["tasks"], sp["h"], sp["sigma"]),
+                            reclaim, costs_path, sp["T"], rtt / 2, changes)
 
 
 def fmt(x, d=3):
@@ -449,7 +463,13 @@ def main(argv=None):
     ap.add_argument("--skip", default="", help="parts to leave out, comma-separated: farmers,table4")
     ap.add_argument("--from-json", metavar="FILE", help="write the report again from a run's JSON (FILE, written "
                     "beside the CSV) instead of running")
+    ap.add_argument("--resimulate", action="store_true",
+                    help="with --from-json: predict every row again with --bin's pfarm-sim, the per-task costs "
+                    "measured again on this machine (no cluster, no root needed)")
     args = ap.parse_args(argv)
+    if args.resimulate and not args.from_json:
+        print("run_cluster.py: --resimulate: needs --from-json FILE", file=sys.stderr)
+        return 2
     if args.from_json:
         return render_again(args)
     if os.geteuid() != 0:
@@ -597,14 +617,7 @@ def main(argv=None):
             log(f"{wl}: T {[round(t, 3) for t in T]}, loaded {[round(t, 3) for t in TL]}, "
                 f"bound {speeds[wl]['bound']:.3f} s")
             # (c) the simulator on the same platform
-            for key, r in results.items():
-                if key[0] != wl or key[1] == "farmers":
-                    continue
-                _, layout, t, reclaim = key
-                changes = load_changes(schedule_events(E), T, TL, median(r["offsets"])) \
-                    if layout == "non-dedicated" else None
-                r["sim"] = simulate(programs, work, f"{wl}-{layout}", t, technique_args(t, n_tasks, h, sigma),
-                                    reclaim, costs_path, T, rtt / 2, changes)
+            simulate_rows(programs, work, wl, results, speeds[wl], costs_path, rtt)
         # (e) Table 4 style: 1 farmer (node0, farming only) + 1 worker (node1), calcium
         if "table4" not in skip:
             app = programs["pfarm-calcium"]
@@ -651,7 +664,8 @@ def main(argv=None):
             w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
     raw = {"mode": mode, "quick": args.quick, "reps": reps, "techniques": list(techniques), "speeds": speeds,
            "results": [[list(k), v] for k, v in results.items()], "extra": extra, "rtt": rtt, "weights": weights,
-           "uptime_start": uptime_start, "uptime_end": uptime_end, "elapsed": elapsed, "today": today}
+           "uptime_start": uptime_start, "uptime_end": uptime_end, "elapsed": elapsed, "today": today,
+           "sim_farmer_computes": True}
     with open(os.path.splitext(out_csv)[0] + ".json", "w") as f:
         json.dump(raw, f)
     report, summary = render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, uptime_start,
@@ -677,6 +691,30 @@ def render_again(args):
             sp[part] = {int(k): v for k, v in sp[part].items()}
     out_csv = args.csv or os.path.splitext(args.from_json)[0] + ".csv"
     out_md = args.out or os.path.splitext(args.from_json)[0] + ".md"
+    if args.resimulate and os.path.abspath(os.path.splitext(out_md)[0]) == \
+            os.path.abspath(os.path.splitext(args.from_json)[0]):
+        print("run_cluster.py: --resimulate: give --out a new report (its JSON is written beside it)", file=sys.stderr)
+        return 2
+    if args.resimulate:
+        work = tempfile.mkdtemp(prefix="pfarm-cluster-resim-")
+        try:
+            programs = {p: os.path.join(args.bin, p) for p in PROGRAMS}
+            for wl, sp in speeds.items():
+                wargs = list(WORKLOADS[raw["mode"]][wl]) + ["--quiet", "--json", "--output",
+                                                             os.path.join(work, "out") if wl == "calcium" else "/dev/null"]
+                log(f"{wl}: per-task costs, then the simulator on every row")
+                costs_path, _ = task_costs(programs, f"pfarm-{wl}", wargs, work)
+                simulate_rows(programs, work, wl, results, sp, costs_path, raw["rtt"])
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        # the new predictions beside the new report, the measured run's JSON left as it was
+        raw.update(resimulated=datetime.date.today().isoformat(), sim_farmer_computes=True,
+                   results=[[list(k), v] for k, v in results.items()])
+        os.makedirs(os.path.dirname(os.path.abspath(out_md)), exist_ok=True)
+        with open(os.path.splitext(out_md)[0] + ".json", "w") as f:
+            json.dump(raw, f)
+    args.resimulated = raw.get("resimulated")
+    args.sim_farmer_computes = raw.get("sim_farmer_computes", False)  # a record made before the model had it
     args.quick = raw.get("quick", raw["mode"] == "quick")
     args.workload = raw["mode"]
     args.techniques = ",".join(raw["techniques"])
@@ -806,8 +844,15 @@ def render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, u
     L.append("The simulator's platform: task times T of (a) (seconds per workload, so each task's time is its share "
              "of the workload's cost times T), per-task costs from `ss` runs with `--trace` of two ranks on the "
              "machine outside the cluster (each task's least time of three runs), latency half the measured round "
-             "trip, no service time; the non-dedicated schedule as load changes (factor T loaded / T). It has no "
-             "farmer that computes: rank 0's share is simulated as a worker. The in-run bound uses the same costs.\n")
+             "trip, no service time; the non-dedicated schedule as load changes (factor T loaded / T). " +
+             ("Rank 0 computes as in the runs (`pfarm-sim --farmer-computes`): worker 0 is its own, and it serves "
+              "the others between two of its tasks. " if getattr(args, "sim_farmer_computes", True) else
+              "It has no farmer that computes: rank 0's share is simulated as a worker. ") +
+             "The in-run bound uses the same costs.\n")
+    if getattr(args, "resimulated", None):
+        L.append(f"Predictions made again on {args.resimulated} from the run's JSON with that day's `pfarm-sim` "
+                 f"and per-task costs measured again (`run_cluster.py --from-json FILE --resimulate --out NEW`); "
+                 f"the measurements are the run's.\n")
     # (d)
     if any(k[1] == "farmers" for k in results if len(k) == 3):
         L.append(f"## (d) Flat, hierarchical and decentralised farmers\n")

@@ -337,6 +337,39 @@ TEST(SimulatorTiming, ParkedWorkersAreAnsweredFirstWhenTheBarrierPasses) {
     expect_consistent(r, 20);
 }
 
+TEST(SimulatorTiming, AFarmerThatComputesServesBetweenItsOwnTasks) {
+    // ss, worker 0 the farmer's own (1 s a task), worker 1 at 0.5 s, no costs. Both are served at 0; worker 1 asks
+    // at 0.5, while worker 0 computes its task: it is served when that task ends (1.0), before worker 0's own
+    // request of the same moment, and its results reach the farmer at 1.5. A farmer that only farms serves it at
+    // 0.5, and both end at 1.0.
+    sim::run_options computes;
+    computes.keep_trace = true;
+    computes.farmer_computes = true;
+    const auto r = sim::simulate(make_platform({1, 0.5}), make_workload(3), "ss", {}, computes);
+    ASSERT_EQ(r.trace.size(), 3u);
+    EXPECT_EQ(r.trace[2].rank, 1);
+    EXPECT_DOUBLE_EQ(r.trace[2].started, 1.0);
+    EXPECT_DOUBLE_EQ(r.makespan, 1.5);
+    EXPECT_DOUBLE_EQ(sim::simulate(make_platform({1, 0.5}), make_workload(3), "ss", {}).makespan, 1.0);
+
+    // Its own worker's messages take no latency, and it asks nothing ahead: 2 tasks of 1 s with latency 0.25 end
+    // at 2.0 (3.25 for a worker across the network: 0.25 + 0.25 before each task, and the results' 0.25).
+    for (bool prefetch : {false, true}) {
+        computes.prefetch = prefetch;
+        EXPECT_DOUBLE_EQ(sim::simulate(make_platform({1}, 0.0, 0.25), make_workload(2), "ss", {}, computes).makespan, 2.0);
+    }
+    EXPECT_DOUBLE_EQ(sim::simulate(make_platform({1}, 0.0, 0.25), make_workload(2), "ss", {}).makespan, 3.25);
+
+    // Every technique keeps every task exactly once with it too: SimulatorReclaim.EveryTechniqueKeepsEveryTaskExactlyOnce.
+
+    // The other farms do not model it.
+    sim::run_options hierarchical;
+    hierarchical.farmer_computes = true;
+    hierarchical.farmer = sim::farmer_kind::hierarchical;
+    hierarchical.masters = 1;
+    expect_invalid([&] { sim::simulate(make_platform({1, 1}), make_workload(4), "ss", {}, hierarchical); }, "farmer_computes");
+}
+
 TEST(SimulatorTiming, MoreWorkersThanTasks) {
     for (const char* technique : {"gss", "multi", "static"}) {
         SCOPED_TRACE(technique);
@@ -692,14 +725,17 @@ TEST(SimulatorReclaim, EveryTechniqueKeepsEveryTaskExactlyOnce) {
         for (auto shape : {workload_shape::uniform, workload_shape::random, workload_shape::mandelbrot}) {
             for (bool prefetch : {false, true}) {
                 for (bool reclaim : {false, true}) {
-                    SCOPED_TRACE(info.name + " / " + sim::to_string(shape) + (prefetch ? " / prefetch" : "") +
-                                 (reclaim ? " / reclaim" : ""));
-                    const auto r = sim::simulate(loaded, make_workload(600, shape, 3), info.name, runnable_options(),
-                                                 {.keep_trace = true, .reclaim = reclaim, .prefetch = prefetch});
-                    EXPECT_GE(r.makespan, r.lower_bound * (1.0 - 1e-12));
-                    expect_reclaim_consistent(r, 600);
-                    if (!reclaim) EXPECT_EQ(r.reclaims, 0);
-                    moved[prefetch] += r.reclaimed_tasks;
+                    for (bool computes : {false, true}) {  // the farmer's own worker is worker 0 (a victim too)
+                        SCOPED_TRACE(info.name + " / " + sim::to_string(shape) + (prefetch ? " / prefetch" : "") +
+                                     (reclaim ? " / reclaim" : "") + (computes ? " / farmer computes" : ""));
+                        const auto r = sim::simulate(
+                            loaded, make_workload(600, shape, 3), info.name, runnable_options(),
+                            {.keep_trace = true, .reclaim = reclaim, .prefetch = prefetch, .farmer_computes = computes});
+                        EXPECT_GE(r.makespan, r.lower_bound * (1.0 - 1e-12));
+                        expect_reclaim_consistent(r, 600);
+                        if (!reclaim) EXPECT_EQ(r.reclaims, 0);
+                        moved[prefetch] += r.reclaimed_tasks;
+                    }
                 }
             }
         }

@@ -55,6 +55,7 @@ farm_report run_farmer_side(MPI_Comm comm, int ranks, const std::byte* in, std::
     sim::run_options protocol;
     protocol.prefetch = setup.config.prefetch != 0;
     protocol.reclaim = setup.config.reclaim != 0;
+    protocol.farmer_computes = first == 0;  // served between two tasks of this rank's own: the prediction waits alike
     const candidate_predictor predictor = sim::make_predictor(round_trip / 2.0, round_trip / 2.0, protocol);
     farmer_session session(setup.config.tasks, workers, std::move(policy),
                            {.min_chunk = options.schedule.parameters.min_chunk,

@@ -25,6 +25,7 @@ candidate_predictor make_predictor(double overhead, double latency, const run_op
     run_options flat;
     flat.prefetch = run.prefetch;
     flat.reclaim = run.reclaim;
+    flat.farmer_computes = run.farmer_computes;
     candidate_predictor out;
     for (workload_shape s : prediction_profiles) out.profiles.push_back(to_string(s));
     out.predict = [overhead, latency, flat](const platform_estimate& measured, task_count tasks, const std::string& name,

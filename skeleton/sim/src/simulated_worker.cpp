@@ -63,7 +63,7 @@ simulated_workers::simulated_workers(const platform& pl, const std::vector<doubl
     : pl_(pl), compute_(pl, costs), routes_(std::move(routes)), events_(events) {
     state_.reserve(pl.task_times.size());
     for (std::size_t j = 0; j < pl.task_times.size(); ++j)
-        state_.emplace_back(worker_session_options{.prefetch = prefetch,
+        state_.emplace_back(worker_session_options{.prefetch = prefetch && !routes_[j].in_process,
                                                    .prefetch_lead = 2.0 * (2.0 * pl.latency + server_cost),
                                                    .readings_each = !needs.with_every_request.empty(),
                                                    .readings_calibration = !needs.with_calibration.empty()});
@@ -111,13 +111,25 @@ void simulated_workers::perform(std::size_t j, worker_session::actions actions, 
             m.has_sample = true;
             m.sample = compute_.sample(j, t);
         }
-        auto e = event::at(t + pl_.latency, static_cast<int>(j), event::kind::to_server);
+        auto e = event::at(t + (routes_[j].in_process ? 0.0 : pl_.latency), static_cast<int>(j), event::kind::to_server);
         e.server = routes_[j].server;
         e.from = routes_[j].from;
         e.mail = slot;
         e.answer_first = a.message.what == request_message::kind::released;
         events_.push(e);
     }
+}
+
+double simulated_workers::task_end_at(std::size_t j, double t) {
+    auto& s = state_[j];
+    if (!s.session.computing() || t < s.start || t >= s.end) return t;
+    task_count lo = 0, hi = s.session.current().count - 1;  // the first task whose end is at or after t
+    while (lo < hi) {
+        const task_count mid = lo + (hi - lo) / 2;
+        if (task_end(j, mid) >= t) hi = mid;
+        else lo = mid + 1;
+    }
+    return task_end(j, lo);
 }
 
 // A reclaim reaches victim j at time t. It answers between two tasks of the chunk it computes (the first boundary

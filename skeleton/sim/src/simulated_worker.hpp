@@ -56,6 +56,7 @@ private:
 struct worker_route {
     int server = 0;
     int from = 0;
+    bool in_process = false;  ///< the server's own worker (run_options::farmer_computes): no latency, no prefetch
 };
 
 /// The workers of a farm driven by their worker_sessions (flat and hierarchical): each computes a chunk at once
@@ -73,6 +74,8 @@ public:
     void start(std::size_t j, double t) { perform(j, state_[j].session.start(), t); }
     /// A worker's event (to_worker, reclaim, chunk_end, boundary) acts; false for the others.
     bool handle(const event& e);
+    /// The end of the task worker j computes at t (t itself when it computes nothing then, or a task ends at t).
+    double task_end_at(std::size_t j, double t);
 
 private:
     struct worker_state {

@@ -27,6 +27,11 @@
 //     tasks back ends earlier (and with it the next request).
 //   - Events at the same time go by worker index, then by the order they were made, so two messages between
 //     the same pair arrive in the order sent.
+//   - A farmer that computes (run_options::farmer_computes, the MPI farm's --farmer-computes): worker 0 is its
+//     own, in process: its messages and the replies to it take no latency, and it asks nothing ahead. The
+//     farmer computes its tasks and serves between two of them: a message that reaches it idle while worker 0
+//     computes is served from the end of that task on, with every message that comes while it serves (the
+//     MPI farmer drains its queue between two of its tasks); the time spent serving is not added to worker 0's.
 //
 // Compute time
 //   - Task i costs c_i (the workload shape, mean 1). A chunk [a, a+n) is base = (C[a+n] - C[a]) * task_time_w
@@ -246,6 +251,8 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     check_victims(run);
     if (run.farmer != farmer_kind::stealing && run.victims != "random")  // contradictory: only thieves choose victims
         throw invalid_argument("victims", "is '" + run.victims + "'; only farmer = stealing has victims");
+    if (run.farmer_computes && run.farmer != farmer_kind::flat)
+        throw invalid_argument("farmer_computes", "is set; the simulator models a farmer that computes in the flat farm only");
     if (run.farmer == farmer_kind::hierarchical) return simulate_hierarchical(given, wl, technique, options, run);
     if (run.masters != 0)  // contradictory: only the hierarchical farmer has masters
         throw invalid_argument("masters", "is " + std::to_string(run.masters) + "; only farmer = hierarchical has masters");
@@ -260,15 +267,20 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     const candidate_predictor predictor = make_predictor(pl.overhead, pl.latency, run);
     farmer_session farm(wl.tasks, p, make_technique(technique, options, p),
                         {.min_chunk = options.min_chunk, .prefetch = run.prefetch, .reclaim = run.reclaim,
-                         .request_cost = pl.overhead + 2.0 * pl.latency, .keep_records = run.keep_trace, .stragglers = {}, .task_errors = {}, .clock = {}, .worker_loss = {}, .own_worker = -1,
+                         .request_cost = pl.overhead + 2.0 * pl.latency, .keep_records = run.keep_trace, .stragglers = {}, .task_errors = {}, .clock = {}, .worker_loss = {},
+                         .own_worker = run.farmer_computes ? 0 : -1,
                          .predictor = &predictor});
     const technique_needs& needs = farm.needs();
 
     event_queue events;
     // Every worker is served by the farmer (server 0), known to it by its index.
     std::vector<worker_route> routes(up);
-    for (std::size_t j = 0; j < up; ++j) routes[j] = {0, static_cast<int>(j)};
+    for (std::size_t j = 0; j < up; ++j) routes[j] = {0, static_cast<int>(j), run.farmer_computes && j == 0};
     simulated_workers workers(pl, costs, needs, run.prefetch, pl.overhead, std::move(routes), events);
+    servers farmer_server(1);  // the farmer, one server
+    if (run.farmer_computes)   // it serves between two tasks of its own worker (worker 0)
+        farmer_server.set_gate(0, [&workers](double t) { return workers.task_end_at(0, t); });
+    const auto latency_to = [&](int worker) { return run.farmer_computes && worker == 0 ? 0.0 : pl.latency; };
     result out = result_for(pl, workers.total_work());
     for (std::size_t j = 0; j < up; ++j) workers.start(j, 0.0);  // every worker asks at t = 0
 
@@ -282,7 +294,7 @@ result simulate(const platform& given, const workload& wl, const std::string& te
             if (a.what == farmer_action::kind::deliver) continue;
             now += pl.overhead;
             if (a.what == farmer_action::kind::park) continue;
-            auto e = event::at(now + pl.latency, a.worker,
+            auto e = event::at(now + latency_to(a.worker), a.worker,
                                a.reply.what == reply_message::kind::reclaim ? event::kind::reclaim : event::kind::to_worker);
             e.reply = a.reply;
             events.push(e);
@@ -290,7 +302,6 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         events.release(m.mail);
         return now;
     };
-    servers farmer_server(1);  // the farmer, one server
     while (!events.empty()) {
         const event e = events.pop();
         if (e.what == event::kind::to_server) farmer_server.arrive(e, events);

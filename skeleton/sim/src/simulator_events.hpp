@@ -5,7 +5,8 @@
 // serves the messages that have reached it one at a time, in arrival order (ties by sender, then by the order the
 // messages were sent), a master the supermaster's replies first (they refill its pool), then a victim's answer to
 // a reclaim, then the rest. Its turn is an event after every other event at its time, so that the messages
-// arriving together are all in when it chooses.
+// arriving together are all in when it chooses. A server may have a gate (the flat farmer whose rank computes): a
+// message that reaches it idle waits until the gate opens; one that comes while it serves is served in the same run.
 #pragma once
 
 #include "pfarm/protocol.hpp"
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <queue>
 #include <vector>
@@ -89,13 +91,20 @@ public:
     explicit servers(int count)
         : count_(count), replies_(static_cast<std::size_t>(count)), answers_(static_cast<std::size_t>(count)),
           inbox_(static_cast<std::size_t>(count)), turn_pending_(static_cast<std::size_t>(count), false),
-          free_at_(static_cast<std::size_t>(count), 0.0) {}
+          free_at_(static_cast<std::size_t>(count), 0.0), gate_(static_cast<std::size_t>(count)) {}
 
-    /// A to_server event: the message waits for its server's turn (at once when the server is free).
+    /// Server s serves a message that reaches it idle at t only from gate(t) >= t on (the flat farmer whose rank
+    /// computes: the end of the task its own worker computes at t).
+    void set_gate(int s, std::function<double(double)> gate) { gate_.at(static_cast<std::size_t>(s)) = std::move(gate); }
+
+    /// A to_server event: the message waits for its server's turn (at once when the server is free, or when it
+    /// is serving: the same run of service; past its gate when it is idle).
     void arrive(const event& e, event_queue& q) {
         const auto s = static_cast<std::size_t>(e.server);
         (e.from < 0 ? replies_[s] : e.answer_first ? answers_[s] : inbox_[s]).push(e);
-        if (!turn_pending_[s]) plan_turn(e.server, std::max(e.time, free_at_[s]), q);
+        if (turn_pending_[s]) return;
+        const bool idle = e.time > free_at_[s];
+        plan_turn(e.server, idle && gate_[s] ? gate_[s](e.time) : std::max(e.time, free_at_[s]), q);
     }
 
     /// A turn event: the server serves its next message, serve(message, now) returning when it is free again.
@@ -129,6 +138,7 @@ private:
     std::vector<event_heap> replies_, answers_, inbox_;
     std::vector<bool> turn_pending_;
     std::vector<double> free_at_;
+    std::vector<std::function<double(double)>> gate_;
 };
 
 }  // namespace pfarm::sim::model

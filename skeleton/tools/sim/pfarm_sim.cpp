@@ -140,6 +140,7 @@ constexpr pfarm::tools::flag_name sim_flags[] = {
     {"atomic_latency", "--atomic-latency"},
     {"victims", "--victims"},
     {"prefetch", "--prefetch"},
+    {"farmer_computes", "--farmer-computes"},
 };
 
 }  // namespace
@@ -151,7 +152,7 @@ int main(int argc, char** argv) {
     std::string task_times, platform_file, shape = "uniform", trace;
     std::optional<double> overhead, latency;
     std::vector<std::string> load_changes;
-    bool json = false, reclaim = false, prefetch = false;
+    bool json = false, reclaim = false, prefetch = false, farmer_computes = false;
     std::string farmer = "flat", master_technique, victims = "random";
     std::uint64_t victim_seed = 1;
     int masters = 0;
@@ -182,6 +183,9 @@ int main(int argc, char** argv) {
                  "worker expected to finish last");
     app.add_flag("--prefetch", prefetch,
                  "a worker asks for its next chunk when it starts one, hiding the request's cost (the farm's --prefetch)");
+    app.add_flag("--farmer-computes", farmer_computes,
+                 "flat: worker 0 is the farmer's own (the farm's --farmer-computes): no latency to it, and the farmer "
+                 "serves the others only between two of its tasks");
     app.add_option("--farmer", farmer,
                    "flat (one farmer), hierarchical (a supermaster, --masters K masters, workers; docs/hierarchical.md), "
                    "decentralised (no farmer: workers claim chunks with atomics on a window host; docs/skeleton.md), "
@@ -253,6 +257,7 @@ int main(int argc, char** argv) {
         run.keep_trace = !trace.empty();
         run.reclaim = reclaim;
         run.prefetch = prefetch;
+        run.farmer_computes = farmer_computes;
         run.farmer = pfarm::sim::parse_farmer(farmer);
         run.masters = masters;
         run.master_technique = master_technique;

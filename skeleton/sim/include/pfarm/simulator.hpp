@@ -161,6 +161,13 @@ struct run_options {
     /// chunk has ended and the reply has reached it. With reclaim, a `later` answer (pool empty) makes it ask
     /// again with nothing in hand, and it prefetches no more.
     bool prefetch = false;
+    /// flat only (the MPI farm's farm_options::topology.farmer_computes): worker 0 is the farmer's own worker, in
+    /// its process. Its messages and the replies to it take no latency, it asks nothing ahead (prefetch or not),
+    /// and the farmer serves the other workers' messages only between two of its tasks: a message that reaches an
+    /// idle farmer while worker 0 computes a task waits for that task's end; from there the farmer serves every
+    /// message waiting, one after the other, as the MPI farmer drains its queue between two of its own tasks (the
+    /// time it serves is not added to worker 0's compute). invalid_argument naming "farmer_computes" for another farm.
+    bool farmer_computes = false;
     /// flat: one farmer serves every worker. hierarchical: a supermaster serves `masters` masters, each serving a
     /// contiguous group of workers (K groups as equal as possible, the first p mod K one larger) from its pool
     /// (pfarm/master_session.hpp); `technique` and `options` are the workers', `master_technique` the supermaster's.
