@@ -154,7 +154,9 @@ private:
         throw internal_error("farm: rank " + std::to_string(rank_) + " has no inputs for its chunk");
     }
 
-    void perform(worker_session::actions actions) {
+    /// Inlined: on a chunk's path the compiler then sees which actions the session can give there (after a reply:
+    /// none to send), which keeps a round trip's instructions at what they are without the loss paths.
+    [[gnu::always_inline]] void perform(worker_session::actions actions) {
         for (const worker_action& a : actions)  // a compute action: run() sees session_.computing()
             if (a.what == worker_action::kind::send && !send(a)) return;  // the session's slots now hold its failure
     }
@@ -350,6 +352,11 @@ private:
             mpi::check(MPI_Send(data, bytes, MPI_BYTE, 0, tag, comm_), "MPI_Send");
             return;
         }
+        send_to_master(data, bytes, tag);
+    }
+
+    /// send_to_farmer() where its master may be lost (out of line: the chunk's path is the plain send).
+    [[gnu::noinline]] void send_to_master(const void* data, int bytes, int tag) {
         MPI_Request r;
         mpi::check(MPI_Isend(data, bytes, MPI_BYTE, 0, tag, comm_, &r), "MPI_Isend");
         wait_or_orphaned(r);
