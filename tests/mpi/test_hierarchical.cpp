@@ -624,7 +624,8 @@ void errors() {
 /// 128 KiB results a task, chunks of 2 (they follow their request), 2 ms sleeping tasks, the master computing and its
 /// worker asking ahead. A master that received them with a blocking receive waited, a chunk of its worker's in two,
 /// for the worker's next MPI call after a task (without a single-copy transport, as the tests run): its own worker then
-/// computed 0.49-0.61 of what its worker did (3 runs; 1.00-1.18 after).
+/// computed 0.49-0.61 of what its worker did (3 runs; 1.00-1.18 after). The check asks for 0.7: between the two, with
+/// room for a sanitizer build on a loaded 2-core machine, where the master (which also serves) came to 0.80 once.
 void following() {
     struct block {
         double v[16384];
@@ -668,7 +669,7 @@ void following() {
         const double master = static_cast<double>(r.tasks_per_rank[1]), worker = static_cast<double>(r.tasks_per_rank[2]);
         std::fprintf(stderr, "following, %s: tasks per rank %lld %lld %lld\n", label, static_cast<long long>(r.tasks_per_rank[0]),
                      static_cast<long long>(r.tasks_per_rank[1]), static_cast<long long>(r.tasks_per_rank[2]));
-        CHECK(master >= 0.85 * worker, "following, %s: the master computed %.0f tasks, its worker %.0f (it waited for the "
+        CHECK(master >= 0.7 * worker, "following, %s: the master computed %.0f tasks, its worker %.0f (it waited for the "
               "worker's results)", label, master, worker);
     }
 }
