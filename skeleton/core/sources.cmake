@@ -4,6 +4,7 @@ set(pfarm_core_sources
   src/chunk_sizes.cpp
   src/claim_schedule.cpp
   src/claim_watch.cpp
+  src/cost_profile.cpp
   src/steal_schedule.cpp
   src/emulation.cpp
   src/farmer.cpp

@@ -219,10 +219,11 @@ TEST(RunProcess, LineBufferedOutputIsHandedOnAsItComes) {
             }
         },
         [&] { ++ticks; }, 0.01);
-    // "first", then (once the handler has seen it) a line of 200,000 bytes, a line on stderr, and a last line without a
-    // newline; a command that never saw its file says so and fails.
+    // "first", then (once the handler has seen it, and 50 ms later, so that a tick of 10 ms comes) a line of 200,000
+    // bytes, a line on stderr, and a last line without a newline; a command that never saw its file says so and fails.
     run::command_spec s = spec_of("echo first; i=0; while [ ! -e " + go + " ]; do i=$((i+1)); if [ $i -gt 400 ]; then "
-                                  "echo 'no go'; exit 1; fi; sleep 0.05; done; head -c 200000 /dev/zero | tr '\\0' x; "
+                                  "echo 'no go'; exit 1; fi; sleep 0.05; done; sleep 0.05; "
+                                  "head -c 200000 /dev/zero | tr '\\0' x; "
                                   "echo; echo e1 >&2; printf 'last'");
     s.lines = true;
     s.stdout_path = (dir / "not-written").string();

@@ -21,6 +21,10 @@ double balanced_share(double victim_seconds, double thief_seconds) {
     return std::clamp(victim_seconds / (victim_seconds + thief_seconds), 1.0 / 3.0, 2.0 / 3.0);
 }
 
+/// The whole tasks in `share` x `tasks`: a share that is 2/3 up to rounding (paces fitted by the cost profile) of 3
+/// tasks is 2 of them.
+double whole_tasks(double tasks, double share) { return std::floor(tasks * share + 1e-9); }
+
 /// Calibration tasks that may still go to a worker that has calibrated on some already (farmer.hpp "Calibration
 /// span"): `cap` in all, less the `handed` ones, less one kept for each of the first `calibrating` workers that has
 /// had none yet.
@@ -76,6 +80,7 @@ farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy,
         throw invalid_argument("calibration_span", "is " + std::to_string(calibration_span) +
                                                        "; expected a finite value >= 0 (seconds)");
     workers_.resize(static_cast<std::size_t>(workers));
+    if (reclaim) profile_ = cost_profile(tasks, workers);
     active_ = workers;
     if (const task_count c = policy_->constant_chunk(); c > 0) constant_ = std::max(c, min_chunk);
     span_ = pool ? 0.0 : calibration_span;
@@ -277,51 +282,74 @@ double farmer::seconds_per_task(int worker) const {
     return done > 0 ? busy / static_cast<double>(done) : 0.0;  // 0: nobody has finished anything yet
 }
 
+double farmer::pace(int worker, chunk c) const {
+    return profile_.knows(worker) ? profile_.seconds_per_task(worker, c) : seconds_per_task(worker);
+}
+
 decision farmer::take_back(int thief, double now) {
-    // The share: the thief's part of the victim's unstarted tasks so that both finish together if their times
-    // per task so far hold, t_v / (t_v + t_thief), kept within [1/3, 2/3]: a time per task measures the tasks
-    // a worker happened to get as much as the worker (a Mandelbrot's cheap edge columns look like a fast
-    // worker), and the clamp keeps one bad estimate from handing a thief most of a chunk (quality study:
-    // docs/quality.md). The victim: the worker whose chunk promises the thief the largest gain, share x expected remaining time.
-    // Expected remaining time = hand-out time + tasks held x its seconds per task - now; a worker past that
-    // estimate (slower than its history) is guessed to be half-way through. Without any history yet, chunks
-    // are ranked by their size and split in half.
-    // A thief that still holds chunks (prefetch: it asks when it starts one) is busy for about its tasks held
-    // x its seconds per task: it takes back only what leaves the victim longer busy than itself, share x
-    // (victim's time left - thief's), and otherwise gets `later`.
+    // Paces are the seconds per task a worker is expected to take over given tasks, from the loop's cost profile
+    // (cost_profile.hpp): a worker's seconds per task so far measure the tasks it happened to get as much as the
+    // worker (a Mandelbrot's cheap edge columns make a slow worker look fast), the profile tells the two apart.
+    // The share: the thief's part of the victim's unstarted tasks so that both finish together at their paces on
+    // the victim's chunk, t_v / (t_v + t_thief), kept within [1/3, 2/3] so that one bad estimate does not hand a
+    // thief most of a chunk (quality study: docs/quality.md). The victim: the worker whose chunk promises the thief
+    // the largest gain, share x expected remaining time. Expected remaining time = hand-out time + the time of the
+    // tasks held at its pace - now; a worker past that estimate (slower than its history) is guessed to be
+    // half-way through, with as long again to go. Without any history yet, chunks are ranked by their size and split
+    // in half.
+    // A thief that still holds chunks (prefetch: it asks when it starts one) is busy for about its tasks held at
+    // its pace: it takes back only what leaves the victim longer busy than itself, share x (victim's time left -
+    // thief's), and otherwise gets `later`.
     const double thief_time = seconds_per_task(thief);
     const auto& asker = workers_[static_cast<std::size_t>(thief)];
     if (asker.held > 0 && thief_time == 0.0) return later(thief, now);  // nothing to judge by yet
     double busy = 0.0;
-    for (int i = 0; i < asker.held; ++i) busy += static_cast<double>(asker.in_flight[i].count) * thief_time;
+    for (int i = 0; i < asker.held; ++i)
+        busy += static_cast<double>(asker.in_flight[i].count) * pace(thief, asker.in_flight[i]);
     int best = -1;
-    double best_gain = 0.0, best_share = 0.5;
+    double best_gain = 0.0, best_share = 0.5, best_thief_seconds = thief_time;
     for (int v = 0; v < workers(); ++v) {
         const auto& w = workers_[static_cast<std::size_t>(v)];
         if (v == thief || w.held == 0 || !w.reclaimable || w.thief >= 0) continue;
         if (stragglers() && overdue_at(v) <= now) continue;  // overdue: re-executed, not asked between its slow tasks
-        task_count held = 0, largest = 0;
-        for (int i = 0; i < w.held; ++i)
-            held += w.in_flight[i].count, largest = std::max(largest, w.in_flight[i].count);
-        if (largest < 2) continue;
-        const double t = seconds_per_task(v);
-        double share = 0.5, gain = 0.0;
-        if (t > 0.0) {
+        task_count held = 0;
+        chunk largest{};
+        for (int i = 0; i < w.held; ++i) {
+            held += w.in_flight[i].count;
+            if (w.in_flight[i].count > largest.count) largest = w.in_flight[i];
+        }
+        if (largest.count < 2) continue;
+        double share = 0.5, gain = 0.0, thief_seconds = thief_time;
+        if (seconds_per_task(v) > 0.0) {
             // Expected remaining time of everything it holds; it gives back from one chunk, at most all of
             // it but one task.
-            double left = w.assigned_at[0] + static_cast<double>(held) * t - now;
-            if (left <= 0.0) left = 0.5 * static_cast<double>(held) * t;  // past it: guessed half-way
+            double t = pace(v, largest);
+            double held_time = 0.0;
+            for (int i = 0; i < w.held; ++i)
+                held_time += static_cast<double>(w.in_flight[i].count) * pace(v, w.in_flight[i]);
+            const double elapsed = now - w.assigned_at[0];
+            double left = held_time - elapsed;
+            if (left <= 0.0 && held_time > 0.0) {
+                // Past it: slower than its paces say, by at least elapsed / held_time. Guessed half-way, its paces
+                // scaled to what it has shown: as long again to go. (Half its estimate, the alternative, stays
+                // small for a worker whose tasks cost far more than its paces say, which is then never asked.)
+                t *= 2.0 * elapsed / held_time;
+                left = elapsed;
+            }
             left -= busy;
             if (left <= 0.0) continue;
-            if (thief_time > 0.0) share = balanced_share(t, thief_time);
-            const double most = static_cast<double>(largest - 1);  // it keeps a task of the chunk it gives from
-            if (std::min(std::floor(left / t * share), most) < 1.0) continue;  // expected to give back nothing
+            if (thief_time > 0.0) {
+                thief_seconds = pace(thief, largest);
+                share = balanced_share(t, thief_seconds);
+            }
+            const double most = static_cast<double>(largest.count - 1);  // it keeps a task of the chunk it gives from
+            if (std::min(whole_tasks(left / t, share), most) < 1.0) continue;  // expected to give back nothing
             gain = std::min(share * left, most * t);
             if (gain <= 2.0 * request_cost_) continue;
         } else {
             gain = static_cast<double>(held);
         }
-        if (gain > best_gain) best = v, best_gain = gain, best_share = share;
+        if (gain > best_gain) best = v, best_gain = gain, best_share = share, best_thief_seconds = thief_seconds;
     }
     if (best < 0) {
         if (asker.held > 0) return later(thief, now);
@@ -340,7 +368,7 @@ decision farmer::take_back(int thief, double now) {
     decision d{decision::kind::reclaim, {}, false};
     d.victim = best;
     d.share = best_share;
-    d.thief_seconds = thief_time;
+    d.thief_seconds = best_thief_seconds;
     d.thief_busy = busy;
     return d;
 }
@@ -402,7 +430,7 @@ chunk victim_gives(const decision& d, double victim_seconds, chunk current, task
     double unstarted = static_cast<double>(in_current + in_prefetched);
     const double pace = victim_seconds > 0.0 ? victim_seconds : d.thief_seconds;
     if (d.thief_busy > 0.0 && pace > 0.0) unstarted -= d.thief_busy / pace;
-    const auto wanted = static_cast<task_count>(std::floor(std::max(0.0, unstarted) * share));
+    const auto wanted = static_cast<task_count>(whole_tasks(std::max(0.0, unstarted), share));
     const bool from_current = in_current >= in_prefetched;
     const chunk& c = from_current ? current : prefetched;
     const task_count count = std::min(wanted, from_current ? std::min(in_current, current.count - 1) : in_prefetched - 1);
@@ -485,6 +513,7 @@ const completion& farmer::complete(int worker, double seconds, const resource_sa
     completed_ += counted;
     w.busy_seconds += seconds;
     w.done_tasks += count;
+    if (reclaim_) profile_.record(worker, c, seconds);
     if (phase_ == phase::calibrating && !w.calibrated) {
         w.calibration_tasks += count;
         w.calibration_seconds += seconds;

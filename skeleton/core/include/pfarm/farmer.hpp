@@ -28,7 +28,8 @@
 // Four optional rules, each off unless asked for:
 // - Reclaim (docs/skeleton.md "Reclaim"): once every task is handed out, a worker that asks with nothing in hand
 //   gets `reclaim` naming a victim expected to have unstarted tasks, or `wait` while the only victims are being
-//   asked already. The victim's answer (victim_gives()) goes to released(), which gives the thief that range,
+//   asked already; workers' speeds are judged apart from their tasks' costs by the loop's cost profile
+//   (cost_profile.hpp). The victim's answer (victim_gives()) goes to released(), which gives the thief that range,
 //   another reclaim, or stop; a thief still busy (prefetch) gets `later` when no victim will outlast it. A started
 //   task is never given back, so every task runs exactly once; each reclaim moves a task, ends the asking of that
 //   worker until its next chunk, or answers `later`, so the loop ends.
@@ -64,6 +65,7 @@
 //   waits (rather than stops) while tasks may still come back.
 #pragma once
 
+#include "pfarm/cost_profile.hpp"
 #include "pfarm/technique.hpp"
 
 #include <algorithm>
@@ -86,14 +88,15 @@ struct decision {
     bool calibration = false;  ///< the chunk is this worker's calibration task
     int victim = -1;           ///< reclaim: the worker to ask for tasks back
     double share = 0.0;        ///< reclaim: the fraction (0, 1) of its unstarted tasks it should give back
-    double thief_seconds = 0.0;  ///< reclaim: the thief's seconds per task so far (0: unknown), see victim_gives()
+    double thief_seconds = 0.0;  ///< reclaim: the thief's expected seconds per task on the victim's chunk (0: unknown)
     double thief_busy = 0.0;     ///< reclaim: seconds of work the thief still holds (prefetch; 0: it is idle)
 };
 
 /// The range a victim gives back for reclaim `d`: floor(u x share) of its u unstarted tasks, from the unstarted
 /// end of the chunk it holds with more of them. The share is decided where the best estimate is, at the
 /// victim: from its own seconds per task in the chunk it is computing (`victim_seconds`, 0 when it has
-/// finished no task of it) and the thief's (`d.thief_seconds`), t_v / (t_v + t_thief) kept within [1/3, 2/3],
+/// finished no task of it) and the thief's on the same tasks (`d.thief_seconds`: the farmer's estimate from the
+/// loop's cost profile, cost_profile.hpp), t_v / (t_v + t_thief) kept within [1/3, 2/3],
 /// so that both finish together; without both times, the farmer's `d.share`. A thief still busy for
 /// `d.thief_busy` seconds gets that share of what the victim has beyond that. `current` is the chunk it computes, `next_task` the
 /// first task of it not started, `prefetched` (count 0: none) a chunk it holds and has not started. It keeps
@@ -393,6 +396,9 @@ private:
     /// The technique stopped every worker with tasks unassigned: internal_error naming it.
     [[noreturn]] void stranded() const;
     double seconds_per_task(int worker) const;
+    /// Reclaim: the seconds per task `worker` is expected to take over `c`, from the loop's cost profile once the
+    /// worker has completed a chunk, else seconds_per_task().
+    double pace(int worker, chunk c) const;
     /// Stragglers: when worker v's oldest chunk becomes overdue (infinity: it may not be re-executed, or there
     /// is no time to judge by).
     double overdue_at(int v) const;
@@ -448,6 +454,7 @@ private:
     int max_outstanding_ = 1;
     bool reclaim_ = false;
     double request_cost_ = 0.0;
+    cost_profile profile_;  ///< reclaim: what a worker's tasks cost, to judge its speed by (cost_profile.hpp)
     task_count reclaims_ = 0;
     task_count reclaimed_tasks_ = 0;
     bool pool_ = false, closed_ = false;  ///< pool mode, and nothing more will be added

@@ -53,7 +53,7 @@ struct reply_message {
     bool calibration = false;    ///< assign: the chunk is this worker's calibration task
     chunk work;                  ///< assign, cancel
     double share = 0.0;          ///< reclaim: the farmer's share of the unstarted tasks
-    double thief_seconds = 0.0;  ///< reclaim: the thief's seconds per task (0: unknown)
+    double thief_seconds = 0.0;  ///< reclaim: the thief's expected seconds per task on the victim's chunk (0: unknown)
     double thief_busy = 0.0;     ///< reclaim: seconds of work the thief still holds
 };
 

@@ -1,0 +1,190 @@
+// pfarm scheduling core: a loop's cost profile learned from completed chunks (cost_profile.hpp says the model).
+#include "pfarm/cost_profile.hpp"
+
+#include "pfarm/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+namespace pfarm {
+
+namespace {
+/// The smoothness penalty's weight, relative to the mean diagonal of the chunks' Gram matrix: large enough to settle
+/// what the chunks leave open, small enough that a cost step the chunks pin is kept.
+constexpr double smoothness = 1e-3;
+/// A ridge, relative to the same scale, that keeps the solve regular when the data fit exactly.
+constexpr double ridge = 1e-12;
+/// The lowest cost a bin is given, relative to the mean (noise can drive a bin's fitted cost to zero or below).
+constexpr double lowest_cost = 1e-3;
+
+/// Solves m x = b in place (m: n x n, row-major, overwritten; b becomes x) by Gaussian elimination with partial
+/// pivoting; n is at most the profile's bins. A zero pivot leaves its unknown at 0.
+void solve(std::vector<double>& m, std::vector<double>& b, std::size_t n) {
+    for (std::size_t col = 0; col < n; ++col) {
+        std::size_t pivot = col;
+        for (std::size_t r = col + 1; r < n; ++r)
+            if (std::abs(m[r * n + col]) > std::abs(m[pivot * n + col])) pivot = r;
+        if (m[pivot * n + col] == 0.0) continue;
+        if (pivot != col) {
+            for (std::size_t k = 0; k < n; ++k) std::swap(m[col * n + k], m[pivot * n + k]);
+            std::swap(b[col], b[pivot]);
+        }
+        for (std::size_t r = col + 1; r < n; ++r) {
+            const double f = m[r * n + col] / m[col * n + col];
+            if (f == 0.0) continue;
+            for (std::size_t k = col; k < n; ++k) m[r * n + k] -= f * m[col * n + k];
+            b[r] -= f * b[col];
+        }
+    }
+    for (std::size_t col = n; col-- > 0;) {
+        double s = b[col];
+        for (std::size_t k = col + 1; k < n; ++k) s -= m[col * n + k] * b[k];
+        b[col] = m[col * n + col] != 0.0 ? s / m[col * n + col] : 0.0;
+    }
+}
+
+/// Union-find over bins and workers (workers after the bins).
+struct groups {
+    std::vector<std::size_t> parent;
+    explicit groups(std::size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), std::size_t{0}); }
+    std::size_t find(std::size_t x) {
+        while (parent[x] != x) x = parent[x] = parent[parent[x]];
+        return x;
+    }
+    void join(std::size_t a, std::size_t b) { parent[find(a)] = find(b); }
+};
+}  // namespace
+
+cost_profile::cost_profile(task_count tasks, int workers, int bins) : tasks_(tasks) {
+    if (tasks < 1) throw invalid_argument("tasks", "is " + std::to_string(tasks) + "; expected >= 1");
+    if (workers < 1) throw invalid_argument("workers", "is " + std::to_string(workers) + "; expected >= 1");
+    if (bins < 1) throw invalid_argument("bins", "is " + std::to_string(bins) + "; expected >= 1");
+    const auto n = static_cast<std::size_t>(std::min<task_count>(tasks, bins));
+    gram_.assign(n * n, 0.0);
+    cross_.resize(static_cast<std::size_t>(workers));
+    q_.assign(static_cast<std::size_t>(workers), 0.0);
+    cost_.assign(n, 1.0);
+    speed_.assign(static_cast<std::size_t>(workers), 0.0);
+}
+
+template <class F>
+void cost_profile::for_each_bin(chunk c, F&& f) const {
+    const auto n = static_cast<task_count>(cost_.size());
+    for (task_count at = c.first, end = c.first + c.count; at < end;) {
+        // Bin b holds the indices i with floor(n i / tasks) = b; the last one every index past the loop.
+        const auto b = n * std::clamp<task_count>(at, 0, tasks_ - 1) / tasks_;
+        const task_count bin_end = b + 1 == n ? end : std::min(end, ((b + 1) * tasks_ + n - 1) / n);
+        const task_count in_bin = std::max<task_count>(1, bin_end - at);
+        f(static_cast<int>(b), in_bin);
+        at += in_bin;
+    }
+}
+
+void cost_profile::record(int worker, chunk c, double seconds) {
+    if (!(seconds > 0.0) || !std::isfinite(seconds) || c.count < 1 || q_.empty()) return;
+    const std::size_t n = cost_.size();
+    std::vector<std::pair<std::size_t, double>> in;  // (bin, tasks of c in it)
+    for_each_bin(c, [&](int b, task_count k) { in.emplace_back(static_cast<std::size_t>(b), static_cast<double>(k)); });
+    const double count = static_cast<double>(c.count);
+    for (const auto& [i, ni] : in)
+        for (const auto& [j, nj] : in) gram_[i * n + j] += ni * nj / count;
+    auto& h = cross_[static_cast<std::size_t>(worker)];
+    if (h.empty()) h.assign(n, 0.0);
+    for (const auto& [i, ni] : in) h[i] += seconds * ni / count;
+    q_[static_cast<std::size_t>(worker)] += seconds * seconds / count;
+    fitted_ = false;
+}
+
+void cost_profile::fit() const {
+    if (fitted_) return;
+    fitted_ = true;
+    const std::size_t n = cost_.size(), workers = q_.size();
+    groups g(n + workers);
+    for (std::size_t w = 0; w < workers; ++w)
+        if (q_[w] > 0.0)
+            for (std::size_t b = 0; b < n; ++b)
+                if (cross_[w][b] > 0.0) g.join(n + w, b);
+    std::vector<bool> computed(n);
+    for (std::size_t b = 0; b < n; ++b) computed[b] = gram_[b * n + b] > 0.0;
+    for (std::size_t b = 0; b + 1 < n; ++b)
+        if (computed[b] && computed[b + 1]) g.join(b, b + 1);  // the smoothness links them
+    std::vector<bool> done(n, false);
+    for (std::size_t first = 0; first < n; ++first) {
+        if (!computed[first] || done[first]) continue;
+        // One connected group: its bins (index -> position), its workers.
+        const std::size_t root = g.find(first);
+        std::vector<std::size_t> bins;
+        std::vector<std::size_t> at(n, n);
+        for (std::size_t b = first; b < n; ++b)
+            if (computed[b] && g.find(b) == root) at[b] = bins.size(), bins.push_back(b), done[b] = true;
+        const std::size_t m = bins.size();
+        std::vector<double> a(m * m);
+        double trace = 0.0;
+        for (std::size_t i = 0; i < m; ++i) {
+            for (std::size_t j = 0; j < m; ++j) a[i * m + j] = gram_[bins[i] * n + bins[j]];
+            trace += a[i * m + i];
+        }
+        std::vector<std::size_t> touched;
+        for (std::size_t w = 0; w < workers; ++w) {
+            if (!(q_[w] > 0.0) || g.find(n + w) != root) continue;
+            touched.clear();
+            for (std::size_t b : bins)
+                if (cross_[w][b] != 0.0) touched.push_back(b);
+            for (std::size_t i : touched)
+                for (std::size_t j : touched) a[at[i] * m + at[j]] -= cross_[w][i] * cross_[w][j] / q_[w];
+        }
+        const double scale = trace / static_cast<double>(m);
+        for (std::size_t i = 0; i < m; ++i) {
+            a[i * m + i] += ridge * scale;
+            if (i + 1 < m && bins[i + 1] == bins[i] + 1) {  // adjacent bins: (c_i - c_{i+1})^2
+                const double l = smoothness * scale;
+                a[i * m + i] += l, a[(i + 1) * m + i + 1] += l;
+                a[i * m + i + 1] -= l, a[(i + 1) * m + i] -= l;
+            }
+        }
+        std::vector<double> c(m, 1.0);
+        solve(a, c, m);
+        const double sum = std::accumulate(c.begin(), c.end(), 0.0);
+        if (!(sum > 0.0) || !std::isfinite(sum)) std::fill(c.begin(), c.end(), 1.0);  // no fit: equal costs
+        const double mean = sum > 0.0 && std::isfinite(sum) ? sum / static_cast<double>(m) : 1.0;
+        for (std::size_t i = 0; i < m; ++i) cost_[bins[i]] = std::max(c[i] / mean, lowest_cost);
+    }
+    // Bins nobody computed cost what the nearest computed bin costs (the lower one at a tie).
+    for (std::size_t b = 0; b < n; ++b) {
+        if (computed[b]) continue;
+        for (std::size_t d = 1; d < n; ++d) {
+            if (b >= d && computed[b - d]) { cost_[b] = cost_[b - d]; break; }
+            if (b + d < n && computed[b + d]) { cost_[b] = cost_[b + d]; break; }
+        }
+    }
+    // Each speed from its worker's equations: s_w = (h_w . c) / q_w.
+    for (std::size_t w = 0; w < workers; ++w) {
+        if (!(q_[w] > 0.0)) continue;
+        double hc = 0.0;
+        for (std::size_t b = 0; b < n; ++b) hc += cross_[w][b] * cost_[b];
+        speed_[w] = hc / q_[w];
+    }
+}
+
+double cost_profile::speed(int worker) const {
+    fit();
+    return speed_[static_cast<std::size_t>(worker)];
+}
+
+double cost_profile::bin_cost(int b) const {
+    fit();
+    return cost_[static_cast<std::size_t>(b)];
+}
+
+double cost_profile::seconds_per_task(int worker, chunk c) const {
+    fit();
+    const double s = speed_[static_cast<std::size_t>(worker)];
+    if (!(s > 0.0) || c.count < 1) return 0.0;
+    double units = 0.0;
+    for_each_bin(c, [&](int b, task_count in_bin) { units += static_cast<double>(in_bin) * cost_[static_cast<std::size_t>(b)]; });
+    return units / s / static_cast<double>(c.count);
+}
+
+}  // namespace pfarm
