@@ -153,12 +153,6 @@ private:
     double round_trip_ = 1.0;  ///< by_worker: one atomic's round trip, measured at construction (the backoff's unit)
 };
 
-/// A chunk as this rank saw it (its own clock since the farm's start).
-struct chunk_record {
-    std::int64_t first = 0, count = 0;
-    double claimed = 0.0, started = 0.0, finished = 0.0, flushed = 0.0;
-};
-
 class decentralised_farm {
 public:
     decentralised_farm(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
@@ -418,13 +412,8 @@ private:
     farm_report report(double makespan, std::optional<double> k, double cpu, const std::vector<int>* lost = nullptr) {
         farm_report r = empty_report(options_, ranks_, tasks_);
         r.workers = ranks_ - first_worker_;
-        report_part mine;  // on this rank's clock
-        mine.workers.push_back({rank_, sizes_.total(), sizes_, busy_, finish_});
-        if (keep_records_)
-            for (const chunk_record& c : records_)
-                mine.records.push_back({rank_, c.first, c.count, c.claimed, c.started, c.finished, c.flushed, false, {}});
-        mine.failed = failed_;
-        mine.task_errors = static_cast<task_count>(failed_.size());
+        // On this rank's clock.
+        report_part mine = own_part(rank_, {rank_, sizes_.total(), sizes_, busy_, finish_}, records_, keep_records_, failed_);
         r.k = k;  // the parts carry none (add_part keeps it)
         merge_rank_parts(comm_, rank_, ranks_, std::move(mine), offsets_, first_worker_, r, lost,
                          lost && rank_ == 0 ? host_->lost_parts() : std::vector<report_part>{},

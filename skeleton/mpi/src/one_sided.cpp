@@ -123,6 +123,18 @@ outcome report_and_await_outcome(MPI_Comm comm, const rank_end& end, bool gentle
     return o;
 }
 
+report_part own_part(int rank, worker_part w, const std::vector<chunk_record>& records, bool keep_records,
+                     const std::vector<failed_task>& failed) {
+    report_part mine;
+    mine.workers.push_back(std::move(w));
+    if (keep_records)
+        for (const chunk_record& c : records)
+            mine.records.push_back({rank, c.first, c.count, c.claimed, c.started, c.finished, c.flushed, false, {}});
+    mine.failed = failed;
+    mine.task_errors = static_cast<task_count>(failed.size());
+    return mine;
+}
+
 void merge_rank_parts(MPI_Comm comm, int rank, int ranks, report_part mine, const std::vector<double>& offsets,
                       int first_computing, farm_report& r, const std::vector<int>* lost, std::vector<report_part> lost_parts,
                       double wait) {

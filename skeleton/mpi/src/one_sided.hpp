@@ -150,6 +150,17 @@ outcome collect_outcome(MPI_Comm comm, int ranks, const rank_end& mine, bool gen
 /// core when `gentle`.
 outcome report_and_await_outcome(MPI_Comm comm, const rank_end& mine, bool gentle);
 
+/// A chunk as a claiming rank saw it (its own clock since the farm's start).
+struct chunk_record {
+    std::int64_t first = 0, count = 0;
+    double claimed = 0.0, started = 0.0, finished = 0.0, flushed = 0.0;
+};
+
+/// Rank `rank`'s part of the report, on its clock: its worker line `w`, its chunks' `records` when `keep_records` (a
+/// trace was asked for) and its failed tasks.
+report_part own_part(int rank, worker_part w, const std::vector<chunk_record>& records, bool keep_records,
+                     const std::vector<failed_task>& failed);
+
 /// The report of a farm without a farmer, into `r` (empty_report's): every rank's part `mine` (on its own clock)
 /// gathered on rank 0, shifted to rank 0's clock by `offsets` (clock_offsets) and merged, the ranks from
 /// `first_computing` on computing; on any other rank, its own part alone (no times, trace or failed tasks: those are

@@ -42,12 +42,6 @@ constexpr MPI_Aint stop_at = 16;     ///< 1: the farm is over (every result is a
 constexpr MPI_Aint counter_at = 24;  ///< notice counter k on rank k (k < notice_counters)
 constexpr std::uint64_t victim_seed = 1;  ///< the random victims' seed (the simulator's default)
 
-/// A chunk as this rank saw it (its own clock since the farm's start).
-struct chunk_record {
-    std::int64_t first = 0, count = 0;
-    double claimed = 0.0, started = 0.0, finished = 0.0, flushed = 0.0;
-};
-
 class stealing_farm {
 public:
     stealing_farm(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
@@ -330,16 +324,9 @@ private:
         farm_report r = empty_report(options_, ranks_, tasks_);
         r.workers = ranks_;
         r.first_worker_rank = 0;
-        report_part mine;  // on this rank's clock
         worker_part w{rank_, sizes_.total(), sizes_, busy_, finish_};
         w.steal_attempts = attempts_, w.steals = steals_, w.lost_swaps = lost_swaps_;
-        mine.workers.push_back(w);
-        if (keep_records_)
-            for (const chunk_record& c : records_)
-                mine.records.push_back({rank_, c.first, c.count, c.claimed, c.started, c.finished, c.flushed, false, {}});
-        mine.failed = failed_;
-        mine.task_errors = static_cast<task_count>(failed_.size());
-        merge_rank_parts(comm_, rank_, ranks_, std::move(mine), offsets_, 0, r);
+        merge_rank_parts(comm_, rank_, ranks_, own_part(rank_, std::move(w), records_, keep_records_, failed_), offsets_, 0, r);
         if (rank_ != 0) return r;
         r.makespan = makespan;
         r.farmer_cpu_seconds = cpu;
