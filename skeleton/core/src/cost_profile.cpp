@@ -45,10 +45,10 @@ void solve(std::vector<double>& m, std::vector<double>& b, std::size_t n) {
     }
 }
 
-/// Union-find over bins and workers (workers after the bins).
-struct groups {
+/// Union-find over bins and workers (workers after the bins): the connected groups the fit solves one by one.
+struct union_find {
     std::vector<std::size_t> parent;
-    explicit groups(std::size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), std::size_t{0}); }
+    explicit union_find(std::size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), std::size_t{0}); }
     std::size_t find(std::size_t x) {
         while (parent[x] != x) x = parent[x] = parent[parent[x]];
         return x;
@@ -85,14 +85,17 @@ void cost_profile::for_each_bin(chunk c, F&& f) const {
 void cost_profile::record(int worker, chunk c, double seconds) {
     if (!(seconds > 0.0) || !std::isfinite(seconds) || c.count < 1 || q_.empty()) return;
     const std::size_t n = cost_.size();
-    std::vector<std::pair<std::size_t, double>> in;  // (bin, tasks of c in it)
-    for_each_bin(c, [&](int b, task_count k) { in.emplace_back(static_cast<std::size_t>(b), static_cast<double>(k)); });
     const double count = static_cast<double>(c.count);
-    for (const auto& [i, ni] : in)
-        for (const auto& [j, nj] : in) gram_[i * n + j] += ni * nj / count;
     auto& h = cross_[static_cast<std::size_t>(worker)];
     if (h.empty()) h.assign(n, 0.0);
-    for (const auto& [i, ni] : in) h[i] += seconds * ni / count;
+    // No allocation: this runs at every completion of a farm with reclaim.
+    for_each_bin(c, [&](int i, task_count ni) {
+        const auto row = static_cast<std::size_t>(i) * n;
+        for_each_bin(c, [&](int j, task_count nj) {
+            gram_[row + static_cast<std::size_t>(j)] += static_cast<double>(ni) * static_cast<double>(nj) / count;
+        });
+        h[static_cast<std::size_t>(i)] += seconds * static_cast<double>(ni) / count;
+    });
     q_[static_cast<std::size_t>(worker)] += seconds * seconds / count;
     fitted_ = false;
 }
@@ -101,7 +104,7 @@ void cost_profile::fit() const {
     if (fitted_) return;
     fitted_ = true;
     const std::size_t n = cost_.size(), workers = q_.size();
-    groups g(n + workers);
+    union_find g(n + workers);
     for (std::size_t w = 0; w < workers; ++w)
         if (q_[w] > 0.0)
             for (std::size_t b = 0; b < n; ++b)
@@ -146,9 +149,12 @@ void cost_profile::fit() const {
         }
         std::vector<double> c(m, 1.0);
         solve(a, c, m);
-        const double sum = std::accumulate(c.begin(), c.end(), 0.0);
-        if (!(sum > 0.0) || !std::isfinite(sum)) std::fill(c.begin(), c.end(), 1.0);  // no fit: equal costs
-        const double mean = sum > 0.0 && std::isfinite(sum) ? sum / static_cast<double>(m) : 1.0;
+        double sum = std::accumulate(c.begin(), c.end(), 0.0);
+        if (!(sum > 0.0) || !std::isfinite(sum)) {  // no fit: equal costs
+            std::fill(c.begin(), c.end(), 1.0);
+            sum = static_cast<double>(m);
+        }
+        const double mean = sum / static_cast<double>(m);
         for (std::size_t i = 0; i < m; ++i) cost_[bins[i]] = std::max(c[i] / mean, lowest_cost);
     }
     // Bins nobody computed cost what the nearest computed bin costs (the lower one at a tie).
@@ -183,7 +189,9 @@ double cost_profile::seconds_per_task(int worker, chunk c) const {
     const double s = speed_[static_cast<std::size_t>(worker)];
     if (!(s > 0.0) || c.count < 1) return 0.0;
     double units = 0.0;
-    for_each_bin(c, [&](int b, task_count in_bin) { units += static_cast<double>(in_bin) * cost_[static_cast<std::size_t>(b)]; });
+    for_each_bin(c, [&](int b, task_count in_bin) {
+        units += static_cast<double>(in_bin) * cost_[static_cast<std::size_t>(b)];
+    });
     return units / s / static_cast<double>(c.count);
 }
 
