@@ -8,6 +8,7 @@ set(pfarm_core_sources
   src/steal_schedule.cpp
   src/emulation.cpp
   src/farmer.cpp
+  src/farmer_calibration.cpp
   src/farmer_reexecution.cpp
   src/farmer_session.cpp
   src/farmer_session_deadlines.cpp

@@ -11,10 +11,6 @@
 namespace pfarm {
 
 namespace {
-/// Times below this are taken as this: a timer may return 0 for a very short task, and every technique
-/// that learns from times divides by them. 1 ns is below any real timer's resolution.
-constexpr double min_seconds = 1e-9;
-
 /// The victim's part that a thief should take so that both finish together if their times per task hold,
 /// kept within [1/3, 2/3] (farmer::take_back says why).
 double balanced_share(double victim_seconds, double thief_seconds) {
@@ -36,29 +32,6 @@ task_count calibration_budget(task_count cap, task_count handed, const Workers& 
     return cap - handed - unstarted;
 }
 
-/// The calibration `living` of the workers not `lost` (in worker order) made one entry per worker again: a lost worker
-/// gets the slowest time measured (and fitted), and the fitness is eq. 4 over them all, so that a technique that plans
-/// per worker keeps it the least (the others' relative fitness is that of the living workers' calibration). The
-/// statistics, k and the fit stay the living workers'.
-calibration_result with_lost_workers(calibration_result living, const std::vector<bool>& lost) {
-    const auto widen = [&](std::vector<double>& values) {
-        if (values.empty()) return;
-        const double slowest = *std::max_element(values.begin(), values.end());
-        std::vector<double> all;
-        std::size_t at = 0;
-        for (const bool gone : lost) all.push_back(gone ? slowest : values[at++]);
-        values.swap(all);
-    };
-    widen(living.times);
-    widen(living.fitted);
-    living.fitness = fitness_from_times(living.fitted.empty() ? living.times : living.fitted);
-    std::string who;
-    for (std::size_t v = 0; v < lost.size(); ++v)
-        if (lost[v]) who += (who.empty() ? "" : ", ") + std::to_string(v);
-    living.note = (living.note.empty() ? "" : living.note + "; ") + "worker(s) " + who +
-                  " lost during calibration: left out, given the slowest time measured";
-    return living;
-}
 }  // namespace
 
 farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk,
@@ -80,10 +53,10 @@ farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy,
         throw invalid_argument("calibration_span", "is " + std::to_string(calibration_span) +
                                                        "; expected a finite value >= 0 (seconds)");
     workers_.resize(static_cast<std::size_t>(workers));
-    if (reclaim) profile_ = cost_profile(tasks, workers);
     active_ = workers;
     if (const task_count c = policy_->constant_chunk(); c > 0) constant_ = std::max(c, min_chunk);
     span_ = pool ? 0.0 : calibration_span;
+    if (reclaim) profile_ = cost_profile(tasks, workers);
     calibration_mode_ = policy_->needs_calibration();
     if (calibration_mode_ == calibration_mode::none && span_ > 0.0 && policy_->learns_from_times())
         calibration_mode_ = calibration_mode::times_only;
@@ -545,55 +518,6 @@ void farmer::run_queue_changed(int worker, double queue) {
     if (!(queue >= 1.0) || !std::isfinite(queue))
         throw invalid_argument("run_queue", "is " + std::to_string(queue) + "; expected a finite value >= 1");
     policy_->run_queue_changed(worker, queue);
-}
-
-task_count farmer::next_calibration_chunk(const worker_state& w) const {
-    if (w.calibration_tasks == 0) return 1;
-    double wanted = 2.0 * static_cast<double>(w.calibration_last);
-    if (w.calibration_seconds > 0.0)  // the tasks that reach the span at its pace so far, if fewer
-        wanted = std::min(wanted, std::ceil((span_ - w.calibration_seconds) * static_cast<double>(w.calibration_tasks) /
-                                            w.calibration_seconds));
-    return std::max<task_count>(1, static_cast<task_count>(wanted));
-}
-
-void farmer::end_calibration_of(int worker, worker_state& w) {
-    w.calibrated = true;
-    // Seconds per task over its calibration chunks (one task without a span: its time). The raw value:
-    // pfarm::calibrate has its own rule for a time of 0.
-    calibration_times_[static_cast<std::size_t>(worker)] =
-        w.calibration_tasks > 0 ? w.calibration_seconds / static_cast<double>(w.calibration_tasks) : 0.0;
-    if (--calibration_pending_ == 0) finish_calibration();
-}
-
-void farmer::finish_calibration() {
-    phase_ = phase::scheduling;
-    if (remaining() == 0 && (!pool_ || closed_)) return;  // the calibration tasks were the whole loop
-    if (lost_count_ == 0) [[likely]] {
-        calibration_ = calibrate(calibration_mode_, calibration_times_, calibration_samples_, loop_size());
-    } else {  // lost workers leave the calibration (farmer.hpp "Lost workers")
-        std::vector<double> times;
-        std::vector<resource_sample> samples;
-        std::vector<bool> lost;
-        for (std::size_t v = 0; v < calibration_times_.size(); ++v) {
-            lost.push_back(workers_[v].lost);
-            if (workers_[v].lost) continue;
-            times.push_back(calibration_times_[v]);
-            samples.push_back(calibration_samples_[v]);
-        }
-        if (times.empty()) return;  // every worker that calibrated is lost: nobody is left to schedule for
-        calibration_ = with_lost_workers(calibrate(calibration_mode_, times, samples, loop_size()), lost);
-    }
-    calibration_->span = span_;
-    if (pool_) return;  // started at the next request
-    policy_->start({tasks_, remaining(), workers(), &*calibration_, predictor_});
-    started_ = true;
-    // A technique calibrated only for the span learns from the calibration chunks as from any other chunk.
-    if (policy_->needs_calibration() == calibration_mode::none)
-        for (int v = 0; v < static_cast<int>(calibration_times_.size()); ++v) {
-            const auto& w = workers_[static_cast<std::size_t>(v)];
-            if (w.calibration_tasks > 0 && !w.lost)
-                policy_->completed(v, w.calibration_tasks, std::max(w.calibration_seconds, min_seconds));
-        }
 }
 
 }  // namespace pfarm

@@ -455,6 +455,9 @@ private:
     bool reclaim_ = false;
     double request_cost_ = 0.0;
     cost_profile profile_;  ///< reclaim: what a worker's tasks cost, to judge its speed by (cost_profile.hpp)
+    /// Times below this are taken as this: a timer may return 0 for a very short task, and every technique that learns
+    /// from times divides by them. 1 ns is below any real timer's resolution.
+    static constexpr double min_seconds = 1e-9;
     task_count reclaims_ = 0;
     task_count reclaimed_tasks_ = 0;
     bool pool_ = false, closed_ = false;  ///< pool mode, and nothing more will be added
