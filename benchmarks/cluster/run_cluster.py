@@ -406,7 +406,24 @@ def technique_args(t, n_tasks, h, sigma):
     return []
 
 
-def simulate(programs, work, tag, technique, targs, reclaim, costs_path, T, latency, changes):
+# The CPU quota period the harness gives each node (pfarm-cluster --period's default), and from it the calibration span
+# the farms of (b) run with unless --farm-args names one: pfarm's default under a quota, twice the longest period.
+QUOTA_PERIOD_S = 0.1
+
+
+def calibration_span(farm_args):
+    """The calibration span the farms of (b) ran with: --farm-args' --calibration-span, else pfarm's default under a
+    CPU quota, two quota periods."""
+    words = farm_args.split()
+    for i, w in enumerate(words):
+        if w == "--calibration-span" and i + 1 < len(words):
+            return float(words[i + 1])
+        if w.startswith("--calibration-span="):
+            return float(w.split("=", 1)[1])
+    return 2 * QUOTA_PERIOD_S
+
+
+def simulate(programs, work, tag, technique, targs, reclaim, costs_path, T, latency, changes, span):
     platform = {"task_times": list(T), "latency": latency, "overhead": 0.0}
     if changes:
         platform["load_changes"] = changes
@@ -414,17 +431,18 @@ def simulate(programs, work, tag, technique, targs, reclaim, costs_path, T, late
     with open(path, "w") as f:
         json.dump(platform, f)
     # The runs' rank 0 computes (--farmer-computes): the simulated farmer serves between two tasks of worker 0.
+    # and calibrate over the same span as the runs.
     cmd = [programs["pfarm-sim"], "--platform", path, "--costs", costs_path, "--technique", technique, *targs,
-           "--farmer-computes", "--json"] + (["--reclaim"] if reclaim else [])
+           "--farmer-computes", "--calibration-span", f"{span:g}", "--json"] + (["--reclaim"] if reclaim else [])
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         raise BenchError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()}")
     return json.loads(r.stdout)["makespan"]
 
 
-def simulate_rows(programs, work, wl, results, sp, costs_path, rtt):
+def simulate_rows(programs, work, wl, results, sp, costs_path, rtt, span):
     """(c): pfarm-sim's prediction of every (b) row of workload wl, on the platform measured for it (sp: its
-    speeds, the schedule's scale E, h and sigma), stored as results[key]["sim"]."""
+    speeds, the schedule's scale E, h and sigma) with the runs' calibration span, stored as results[key]["sim"]."""
     for key, r in results.items():
         if key[0] != wl or key[1] == "farmers":
             continue
@@ -432,7 +450,7 @@ def simulate_rows(programs, work, wl, results, sp, costs_path, rtt):
         changes = load_changes(schedule_events(sp["E"]), sp["T"], sp["TL"], median(r["offsets"])) \
             if layout == "non-dedicated" else None
         r["sim"] = simulate(programs, work, f"{wl}-{layout}", t, technique_args(t, sp["tasks"], sp["h"], sp["sigma"]),
-                            reclaim, costs_path, sp["T"], rtt / 2, changes)
+                            reclaim, costs_path, sp["T"], rtt / 2, changes, span)
 
 
 def fmt(x, d=3):
@@ -617,7 +635,7 @@ def main(argv=None):
             log(f"{wl}: T {[round(t, 3) for t in T]}, loaded {[round(t, 3) for t in TL]}, "
                 f"bound {speeds[wl]['bound']:.3f} s")
             # (c) the simulator on the same platform
-            simulate_rows(programs, work, wl, results, speeds[wl], costs_path, rtt)
+            simulate_rows(programs, work, wl, results, speeds[wl], costs_path, rtt, calibration_span(args.farm_args))
         # (e) Table 4 style: 1 farmer (node0, farming only) + 1 worker (node1), calcium
         if "table4" not in skip:
             app = programs["pfarm-calcium"]
@@ -665,7 +683,7 @@ def main(argv=None):
     raw = {"mode": mode, "quick": args.quick, "reps": reps, "techniques": list(techniques), "speeds": speeds,
            "results": [[list(k), v] for k, v in results.items()], "extra": extra, "rtt": rtt, "weights": weights,
            "uptime_start": uptime_start, "uptime_end": uptime_end, "elapsed": elapsed, "today": today,
-           "sim_farmer_computes": True}
+           "sim_farmer_computes": True, "farm_args": args.farm_args, "sim_calibration_span": True}
     with open(os.path.splitext(out_csv)[0] + ".json", "w") as f:
         json.dump(raw, f)
     report, summary = render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, uptime_start,
@@ -704,17 +722,19 @@ def render_again(args):
                                                              os.path.join(work, "out") if wl == "calcium" else "/dev/null"]
                 log(f"{wl}: per-task costs, then the simulator on every row")
                 costs_path, _ = task_costs(programs, f"pfarm-{wl}", wargs, work)
-                simulate_rows(programs, work, wl, results, sp, costs_path, raw["rtt"])
+                simulate_rows(programs, work, wl, results, sp, costs_path, raw["rtt"],
+                              calibration_span(raw.get("farm_args", "")))
         finally:
             shutil.rmtree(work, ignore_errors=True)
         # the new predictions beside the new report, the measured run's JSON left as it was
-        raw.update(resimulated=datetime.date.today().isoformat(), sim_farmer_computes=True,
+        raw.update(resimulated=datetime.date.today().isoformat(), sim_farmer_computes=True, sim_calibration_span=True,
                    results=[[list(k), v] for k, v in results.items()])
         os.makedirs(os.path.dirname(os.path.abspath(out_md)), exist_ok=True)
         with open(os.path.splitext(out_md)[0] + ".json", "w") as f:
             json.dump(raw, f)
     args.resimulated = raw.get("resimulated")
     args.sim_farmer_computes = raw.get("sim_farmer_computes", False)  # a record made before the model had it
+    args.sim_calibration_span = raw.get("sim_calibration_span", False)  # likewise
     args.quick = raw.get("quick", raw["mode"] == "quick")
     args.workload = raw["mode"]
     args.techniques = ",".join(raw["techniques"])
@@ -848,6 +868,9 @@ def render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, u
              ("Rank 0 computes as in the runs (`pfarm-sim --farmer-computes`): worker 0 is its own, and it serves "
               "the others between two of its tasks. " if getattr(args, "sim_farmer_computes", True) else
               "It has no farmer that computes: rank 0's share is simulated as a worker. ") +
+             ("It calibrates over the runs' calibration span (`pfarm-sim --calibration-span`). "
+              if getattr(args, "sim_calibration_span", True) else
+              "It calibrates on one task per worker, not over the runs' calibration span. ") +
              "The in-run bound uses the same costs.\n")
     if getattr(args, "resimulated", None):
         L.append(f"Predictions made again on {args.resimulated} from the run's JSON with that day's `pfarm-sim` "

@@ -370,6 +370,37 @@ TEST(SimulatorTiming, AFarmerThatComputesServesBetweenItsOwnTasks) {
     expect_invalid([&] { sim::simulate(make_platform({1, 1}), make_workload(4), "ss", {}, hierarchical); }, "farmer_computes");
 }
 
+TEST(SimulatorTiming, ACalibrationSpanGrowsEachWorkersCalibrationChunks) {
+    // multi on two workers of 1 s and 2 s a task, a span of 6 s: each worker's calibration chunks double (1, 2, ...)
+    // until their time adds up to the span or its pace says fewer reach it. Worker 0: 1, 2, then 3 (3 s of 6 done,
+    // 3 more at 1 s); worker 1: 1 (2 s), then 2 (4 s more: 6 s). The barrier passes when the last ends, at 6 s plus
+    // nothing (no latency); without the span each calibrates on one task and the barrier is at 2 s.
+    sim::run_options spanned;
+    spanned.keep_trace = true;
+    spanned.calibration_span = 6.0;
+    const auto r = sim::simulate(make_platform({1, 2}), make_workload(40), "multi", {}, spanned);
+    std::vector<task_count> calibration[2];
+    for (const auto& t : r.trace)
+        if (t.calibration) calibration[t.rank].push_back(t.count);
+    EXPECT_EQ(calibration[0], (std::vector<task_count>{1, 2, 3}));
+    EXPECT_EQ(calibration[1], (std::vector<task_count>{1, 2}));
+    EXPECT_DOUBLE_EQ(r.calibration_end, 6.0);
+    expect_consistent(r, 40);
+    EXPECT_DOUBLE_EQ(sim::simulate(make_platform({1, 2}), make_workload(40), "multi", {}).calibration_end, 2.0);
+
+    // Only the flat farm models it, and a span is a finite number of seconds >= 0.
+    sim::run_options hierarchical;
+    hierarchical.calibration_span = 1.0;
+    hierarchical.farmer = sim::farmer_kind::hierarchical;
+    hierarchical.masters = 1;
+    expect_invalid([&] { sim::simulate(make_platform({1, 1}), make_workload(4), "multi", {}, hierarchical); },
+                   "calibration_span");
+    sim::run_options negative;
+    negative.calibration_span = -1.0;
+    expect_invalid([&] { sim::simulate(make_platform({1, 1}), make_workload(4), "multi", {}, negative); },
+                   "calibration_span");
+}
+
 TEST(SimulatorTiming, MoreWorkersThanTasks) {
     for (const char* technique : {"gss", "multi", "static"}) {
         SCOPED_TRACE(technique);

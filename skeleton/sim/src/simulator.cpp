@@ -253,6 +253,8 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         throw invalid_argument("victims", "is '" + run.victims + "'; only farmer = stealing has victims");
     if (run.farmer_computes && run.farmer != farmer_kind::flat)
         throw invalid_argument("farmer_computes", "is set; the simulator models a farmer that computes in the flat farm only");
+    if (run.calibration_span != 0.0 && run.farmer != farmer_kind::flat)
+        throw invalid_argument("calibration_span", "is set; the simulator models a calibration span in the flat farm only");
     if (run.farmer == farmer_kind::hierarchical) return simulate_hierarchical(given, wl, technique, options, run);
     if (run.masters != 0)  // contradictory: only the hierarchical farmer has masters
         throw invalid_argument("masters", "is " + std::to_string(run.masters) + "; only farmer = hierarchical has masters");
@@ -267,7 +269,8 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     const candidate_predictor predictor = make_predictor(pl.overhead, pl.latency, run);
     farmer_session farm(wl.tasks, p, make_technique(technique, options, p),
                         {.min_chunk = options.min_chunk, .prefetch = run.prefetch, .reclaim = run.reclaim,
-                         .request_cost = pl.overhead + 2.0 * pl.latency, .keep_records = run.keep_trace, .stragglers = {}, .task_errors = {}, .clock = {}, .worker_loss = {},
+                         .request_cost = pl.overhead + 2.0 * pl.latency, .keep_records = run.keep_trace,
+                         .calibration_span = run.calibration_span, .stragglers = {}, .task_errors = {}, .clock = {}, .worker_loss = {},
                          .own_worker = run.farmer_computes ? 0 : -1,
                          .predictor = &predictor});
     const technique_needs& needs = farm.needs();

@@ -141,6 +141,7 @@ constexpr pfarm::tools::flag_name sim_flags[] = {
     {"victims", "--victims"},
     {"prefetch", "--prefetch"},
     {"farmer_computes", "--farmer-computes"},
+    {"calibration_span", "--calibration-span"},
 };
 
 }  // namespace
@@ -156,6 +157,7 @@ int main(int argc, char** argv) {
     std::string farmer = "flat", master_technique, victims = "random";
     std::uint64_t victim_seed = 1;
     int masters = 0;
+    double calibration_span = 0.0;
     std::optional<double> master_overhead, supermaster_overhead, master_latency, atomic_overhead, atomic_latency;
     app.add_option("--tasks,-S", wl.tasks, "tasks S >= 1 (required unless --costs gives them)");
     auto* times_option = app.add_option("--task-times", task_times, "per-worker time per unit task t1,...,tP");
@@ -186,6 +188,10 @@ int main(int argc, char** argv) {
     app.add_flag("--farmer-computes", farmer_computes,
                  "flat: worker 0 is the farmer's own (the farm's --farmer-computes): no latency to it, and the farmer "
                  "serves the others only between two of its tasks");
+    app.add_option("--calibration-span", calibration_span,
+                   "flat: seconds each worker's calibration adds up to, on growing chunks (the farm's --calibration-span, "
+                   "0.2 s by default under a CPU quota; docs/calibration.md \"Calibration span\"); default 0: one "
+                   "calibration task per worker");
     app.add_option("--farmer", farmer,
                    "flat (one farmer), hierarchical (a supermaster, --masters K masters, workers; docs/hierarchical.md), "
                    "decentralised (no farmer: workers claim chunks with atomics on a window host; docs/skeleton.md), "
@@ -258,6 +264,7 @@ int main(int argc, char** argv) {
         run.reclaim = reclaim;
         run.prefetch = prefetch;
         run.farmer_computes = farmer_computes;
+        run.calibration_span = calibration_span;
         run.farmer = pfarm::sim::parse_farmer(farmer);
         run.masters = masters;
         run.master_technique = master_technique;

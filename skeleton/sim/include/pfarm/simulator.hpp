@@ -168,6 +168,12 @@ struct run_options {
     /// message waiting, one after the other, as the MPI farmer drains its queue between two of its own tasks (the
     /// time it serves is not added to worker 0's compute). invalid_argument naming "farmer_computes" for another farm.
     bool farmer_computes = false;
+    /// flat only: the compute time each worker's calibration adds up to, on growing chunks (farmer.hpp "Calibration
+    /// span"; the MPI farm's farm_options schedule.calibration_span, which defaults to two CPU quota periods when a
+    /// rank runs under a quota). Seconds of simulated time, finite and >= 0 (invalid_argument naming
+    /// "calibration_span" otherwise, and when non-zero for a farm other than flat). 0: one calibration task per
+    /// worker.
+    double calibration_span = 0.0;
     /// flat: one farmer serves every worker. hierarchical: a supermaster serves `masters` masters, each serving a
     /// contiguous group of workers (K groups as equal as possible, the first p mod K one larger) from its pool
     /// (pfarm/master_session.hpp); `technique` and `options` are the workers', `master_technique` the supermaster's.
