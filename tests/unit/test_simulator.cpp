@@ -371,22 +371,26 @@ TEST(SimulatorTiming, AFarmerThatComputesServesBetweenItsOwnTasks) {
 }
 
 TEST(SimulatorTiming, ACalibrationSpanGrowsEachWorkersCalibrationChunks) {
-    // multi on two workers of 1 s and 2 s a task, a span of 6 s: each worker's calibration chunks double (1, 2, ...)
-    // until their time adds up to the span or its pace says fewer reach it. Worker 0: 1, 2, then 3 (3 s of 6 done,
-    // 3 more at 1 s); worker 1: 1 (2 s), then 2 (4 s more: 6 s). The barrier passes when the last ends, at 6 s plus
-    // nothing (no latency); without the span each calibrates on one task and the barrier is at 2 s.
+    // multi on two workers of 1 s and 3 s a task, a span of 5 s: each worker's calibration chunks double (1, 2, ...)
+    // until their time adds up to the span, or fewer when its pace says fewer reach it. Worker 0: 1, 2, then 2 (3 s
+    // of 5 done, 2 more at 1 s), reaching the span at 5; worker 1: 1 (3 s), then 1, reaching it at 6. Worker 0 does
+    // not wait idle for the barrier: at 5 it gets a quarter of the span at its pace (ceil(1.25) = 2 tasks), which
+    // are not measurements; the barrier passes at 6 with times 1 and 3. Without the span each calibrates on one task
+    // and the barrier is at 3.
     sim::run_options spanned;
     spanned.keep_trace = true;
-    spanned.calibration_span = 6.0;
-    const auto r = sim::simulate(make_platform({1, 2}), make_workload(40), "multi", {}, spanned);
+    spanned.calibration_span = 5.0;
+    const auto r = sim::simulate(make_platform({1, 3}), make_workload(40), "multi", {}, spanned);
     std::vector<task_count> calibration[2];
     for (const auto& t : r.trace)
         if (t.calibration) calibration[t.rank].push_back(t.count);
-    EXPECT_EQ(calibration[0], (std::vector<task_count>{1, 2, 3}));
-    EXPECT_EQ(calibration[1], (std::vector<task_count>{1, 2}));
+    EXPECT_EQ(calibration[0], (std::vector<task_count>{1, 2, 2, 2}));
+    EXPECT_EQ(calibration[1], (std::vector<task_count>{1, 1}));
     EXPECT_DOUBLE_EQ(r.calibration_end, 6.0);
+    ASSERT_TRUE(r.calibration);
+    EXPECT_EQ(r.calibration->times, (std::vector<double>{1.0, 3.0}));
     expect_consistent(r, 40);
-    EXPECT_DOUBLE_EQ(sim::simulate(make_platform({1, 2}), make_workload(40), "multi", {}).calibration_end, 2.0);
+    EXPECT_DOUBLE_EQ(sim::simulate(make_platform({1, 3}), make_workload(40), "multi", {}).calibration_end, 3.0);
 
     // Only the flat farm models it, and a span is a finite number of seconds >= 0.
     sim::run_options hierarchical;

@@ -21,17 +21,6 @@ double balanced_share(double victim_seconds, double thief_seconds) {
 /// tasks is 2 of them.
 double whole_tasks(double tasks, double share) { return std::floor(tasks * share + 1e-9); }
 
-/// Calibration tasks that may still go to a worker that has calibrated on some already (farmer.hpp "Calibration
-/// span"): `cap` in all, less the `handed` ones, less one kept for each of the first `calibrating` workers that has
-/// had none yet.
-template <class Workers>
-task_count calibration_budget(task_count cap, task_count handed, const Workers& workers, std::size_t calibrating) {
-    task_count unstarted = 0;
-    for (std::size_t v = 0; v < calibrating; ++v)
-        if (workers[v].calibration_tasks == 0 && workers[v].held == 0 && !workers[v].calibrated) ++unstarted;
-    return cap - handed - unstarted;
-}
-
 }  // namespace
 
 farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy, task_count min_chunk,
@@ -167,43 +156,7 @@ decision farmer::request(int worker, double now, bool completing) {
         throw internal_error("farmer: worker " + std::to_string(worker) + " asked for work while waiting for a reclaim");
 
     if (phase_ == phase::calibrating) {
-        if (w.calibrated) return {decision::kind::wait, {}, false};
-        if (pool_) {
-            if (remaining() > 0) return assign(worker, take_from_pool(1).first, 1, true, now);
-            if (!returned_.empty()) {  // a lost worker's calibration task: this worker's calibration task now
-                chunk& front = returned_.front();
-                const task_count first = front.first;
-                ++front.first;
-                if (--front.count == 0) returned_.pop_front();
-                return assign(worker, first, 1, true, now);
-            }
-            if (!closed_) return {decision::kind::wait, {}, false};
-            w.calibrated = true;  // nothing left to calibrate on: the barrier no longer waits for it
-            if (!loss_tolerant_) {  // and it stops
-                const decision d = stop_worker(worker);
-                if (--calibration_pending_ == 0) finish_calibration();
-                return d;
-            }
-            // Lost workers: tasks may still come back to it; it waits for the barrier, or asks as any worker past it.
-            if (--calibration_pending_ == 0) finish_calibration();
-            if (phase_ == phase::calibrating) return {decision::kind::wait, {}, false};
-        } else {
-            // More workers than tasks: the others do not calibrate. Stopped, unless a calibration task may come back.
-            if (worker >= static_cast<int>(calibration_times_.size()))
-                return loss_tolerant_ ? decision{decision::kind::wait, {}, false} : stop_worker(worker);
-            const task_count count =
-                w.calibration_tasks == 0
-                    ? 1
-                    : std::min(next_calibration_chunk(w), calibration_budget(calibration_cap_, next_index_, workers_,
-                                                                             calibration_times_.size()));
-            if (remaining() > 0 && count > 0) {
-                const task_count first = next_index_;
-                next_index_ += std::min(count, remaining());
-                return assign(worker, first, next_index_ - first, true, now);
-            }
-            end_calibration_of(worker, w);  // the budget (or the loop) was taken by the others: what it measured so far
-            if (phase_ == phase::calibrating) return {decision::kind::wait, {}, false};
-        }
+        if (const std::optional<decision> d = calibration_request(worker, w, now)) return *d;
     }
     if (!retry_queue_.empty() || !returned_.empty()) [[unlikely]] {  // failed tasks, a lost worker's, before new ones
         if (const decision d = again_for(worker, now); d.what == decision::kind::assign) return d;
@@ -487,16 +440,7 @@ const completion& farmer::complete(int worker, double seconds, const resource_sa
     w.busy_seconds += seconds;
     w.done_tasks += count;
     if (reclaim_) profile_.record(worker, c, seconds);
-    if (phase_ == phase::calibrating && !w.calibrated) {
-        w.calibration_tasks += count;
-        w.calibration_seconds += seconds;
-        w.calibration_last = count;
-        if (sample) calibration_samples_[static_cast<std::size_t>(worker)] = *sample;
-        if (pool_ || w.calibration_seconds >= span_ || remaining() == 0 ||
-            calibration_budget(calibration_cap_, next_index_, workers_, calibration_times_.size()) < 1)
-            end_calibration_of(worker, w);
-        return completion_;
-    }
+    if (phase_ == phase::calibrating && calibration_completed(worker, w, count, seconds, sample)) return completion_;
     // A technique not started yet learns nothing from a chunk of tasks that went back (a lost worker's: pool mode before
     // the pool's first chunk, or a loop whose calibration tasks were all of it).
     if (started_) [[likely]] policy_->completed(worker, count, std::max(seconds, min_seconds));

@@ -4,12 +4,24 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace pfarm {
 
 namespace {
+/// Calibration tasks that may still go to a worker that has calibrated on some already (farmer.hpp "Calibration
+/// span"): `cap` in all, less the `handed` ones, less one kept for each of the first `calibrating` workers that has
+/// had none yet.
+template <class Workers>
+task_count calibration_budget(task_count cap, task_count handed, const Workers& workers, std::size_t calibrating) {
+    task_count unstarted = 0;
+    for (std::size_t v = 0; v < calibrating; ++v)
+        if (workers[v].calibration_tasks == 0 && workers[v].held == 0 && !workers[v].calibrated) ++unstarted;
+    return cap - handed - unstarted;
+}
+
 /// The calibration `living` of the workers not `lost` (in worker order) made one entry per worker again: a lost worker
 /// gets the slowest time measured (and fitted), and the fitness is eq. 4 over them all, so that a technique that plans
 /// per worker keeps it the least (the others' relative fitness is that of the living workers' calibration). The
@@ -42,6 +54,78 @@ task_count farmer::next_calibration_chunk(const worker_state& w) const {
         wanted = std::min(wanted, std::ceil((span_ - w.calibration_seconds) * static_cast<double>(w.calibration_tasks) /
                                             w.calibration_seconds));
     return std::max<task_count>(1, static_cast<task_count>(wanted));
+}
+
+std::optional<decision> farmer::calibration_request(int worker, worker_state& w, double now) {
+    if (w.calibrated) return calibrate_on(worker, w, now);
+    if (pool_) {
+        if (remaining() > 0) return assign(worker, take_from_pool(1).first, 1, true, now);
+        if (!returned_.empty()) {  // a lost worker's calibration task: this worker's calibration task now
+            chunk& front = returned_.front();
+            const task_count first = front.first;
+            ++front.first;
+            if (--front.count == 0) returned_.pop_front();
+            return assign(worker, first, 1, true, now);
+        }
+        if (!closed_) return decision{decision::kind::wait, {}, false};
+        w.calibrated = true;  // nothing left to calibrate on: the barrier no longer waits for it
+        if (!loss_tolerant_) {  // and it stops
+            const decision d = stop_worker(worker);
+            if (--calibration_pending_ == 0) finish_calibration();
+            return d;
+        }
+        // Lost workers: tasks may still come back to it; it waits for the barrier, or asks as any worker past it.
+        if (--calibration_pending_ == 0) finish_calibration();
+        if (phase_ == phase::calibrating) return decision{decision::kind::wait, {}, false};
+        return std::nullopt;
+    }
+    // More workers than tasks: the others do not calibrate. Stopped, unless a calibration task may come back.
+    if (worker >= static_cast<int>(calibration_times_.size()))
+        return loss_tolerant_ ? decision{decision::kind::wait, {}, false} : stop_worker(worker);
+    const task_count count =
+        w.calibration_tasks == 0
+            ? 1
+            : std::min(next_calibration_chunk(w),
+                       calibration_budget(calibration_cap_, next_index_, workers_, calibration_times_.size()));
+    if (remaining() > 0 && count > 0) {
+        const task_count first = next_index_;
+        next_index_ += std::min(count, remaining());
+        return assign(worker, first, next_index_ - first, true, now);
+    }
+    end_calibration_of(worker, w);  // the budget (or the loop) was taken by the others: what it measured so far
+    if (phase_ == phase::calibrating) return decision{decision::kind::wait, {}, false};
+    return std::nullopt;
+}
+
+bool farmer::calibration_completed(int worker, worker_state& w, task_count count, double seconds,
+                                   const resource_sample* sample) {
+    if (w.calibrated) return false;  // a chunk handed while it waited for the barrier: not a measurement
+    w.calibration_tasks += count;
+    w.calibration_seconds += seconds;
+    w.calibration_last = count;
+    w.calibration_last_seconds = seconds;
+    if (sample) calibration_samples_[static_cast<std::size_t>(worker)] = *sample;
+    if (pool_ || w.calibration_seconds >= span_ || remaining() == 0 ||
+        calibration_budget(calibration_cap_, next_index_, workers_, calibration_times_.size()) < 1)
+        end_calibration_of(worker, w);
+    return true;
+}
+
+decision farmer::calibrate_on(int worker, const worker_state& w, double now) {
+    if (pool_ || span_ <= 0.0 || worker >= static_cast<int>(calibration_times_.size()) || w.calibration_tasks == 0 ||
+        remaining() == 0)
+        return {decision::kind::wait, {}, false};
+    // A quarter of the span at the slower of its latest chunk's pace and its pace over the whole calibration.
+    const double pace = std::max(w.calibration_last_seconds / static_cast<double>(std::max<task_count>(1, w.calibration_last)),
+                                 w.calibration_seconds / static_cast<double>(w.calibration_tasks));
+    const double wanted = pace > 0.0 ? std::ceil(0.25 * span_ / pace) : 2.0 * static_cast<double>(w.calibration_last);
+    const task_count count =
+        std::min({static_cast<task_count>(std::clamp(wanted, 1.0, static_cast<double>(remaining()))), remaining(),
+                  calibration_budget(calibration_cap_, next_index_, workers_, calibration_times_.size())});
+    if (count < 1) return {decision::kind::wait, {}, false};
+    const task_count first = next_index_;
+    next_index_ += count;
+    return assign(worker, first, count, true, now);
 }
 
 void farmer::end_calibration_of(int worker, worker_state& w) {

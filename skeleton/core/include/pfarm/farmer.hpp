@@ -20,8 +20,14 @@
 // calibration chunks adds up to S: its next calibration chunk is twice its last, or fewer when its pace so far
 // says fewer reach S, cut so that all calibration chunks stay within max(p, floor(I / 2)) tasks, one kept for each
 // of the p workers yet to start; when none is left it stops. Its time: seconds per task over its calibration
-// chunks (with S = 0: its one task's time, as without a span). A task far shorter than a CPU quota's period runs
-// at full speed inside the quota's slice, so only a span of a few periods sees the quota. With S > 0 a technique
+// chunks (with S = 0: its one task's time, as without a span). A worker that has reached the span while others have
+// not does not wait idle at the barrier: it gets chunks that take about a quarter of the span at its pace (the slower
+// of its latest calibration chunk's and its whole calibration's), handed as calibration chunks (no prefetch, no
+// reclaim) within the same budget; they are work, not measurements: their times are not the calibration's, and those
+// still in flight when the barrier passes are reported to the technique as any chunk. (A worker's last chunk before
+// the span may cost far more than its pace so far says, a Mandelbrot's middle columns after its edge columns, and the
+// others would wait for it.) A task far shorter than a CPU quota's period runs at full speed inside the quota's
+// slice, so only a span of a few periods sees the quota. With S > 0 a technique
 // that learns from times (technique::learns_from_times: af, awf...) is calibrated too, times-only, and told each
 // worker's calibration chunks through completed() once it starts. Pool mode (a hierarchical master) takes no span.
 //
@@ -337,6 +343,7 @@ private:
         bool calibrated = false;             ///< its calibration is done
         task_count calibration_tasks = 0;    ///< tasks of its completed calibration chunks
         task_count calibration_last = 0;     ///< the size of its latest calibration chunk
+        double calibration_last_seconds = 0.0;  ///< its compute time
         double calibration_seconds = 0.0;    ///< their compute time
         bool stopped = false;
         bool lost = false;                   ///< lose(): gone, its tasks handed out again
@@ -381,6 +388,16 @@ private:
     void end_calibration_of(int worker, worker_state& w);
     /// The size of worker `worker`'s next calibration chunk (see "Calibration span"), at least 1.
     task_count next_calibration_chunk(const worker_state& w) const;
+    /// A request while the farm calibrates: its answer, or nullopt when the calibration has just ended and the request
+    /// is answered as any other.
+    std::optional<decision> calibration_request(int worker, worker_state& w, double now);
+    /// A completed chunk while the farm calibrates: whether it was a measurement of the calibration (taken into the
+    /// worker's time).
+    bool calibration_completed(int worker, worker_state& w, task_count count, double seconds,
+                               const resource_sample* sample);
+    /// Under a span, a chunk for a worker that has reached it while others have not (see "Calibration span"), or
+    /// `wait` when the calibration budget is spent.
+    decision calibrate_on(int worker, const worker_state& w, double now);
     void check_worker(int worker) const {
         if (worker < 0 || worker >= static_cast<int>(workers_.size())) [[unlikely]] bad_worker(worker);
     }
