@@ -42,10 +42,10 @@ farmer::farmer(task_count tasks, int workers, std::unique_ptr<technique> policy,
         throw invalid_argument("calibration_span", "is " + std::to_string(calibration_span) +
                                                        "; expected a finite value >= 0 (seconds)");
     workers_.resize(static_cast<std::size_t>(workers));
+    if (reclaim) profile_ = cost_profile(tasks, workers);
     active_ = workers;
     if (const task_count c = policy_->constant_chunk(); c > 0) constant_ = std::max(c, min_chunk);
     span_ = pool ? 0.0 : calibration_span;
-    if (reclaim) profile_ = cost_profile(tasks, workers);
     calibration_mode_ = policy_->needs_calibration();
     if (calibration_mode_ == calibration_mode::none && span_ > 0.0 && policy_->learns_from_times())
         calibration_mode_ = calibration_mode::times_only;

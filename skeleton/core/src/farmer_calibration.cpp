@@ -57,7 +57,7 @@ task_count farmer::next_calibration_chunk(const worker_state& w) const {
 }
 
 std::optional<decision> farmer::calibration_request(int worker, worker_state& w, double now) {
-    if (w.calibrated) return calibrate_on(worker, w, now);
+    if (w.calibrated) return chunk_while_others_calibrate(worker, w, now);
     if (pool_) {
         if (remaining() > 0) return assign(worker, take_from_pool(1).first, 1, true, now);
         if (!returned_.empty()) {  // a lost worker's calibration task: this worker's calibration task now
@@ -87,11 +87,7 @@ std::optional<decision> farmer::calibration_request(int worker, worker_state& w,
             ? 1
             : std::min(next_calibration_chunk(w),
                        calibration_budget(calibration_cap_, next_index_, workers_, calibration_times_.size()));
-    if (remaining() > 0 && count > 0) {
-        const task_count first = next_index_;
-        next_index_ += std::min(count, remaining());
-        return assign(worker, first, next_index_ - first, true, now);
-    }
+    if (remaining() > 0 && count > 0) return hand_calibration_chunk(worker, std::min(count, remaining()), now);
     end_calibration_of(worker, w);  // the budget (or the loop) was taken by the others: what it measured so far
     if (phase_ == phase::calibrating) return decision{decision::kind::wait, {}, false};
     return std::nullopt;
@@ -111,21 +107,26 @@ bool farmer::calibration_completed(int worker, worker_state& w, task_count count
     return true;
 }
 
-decision farmer::calibrate_on(int worker, const worker_state& w, double now) {
-    if (pool_ || span_ <= 0.0 || worker >= static_cast<int>(calibration_times_.size()) || w.calibration_tasks == 0 ||
-        remaining() == 0)
-        return {decision::kind::wait, {}, false};
-    // A quarter of the span at the slower of its latest chunk's pace and its pace over the whole calibration.
-    const double pace = std::max(w.calibration_last_seconds / static_cast<double>(std::max<task_count>(1, w.calibration_last)),
-                                 w.calibration_seconds / static_cast<double>(w.calibration_tasks));
-    const double wanted = pace > 0.0 ? std::ceil(0.25 * span_ / pace) : 2.0 * static_cast<double>(w.calibration_last);
-    const task_count count =
-        std::min({static_cast<task_count>(std::clamp(wanted, 1.0, static_cast<double>(remaining()))), remaining(),
-                  calibration_budget(calibration_cap_, next_index_, workers_, calibration_times_.size())});
-    if (count < 1) return {decision::kind::wait, {}, false};
+decision farmer::hand_calibration_chunk(int worker, task_count count, double now) {
     const task_count first = next_index_;
     next_index_ += count;
     return assign(worker, first, count, true, now);
+}
+
+decision farmer::chunk_while_others_calibrate(int worker, const worker_state& w, double now) {
+    if (pool_ || span_ <= 0.0 || worker >= static_cast<int>(calibration_times_.size()) || w.calibration_tasks == 0 ||
+        remaining() == 0)
+        return {decision::kind::wait, {}, false};
+    // The slower of its latest chunk's pace and its whole calibration's: a chunk that ran into costlier tasks
+    // counts, and so does a quota that a short chunk ran inside of.
+    const double latest = w.calibration_last_seconds / static_cast<double>(std::max<task_count>(1, w.calibration_last));
+    const double pace = std::max(latest, w.calibration_seconds / static_cast<double>(w.calibration_tasks));
+    const double wanted = pace > 0.0 ? std::ceil(0.25 * span_ / pace) : 2.0 * static_cast<double>(w.calibration_last);
+    const task_count count =
+        std::min(static_cast<task_count>(std::clamp(wanted, 1.0, static_cast<double>(remaining()))),
+                 calibration_budget(calibration_cap_, next_index_, workers_, calibration_times_.size()));
+    if (count < 1) return {decision::kind::wait, {}, false};
+    return hand_calibration_chunk(worker, count, now);
 }
 
 void farmer::end_calibration_of(int worker, worker_state& w) {

@@ -397,7 +397,9 @@ private:
                                const resource_sample* sample);
     /// Under a span, a chunk for a worker that has reached it while others have not (see "Calibration span"), or
     /// `wait` when the calibration budget is spent.
-    decision calibrate_on(int worker, const worker_state& w, double now);
+    decision chunk_while_others_calibrate(int worker, const worker_state& w, double now);
+    /// The next `count` (<= remaining()) tasks to `worker` as a calibration chunk.
+    decision hand_calibration_chunk(int worker, task_count count, double now);
     void check_worker(int worker) const {
         if (worker < 0 || worker >= static_cast<int>(workers_.size())) [[unlikely]] bad_worker(worker);
     }
