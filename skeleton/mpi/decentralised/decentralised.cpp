@@ -155,62 +155,60 @@ private:
 
 class decentralised_farm {
 public:
-    decentralised_farm(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
-                       const farm_options& options, const shared_setup& setup, double t0, const std::vector<double>& offsets)
-        : comm_(comm), rank_(rank), ranks_(ranks), in_(in), out_(out), kernel_(kernel), options_(options), setup_(setup),
-          t0_(t0), offsets_(offsets), tasks_(setup.config.tasks), first_worker_(setup.config.farmer_computes ? 0 : 1),
-          fetch_inputs_(!setup.config.replicated && kernel.in_bytes > 0),
-          keep_records_(!options.output.trace.empty() || options.output.record_trace),
-          losses_(setup.config.worker_loss != 0),
-          retry_(setup.config.task_errors == static_cast<std::int32_t>(task_error_rule::kind::retry)),
-          reissue_(losses_ || retry_), layout_(ranks, setup.config.tasks),
-          window_(comm, rank, setup.config.tasks, fetch_inputs_ ? kernel.in_bytes : 0, kernel.out_bytes, false,
+    explicit decentralised_farm(const farm_run& farm)
+        : run_(farm), tasks_(run_.setup.config.tasks), first_worker_(run_.setup.config.farmer_computes ? 0 : 1),
+          fetch_inputs_(!run_.setup.config.replicated && run_.kernel.in_bytes > 0),
+          keep_records_(!run_.options.output.trace.empty() || run_.options.output.record_trace),
+          losses_(run_.setup.config.worker_loss != 0),
+          retry_(run_.setup.config.task_errors == static_cast<std::int32_t>(task_error_rule::kind::retry)),
+          reissue_(losses_ || retry_), layout_(run_.ranks, run_.setup.config.tasks),
+          window_(run_.comm, run_.rank, run_.setup.config.tasks, fetch_inputs_ ? run_.kernel.in_bytes : 0, run_.kernel.out_bytes, false,
                   reissue_ ? layout_.bytes : 0) {}
 
     farm_report run() {
         const double cpu0 = cpu_seconds();
-        std::string name = options_.schedule.technique;
-        technique_options parameters = options_.schedule.parameters;
-        share_technique(comm_, rank_, name, parameters);
-        const int workers = ranks_ - first_worker_;
+        std::string name = run_.options.schedule.technique;
+        technique_options parameters = run_.options.schedule.parameters;
+        share_technique(run_.comm, run_.rank, name, parameters);
+        const int workers = run_.ranks - first_worker_;
         std::unique_ptr<technique> policy = make_technique(name, parameters, workers);
         const std::optional<double> k = policy->installment_factor();
-        claimer claims(window_, std::move(policy), rank_ - first_worker_, workers, tasks_, parameters.min_chunk);
-        if (rank_ == 0) {  // the counters start at 0 and rank 0's input is in the window before anyone claims;
+        claimer claims(window_, std::move(policy), run_.rank - first_worker_, workers, tasks_, parameters.min_chunk);
+        if (run_.rank == 0) {  // the counters start at 0 and rank 0's input is in the window before anyone claims;
             // the whole window is zeroed now, so that its pages are mapped before the claims start (a first touch
             // by a put costs a page fault in the middle of the farm)
             std::memset(window_.local(0), 0, static_cast<std::size_t>(window_.bytes()));
             if (fetch_inputs_ && window_.in_size() > 0)
-                std::memcpy(window_.local(window_.in_at()), in_, static_cast<std::size_t>(window_.in_size()));
+                std::memcpy(window_.local(window_.in_at()), run_.in, static_cast<std::size_t>(window_.in_size()));
             mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
         }
-        mpi::check(MPI_Barrier(comm_), "MPI_Barrier");
+        mpi::check(MPI_Barrier(run_.comm), "MPI_Barrier");
         mpi::startup_over();  // every rank is past the setup's collectives (pfarm::mpi::guard_startup)
 
-        progress_reporter progress(rank_ == 0 ? options_.output.progress : progress_mode::quiet, tasks_);
+        progress_reporter progress(run_.rank == 0 ? run_.options.output.progress : progress_mode::quiet, tasks_);
         if (reissue_) {
-            if (rank_ >= first_worker_) beat_.emplace(window_, layout_, rank_);
-            if (rank_ == 0)
-                host_.emplace(comm_, window_, layout_, ranks_, first_worker_, tasks_, worker_loss_of(setup_.config),
+            if (run_.rank >= first_worker_) beat_.emplace(window_, layout_, run_.rank);
+            if (run_.rank == 0)
+                host_.emplace(run_.comm, window_, layout_, run_.ranks, first_worker_, tasks_, worker_loss_of(run_.setup.config),
                               parameters.min_chunk, [&claims] { claims.poison_counters(); }, losses_,
-                              retry_ ? setup_.config.task_attempts : 0);
+                              retry_ ? run_.setup.config.task_attempts : 0);
         }
-        if (rank_ >= first_worker_) work(claims, progress);
+        if (run_.rank >= first_worker_) work(claims, progress);
         if (reissue_) return end_point_to_point(claims, progress, k, cpu0);
         window_.flush();  // this rank's results are all in rank 0's window (work() sent its last batch)
 
         // The end, point to point (a non-blocking collective would leave its progress function in every later MPI
         // poll of the process): each rank tells rank 0 it is done, its results flushed, and how (failure_header);
         // once all have, rank 0 holds every result and answers each rank with the outcome.
-        const bool gentle = setup_.config.gentle_wait != 0;
+        const bool gentle = run_.setup.config.gentle_wait != 0;
         const rank_end mine{failure_, failure_text_};
-        outcome o = rank_ == 0 ? collect_outcome(comm_, ranks_, mine, gentle, [&] {
-            if (options_.output.progress != progress_mode::quiet) progress.update(claimed_not_done(claims));
+        outcome o = run_.rank == 0 ? collect_outcome(run_.comm, run_.ranks, mine, gentle, [&] {
+            if (run_.options.output.progress != progress_mode::quiet) progress.update(claimed_not_done(claims));
         })
-                               : report_and_await_outcome(comm_, mine, gentle);
+                               : report_and_await_outcome(run_.comm, mine, gentle);
         if (o.what != farm_outcome::kind::ok) throw_outcome(o);
-        if (rank_ == 0) take_outputs(progress);
-        const double makespan = now() - t0_;
+        if (run_.rank == 0) take_outputs(progress);
+        const double makespan = now() - run_.t0;
         return report(makespan, k, cpu_seconds() - cpu0);
     }
 
@@ -222,27 +220,27 @@ private:
     farm_report end_point_to_point(claimer& claims, progress_reporter& progress, std::optional<double> k, double cpu0) {
         if (beat_) beat_->holds({tasks_, 0});  // it holds nothing now: while it waits it owes only its beats
         window_.flush();  // this rank's results, flags and slot are in rank 0's window
-        const bool gentle = setup_.config.gentle_wait != 0;
+        const bool gentle = run_.setup.config.gentle_wait != 0;
         const auto end = [this] { return rank_end{failure_, failure_text_}; };
-        outcome o = rank_ == 0
+        outcome o = run_.rank == 0
                         ? host_->finish(end(), gentle, [&](chunk c) { return compute_piece(claims, c), end(); },
                                         [&] {
-                                            if (options_.output.progress != progress_mode::quiet)
+                                            if (run_.options.output.progress != progress_mode::quiet)
                                                 progress.update(claimed_not_done(claims));
                                         })
                         : end_and_await_outcome(
-                              comm_, gentle, end, [&](chunk c) { compute_piece(claims, c); },
+                              run_.comm, gentle, end, [&](chunk c) { compute_piece(claims, c); },
                               [this] {
                                   if (losses_) beat_->beat(), window_.flush();
                               },
-                              losses_ ? claim_watch::beat_interval(worker_loss_of(setup_.config)) : 1.0);
+                              losses_ ? claim_watch::beat_interval(worker_loss_of(run_.setup.config)) : 1.0);
         window_.abandon();
         if (o.what != farm_outcome::kind::ok) throw_outcome(o);
-        if (rank_ == 0) take_outputs(progress);
+        if (run_.rank == 0) take_outputs(progress);
         // Point to point even without a loss: a rank may die after the outcome (its part is then left out).
-        farm_report r = report(now() - t0_, k, cpu_seconds() - cpu0, &o.lost);
+        farm_report r = report(now() - run_.t0, k, cpu_seconds() - cpu0, &o.lost);
         r.lost_ranks = o.lost;
-        if (rank_ == 0 && retry_) r.task_errors = host_->task_errors(), r.retried_tasks = host_->retried_tasks();
+        if (run_.rank == 0 && retry_) r.task_errors = host_->task_errors(), r.retried_tasks = host_->retried_tasks();
         return r;
     }
 
@@ -250,7 +248,7 @@ private:
     void take_outputs(progress_reporter& progress) {
         mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
         if (window_.out_size() > 0)
-            std::memcpy(out_, window_.local(window_.out_at()), static_cast<std::size_t>(window_.out_size()));
+            std::memcpy(run_.out, window_.local(window_.out_at()), static_cast<std::size_t>(window_.out_size()));
         progress.update(tasks_);
     }
 
@@ -262,16 +260,16 @@ private:
         const double claimed = clock();  // when the piece came: its trace record's "sent"
         beat_->holds(c);
         window_.flush();
-        next_beat_ = clock() + claim_watch::beat_interval(worker_loss_of(setup_.config));
+        next_beat_ = clock() + claim_watch::beat_interval(worker_loss_of(run_.setup.config));
         const std::byte* inputs = chunk_inputs(c);
-        const std::size_t out_bytes = static_cast<std::size_t>(c.count) * kernel_.out_bytes;
+        const std::size_t out_bytes = static_cast<std::size_t>(c.count) * run_.kernel.out_bytes;
         results_.reserve(out_bytes);
         const double started = clock();
         if (!compute(claims, c, inputs, results_.data())) return;
         const double finished = clock();
         if (losses_ && beat_->presumed_lost()) return;
         if (out_bytes > 0)
-            window_.put(results_.data(), out_bytes, window_.out_at() + static_cast<MPI_Aint>(c.first * static_cast<task_count>(kernel_.out_bytes)));
+            window_.put(results_.data(), out_bytes, window_.out_at() + static_cast<MPI_Aint>(c.first * static_cast<task_count>(run_.kernel.out_bytes)));
         window_.flush();
         beat_->delivered(c, finished - started, chunk_failed_);
         beat_->holds({tasks_, 0});
@@ -284,11 +282,11 @@ private:
 
     /// The inputs of chunk `c`: rank 0's own, or fetched from the window.
     const std::byte* chunk_inputs(const chunk& c) {
-        const std::byte* inputs = in_ + static_cast<std::size_t>(c.first) * kernel_.in_bytes;
-        if (!fetch_inputs_ || rank_ == 0) return inputs;  // rank 0 reads its own input; the others fetch theirs
-        const std::size_t in_bytes = static_cast<std::size_t>(c.count) * kernel_.in_bytes;
+        const std::byte* inputs = run_.in + static_cast<std::size_t>(c.first) * run_.kernel.in_bytes;
+        if (!fetch_inputs_ || run_.rank == 0) return inputs;  // rank 0 reads its own input; the others fetch theirs
+        const std::size_t in_bytes = static_cast<std::size_t>(c.count) * run_.kernel.in_bytes;
         inputs_.reserve(in_bytes);
-        window_.get(inputs_.data(), in_bytes, window_.in_at() + static_cast<MPI_Aint>(c.first * kernel_.in_bytes));
+        window_.get(inputs_.data(), in_bytes, window_.in_at() + static_cast<MPI_Aint>(c.first * run_.kernel.in_bytes));
         window_.flush();
         return inputs_.data();
     }
@@ -302,23 +300,23 @@ private:
             if (beat_ && clock() >= next_beat_) {  // a sign of life for rank 0's watch while the chunk computes
                 beat_->beat();
                 window_.flush();
-                next_beat_ = clock() + claim_watch::beat_interval(worker_loss_of(setup_.config));
+                next_beat_ = clock() + claim_watch::beat_interval(worker_loss_of(run_.setup.config));
             }
         };
         chunk_failed_.clear();
-        if (const auto f = run_chunk_tasks(kernel_, setup_, rank_, t0_, c, inputs, results, retry_ ? runs_failed_ : failed_,
+        if (const auto f = run_chunk_tasks(run_.kernel, run_.setup, run_.rank, run_.t0, c, inputs, results, retry_ ? runs_failed_ : failed_,
                                            between))
             return fail(claims, f->task, f->text), false;
         for (const failed_task& f : runs_failed_) {
             chunk_failed_.push_back(f.task);
-            if (rank_ == 0) host_->task_error(f.task, 0, f.error);
-            else send_task_error(comm_, rank_, f.task, f.error);
+            if (run_.rank == 0) host_->task_error(f.task, 0, f.error);
+            else send_task_error(run_.comm, run_.rank, f.task, f.error);
         }
         runs_failed_.clear();
         return true;
     }
 
-    double clock() const { return now() - t0_; }
+    double clock() const { return now() - run_.t0; }
 
     /// Rank 0's progress while the farm runs: the tasks claimed so far, short of the total until every rank has
     /// reported its results in (the final line comes from the outcome).
@@ -326,7 +324,7 @@ private:
 
     /// Claims and computes chunks until a claim finds nothing (the end, or a failure elsewhere) or a task throws.
     void work(claimer& claims, progress_reporter& progress) {
-        const bool prefetch = setup_.config.prefetch != 0;
+        const bool prefetch = run_.setup.config.prefetch != 0;
         try {
             double claimed = clock();
             claims.begin();
@@ -335,21 +333,21 @@ private:
                 const chunk c = next;
                 if (beat_) {  // rank 0's watch sees the chunk before it is computed
                     beat_->holds(c), window_.flush();
-                    next_beat_ = clock() + claim_watch::beat_interval(worker_loss_of(setup_.config));
+                    next_beat_ = clock() + claim_watch::beat_interval(worker_loss_of(run_.setup.config));
                 }
                 double claimed_next = 0.0;
                 if (prefetch) claimed_next = keep_records_ ? clock() : 0.0, claims.begin();  // the next claim travels while this one computes
                 const std::byte* inputs = chunk_inputs(c);
                 // The chunk's results go after the batch waiting in results_ (nothing of it is in flight now: a
                 // batch put is completed by the flush of the claim that follows it, and then the batch restarts).
-                const std::size_t out_bytes = static_cast<std::size_t>(c.count) * kernel_.out_bytes;
+                const std::size_t out_bytes = static_cast<std::size_t>(c.count) * run_.kernel.out_bytes;
                 results_.reserve(batched_ + out_bytes);
                 std::byte* results = results_.data() + batched_;
                 const double started = clock();
                 if (!compute(claims, c, inputs, results)) return;
                 const double finished = clock();
                 if (losses_ && beat_->presumed_lost()) return;  // alive after all: its results are dropped, it ends
-                const MPI_Aint at = window_.out_at() + static_cast<MPI_Aint>(c.first * static_cast<task_count>(kernel_.out_bytes));
+                const MPI_Aint at = window_.out_at() + static_cast<MPI_Aint>(c.first * static_cast<task_count>(run_.kernel.out_bytes));
                 bool sent = false;
                 if (out_bytes >= batch_bytes || beat_) {  // a large chunk travels alone, after the batch before it
                     // (with the hand-out again every chunk does: its flags follow its results)
@@ -374,7 +372,7 @@ private:
                 if (keep_records_) records_.push_back({c.first, c.count, claimed, started, finished, 0.0});
                 if (sent || next.count == 0) batch_done(!sent && next.count == 0);
                 claimed = claimed_next;
-                if (rank_ == 0 && options_.output.progress != progress_mode::quiet) progress.update(claimed_not_done(claims));
+                if (run_.rank == 0 && run_.options.output.progress != progress_mode::quiet) progress.update(claimed_not_done(claims));
             }
         } catch (const std::exception& e) {  // not a task's fault (an MPI error): the farm still ends everywhere
             fail(claims, -1, e.what());
@@ -399,7 +397,7 @@ private:
     }
 
     void fail(claimer& claims, task_count task, const std::string& text) {
-        failure_ = failure_header{task, static_cast<std::int32_t>(text.size()), 1, rank_};
+        failure_ = failure_header{task, static_cast<std::int32_t>(text.size()), 1, run_.rank};
         failure_text_ = text;
         try {
             claims.poison_counters();
@@ -410,29 +408,21 @@ private:
     /// Rank 0 gets every rank's chunks (and their records with a trace), on its clock; a worker its own counts.
     /// `lost` (under on_worker_loss): the parts travel point to point, a lost rank's from rank 0's watch.
     farm_report report(double makespan, std::optional<double> k, double cpu, const std::vector<int>* lost = nullptr) {
-        farm_report r = empty_report(options_, ranks_, tasks_);
-        r.workers = ranks_ - first_worker_;
+        farm_report r = empty_report(run_.options, run_.ranks, tasks_);
+        r.workers = run_.ranks - first_worker_;
         // On this rank's clock.
-        report_part mine = own_part(rank_, {rank_, sizes_.total(), sizes_, busy_, finish_}, records_, keep_records_, failed_);
+        report_part mine = own_part(run_.rank, {run_.rank, sizes_.total(), sizes_, busy_, finish_}, records_, keep_records_, failed_);
         r.k = k;  // the parts carry none (add_part keeps it)
-        merge_rank_parts(comm_, rank_, ranks_, std::move(mine), offsets_, first_worker_, r, lost,
-                         lost && rank_ == 0 ? host_->lost_parts() : std::vector<report_part>{},
-                         2.0 * worker_loss_of(setup_.config).slack);
-        if (rank_ != 0) return r;
+        merge_rank_parts(run_.comm, run_.rank, run_.ranks, std::move(mine), run_.offsets, first_worker_, r, lost,
+                         lost && run_.rank == 0 ? host_->lost_parts() : std::vector<report_part>{},
+                         2.0 * worker_loss_of(run_.setup.config).slack);
+        if (run_.rank != 0) return r;
         r.makespan = makespan;
         r.farmer_cpu_seconds = cpu;  // the trace file is written by run_farm (farm.cpp), every rank told
         return r;
     }
 
-    MPI_Comm comm_;
-    int rank_, ranks_;
-    const std::byte* in_;
-    std::byte* out_;
-    const task_kernel& kernel_;
-    const farm_options& options_;
-    const shared_setup& setup_;
-    double t0_;
-    const std::vector<double>& offsets_;
+    const farm_run& run_;  ///< the farm as run_farm hands it
     task_count tasks_;
     int first_worker_;
     bool fetch_inputs_;
@@ -475,10 +465,6 @@ void check_decentralised(const farm_options& options, const technique& policy, i
                                                "while the farm runs (use flat or hierarchical)");
 }
 
-farm_report run_decentralised(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out,
-                              const task_kernel& kernel, const farm_options& options, const shared_setup& setup, double t0,
-                              const std::vector<double>& offsets) {
-    return decentralised_farm(comm, rank, ranks, in, out, kernel, options, setup, t0, offsets).run();
-}
+farm_report run_decentralised(const farm_run& run) { return decentralised_farm(run).run(); }
 
 }  // namespace pfarm::detail

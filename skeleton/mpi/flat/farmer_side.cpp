@@ -41,11 +41,12 @@ farm_report report_of(const farmer_session& session, const farm_options& options
 
 }  // namespace
 
-farm_report run_farmer_side(MPI_Comm comm, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
-                            const farm_options& options, const shared_setup& setup, std::unique_ptr<technique> policy,
-                            double t0, sampler& monitors, std::vector<double> offsets, double round_trip) {
+farm_report run_farmer_side(const farm_run& run, std::unique_ptr<technique> policy) {
+    const shared_setup& setup = run.setup;
+    const farm_options& options = run.options;
+    const double t0 = run.t0, round_trip = run.round_trip;
     const int first = setup.config.farmer_computes ? 0 : 1;  // rank of worker 0: rank 0's own worker when it computes
-    const int workers = ranks - first;
+    const int workers = run.ranks - first;
     // From farm_options::schedule.learned: no calibration tasks.
     const std::optional<calibration_result> learned =
         options.schedule.learned ? options.schedule.learned->start(policy->needs_calibration(), workers, setup.config.tasks)
@@ -72,16 +73,14 @@ farm_report run_farmer_side(MPI_Comm comm, int ranks, const std::byte* in, std::
                             .worker_loss = worker_loss_of(setup.config),
                             .own_worker = first == 0 ? 0 : -1,
                             .predictor = &predictor});
-    farmer_ranks at{.comm = comm, .first = first, .offsets = std::move(offsets), .named = {},
+    farmer_ranks at{.comm = run.comm, .first = first, .offsets = run.offsets, .named = {},
                     .failure_names_rank = false, .reclaim = setup.config.reclaim != 0,
                     .may_lose = setup.config.worker_loss != 0, .driver_ends = false};
     for (int w = 0; w < workers; ++w) at.named.push_back(w + first);  // a worker's failure names its rank
     const double cpu0 = cpu_seconds();
-    const farmer_transport_result done =
-        run_farmer_transport(at, session, in, out, kernel, setup, options.output.progress, monitors, t0,
-                             options.protocol.side_channel);
+    const farmer_transport_result done = run_farmer_transport(at, session, run);
     if (done.result.what != farm_outcome::kind::ok) throw_outcome(done.result);
-    return report_of(session, options, ranks, first, setup, learned, done.requests, cpu_seconds() - cpu0);
+    return report_of(session, options, run.ranks, first, setup, learned, done.requests, cpu_seconds() - cpu0);
 }
 
 }  // namespace pfarm::detail

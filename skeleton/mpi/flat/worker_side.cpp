@@ -435,12 +435,11 @@ private:
 
 }  // namespace
 
-farm_report run_worker_side(MPI_Comm comm, int rank, int ranks, const std::byte* in, const task_kernel& kernel,
-                            const farm_options& options, const shared_setup& setup, double t0, sampler& monitors,
-                            double round_trip, MPI_Comm above) {
-    auto side = std::make_unique<worker_side>(comm, rank, in, kernel, setup, t0, monitors, round_trip, above);
+farm_report run_worker_side(const farm_run& run, MPI_Comm comm, MPI_Comm above) {
+    auto side = std::make_unique<worker_side>(comm, run.rank, run.in, run.kernel, run.setup, run.t0, run.monitors,
+                                              run.round_trip, above);
     try {
-        farm_report r = side->run(options, ranks);
+        farm_report r = side->run(run.options, run.ranks);
         if (side->abandoned()) (void)side.release();  // MPI may still read its buffers: kept for the process's lifetime
         return r;
     } catch (...) {

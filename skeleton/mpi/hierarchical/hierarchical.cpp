@@ -44,9 +44,11 @@ struct owned_comm {
 
 }  // namespace
 
-farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out,
-                             const task_kernel& kernel, const farm_options& options, const shared_setup& setup, double t0,
-                             std::vector<double> offsets, double round_trip, sampler& monitors) {
+farm_report run_hierarchical(const farm_run& run) {
+    const MPI_Comm comm = run.comm;
+    const int rank = run.rank, ranks = run.ranks;
+    const farm_options& options = run.options;
+    const shared_setup& setup = run.setup;
     const double cpu0 = cpu_seconds();
     const rank_layout h = layout_of(setup.group_of, setup.config.farmer_computes != 0);
     // Rank 0's view on every rank: the workers' technique and parameters, the supermaster's technique, the records,
@@ -57,6 +59,7 @@ farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte
     broadcast_string(comm, top_name);
     int keep_records = !options.output.trace.empty() || options.output.record_trace ? 1 : 0;
     mpi::check(MPI_Bcast(&keep_records, 1, MPI_INT, 0, comm), "MPI_Bcast");
+    std::vector<double> offsets = run.offsets;  // rank 0's, on every rank
     offsets.resize(static_cast<std::size_t>(ranks), 0.0);
     mpi::check(MPI_Bcast(offsets.data(), ranks, MPI_DOUBLE, 0, comm), "MPI_Bcast");
 
@@ -67,18 +70,16 @@ farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte
     up.split(comm, rank == 0 || is_master ? 0 : MPI_UNDEFINED, rank);  // rank 0 and the masters, in rank order
     mpi::startup_over();  // every rank is past the setup's collectives (pfarm::mpi::guard_startup)
     if (g >= 0 && !is_master)  // a worker, as in the flat farm; its master is its farmer
-        return run_worker_side(down.comm, rank, ranks, in, kernel, options, setup, t0, monitors, round_trip,
-                               setup.config.worker_loss != 0 ? comm : MPI_COMM_NULL);
+        return run_worker_side(run, down.comm, setup.config.worker_loss != 0 ? comm : MPI_COMM_NULL);
 
     if (rank == 0)
-        return run_supermaster(comm, up.comm, ranks, in, out, kernel, options, setup, h,
-                               plan_of(h, technique, top_name, parameters, setup.config.tasks), t0, monitors,
+        return run_supermaster(run, up.comm, h, plan_of(h, technique, top_name, parameters, setup.config.tasks),
                                keep_records != 0, cpu0);
     // A master: its group's farm, facing its workers, on rank 0's clock (the driver passes every time).
     const hierarchy_plan plan = plan_of(h, technique, top_name, parameters, setup.config.tasks,
                                         {.prefetch = setup.config.prefetch != 0,
                                          .reclaim = setup.config.reclaim != 0,
-                                         .request_cost = round_trip,
+                                         .request_cost = run.round_trip,
                                          .keep_records = keep_records != 0,
                                          .stragglers = {},
                                          .task_errors = task_errors_of(setup.config),
@@ -87,7 +88,7 @@ farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte
                                          // the master presumes it lost as a flat farmer does; never its own worker.
                                          .worker_loss = worker_loss_of(setup.config),
                                          .own_worker = h.computes ? 0 : -1});
-    return run_master(up.comm, down.comm, rank, ranks, in, kernel, options, setup, h, plan, g, t0, offsets, monitors);
+    return run_master(run, up.comm, down.comm, h, plan, g, offsets);
 }
 
 }  // namespace pfarm::detail

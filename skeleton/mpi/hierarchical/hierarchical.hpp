@@ -115,19 +115,17 @@ const std::byte* inputs_of(const master_session& session, int rank, const task_k
 /// alignment (farm.hpp); returns the payload's bytes.
 std::size_t pack_variable(const task_kernel& kernel, const chunk_buffers& c, task_count count, std::size_t& index);
 
-/// Rank 0: the supermaster over the masters (upper communicator `up`; `comm` the farm's, on which it tells the workers
+/// Rank 0: the supermaster over the masters (upper communicator `up`; `run.comm` the farm's, on which it tells the workers
 /// of a master presumed lost the outcome); once the farm is over and good, rank 0's report, with the masters' parts
 /// (supermaster.cpp).
-farm_report run_supermaster(MPI_Comm comm, MPI_Comm up, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
-                            const farm_options& options, const shared_setup& setup, const rank_layout& h,
-                            const hierarchy_plan& plan, double t0, sampler& monitors, bool keep_records, double cpu0);
+farm_report run_supermaster(const farm_run& run, MPI_Comm up, const rank_layout& h, const hierarchy_plan& plan,
+                            bool keep_records, double cpu0);
 
 /// A master of group g, between the supermaster (`up`) and its group (`down`); once the farm is over and good, its
-/// part of the report sent up, and its group's entries of the report (master.cpp).
-farm_report run_master(MPI_Comm up, MPI_Comm down, int rank, int ranks, const std::byte* in, const task_kernel& kernel,
-                       const farm_options& options, const shared_setup& setup, const rank_layout& h,
-                       const hierarchy_plan& plan, int g, double t0, const std::vector<double>& offsets,
-                       sampler& monitors);
+/// part of the report sent up, and its group's entries of the report (master.cpp). `offsets`: rank 0's clock
+/// offsets, which every rank of a hierarchical farm knows.
+farm_report run_master(const farm_run& run, MPI_Comm up, MPI_Comm down, const rank_layout& h, const hierarchy_plan& plan,
+                       int g, const std::vector<double>& offsets);
 
 // The report (report.cpp).
 

@@ -568,16 +568,15 @@ private:
 
 }  // namespace
 
-farm_report run_master(MPI_Comm up, MPI_Comm down, int rank, int ranks, const std::byte* in, const task_kernel& kernel,
-                       const farm_options& options, const shared_setup& setup, const rank_layout& h,
-                       const hierarchy_plan& plan, int g, double t0, const std::vector<double>& offsets,
-                       sampler& monitors) {
-    master_side m(up, down, rank, in, kernel, setup, h.members.at(static_cast<std::size_t>(g)), plan.make_group(g),
-                  plan.session_options(g), t0, offsets, monitors);
+farm_report run_master(const farm_run& run, MPI_Comm up, MPI_Comm down, const rank_layout& h, const hierarchy_plan& plan,
+                       int g, const std::vector<double>& offsets) {
+    const shared_setup& setup = run.setup;
+    master_side m(up, down, run.rank, run.in, run.kernel, setup, h.members.at(static_cast<std::size_t>(g)),
+                  plan.make_group(g), plan.session_options(g), run.t0, offsets, run.monitors);
     const outcome o = m.run();
     if (o.what != farm_outcome::kind::ok) throw_outcome(o);
     send_group_part(up, m.part(), setup.config.worker_loss != 0);
-    farm_report r = group_report(options, ranks, setup.config.tasks, h, g, m.session_group());
+    farm_report r = group_report(run.options, run.ranks, setup.config.tasks, h, g, m.session_group());
     r.lost_ranks = o.lost;  // every group's (on_worker_loss)
     return r;
 }

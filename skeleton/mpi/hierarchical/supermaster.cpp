@@ -82,10 +82,13 @@ void end_living(MPI_Comm comm, MPI_Comm up, const rank_layout& h, outcome& o, st
 
 }  // namespace
 
-farm_report run_supermaster(MPI_Comm comm, MPI_Comm up, int ranks, const std::byte* in, std::byte* out,
-                            const task_kernel& kernel, const farm_options& options, const shared_setup& setup,
-                            const rank_layout& h, const hierarchy_plan& plan, double t0, sampler& monitors,
+farm_report run_supermaster(const farm_run& run, MPI_Comm up, const rank_layout& h, const hierarchy_plan& plan,
                             bool keep_records, double cpu0) {
+    const MPI_Comm comm = run.comm;
+    const int ranks = run.ranks;
+    const farm_options& options = run.options;
+    const shared_setup& setup = run.setup;
+    const double t0 = run.t0;
     // The plan's session over the masters, on rank 0's clock; with a trace it keeps records of its own worker's
     // chunks (the trace's rank 0) and of the masters' (the report's master_trace). Its own worker's task errors go
     // to it as any worker's (the masters handle their workers').
@@ -111,8 +114,7 @@ farm_report run_supermaster(MPI_Comm comm, MPI_Comm up, int ranks, const std::by
     if (plan.own() != 0) at.named.push_back(0);
     at.named.insert(at.named.end(), h.master.begin(), h.master.end());
     farmer_transport_result done =
-        run_farmer_transport(at, session, in, out, kernel, setup, options.output.progress, monitors, t0,
-                             options.protocol.side_channel);
+        run_farmer_transport(at, session, run);
     if (!losing) {
         if (done.result.what != farm_outcome::kind::ok) throw_outcome(done.result);
         return gather_report(up, options, ranks, setup.config.tasks, h, session, done.requests, cpu0);

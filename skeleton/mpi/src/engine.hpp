@@ -132,6 +132,22 @@ private:
     std::unique_ptr<monitor> availability_;
 };
 
+/// One farm as run_farm hands it to each mode's driver: the communicator and this rank's place in it, the data and
+/// the task kernel, the options and what every rank agreed of them, and what the farm measured before it began.
+struct farm_run {
+    MPI_Comm comm;  ///< the farm's own (never the user's)
+    int rank, ranks;
+    const std::byte* in;
+    std::byte* out;
+    const task_kernel& kernel;
+    const farm_options& options;
+    const shared_setup& setup;
+    double t0;                           ///< the farm's start on this rank's clock: worker times are relative to it
+    const std::vector<double>& offsets;  ///< on rank 0, each rank's clock minus its own (clock_offsets); else empty
+    double round_trip;                   ///< the mean round trip to the workers, measured on rank 0 and broadcast
+    sampler& monitors;                   ///< this rank's readings
+};
+
 /// The outcome every rank learns at the end (rank 0 fills it and broadcasts it).
 struct outcome {
     farm_outcome::kind what = farm_outcome::kind::ok;
@@ -175,16 +191,12 @@ private:
 /// The decentralised farm (decentralised.cpp). check_decentralised runs on rank 0 inside agree(): it throws the
 /// invalid_argument every rank throws when the options ask for what this mode cannot do.
 void check_decentralised(const farm_options& options, const technique& policy, int workers);
-farm_report run_decentralised(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out,
-                              const task_kernel& kernel, const farm_options& options, const shared_setup& setup, double t0,
-                              const std::vector<double>& offsets);
+farm_report run_decentralised(const farm_run& run);
 
 /// The work-stealing farm (skeleton/mpi/stealing/). check_stealing runs on rank 0 inside agree(): it throws the
 /// invalid_argument every rank throws when the options ask for what this mode cannot do.
 void check_stealing(const farm_options& options, const task_kernel& kernel, task_count tasks, int ranks);
-farm_report run_stealing(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
-                         const farm_options& options, const shared_setup& setup, double t0,
-                         const std::vector<double>& offsets);
+farm_report run_stealing(const farm_run& run);
 
 /// The hierarchical farm (skeleton/mpi/hierarchical/; these three in grouping.cpp). On rank 0 inside agree(): plan_hierarchy gives each rank's group from
 /// farm_options::topology.masters and `nodes` (per rank: the lowest rank on its node), or throws the invalid_argument every
@@ -195,9 +207,7 @@ std::vector<int> plan_hierarchy(const farm_options& options, int ranks, const st
 int hierarchy_workers(const std::vector<int>& group_of, bool computes);
 void check_hierarchical(const farm_options& options, const task_kernel& kernel, task_count tasks,
                         const std::vector<int>& group_of);
-farm_report run_hierarchical(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out,
-                             const task_kernel& kernel, const farm_options& options, const shared_setup& setup, double t0,
-                             std::vector<double> offsets, double round_trip, sampler& monitors);
+farm_report run_hierarchical(const farm_run& run);
 
 /// Rank 0's technique name and parameters on every rank (collective; decentralised.cpp): the modes whose other
 /// ranks make techniques (the decentralised farm, the hierarchical masters) read rank 0's, never their own.
@@ -214,13 +224,10 @@ farm_report run_journaled(MPI_Comm comm, const std::byte* in, std::byte* out, ta
                           const farm_options& options);
 
 /// The farmer's side (rank 0) and a worker's side of one farm; each returns its rank's report.
-farm_report run_farmer_side(MPI_Comm comm, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
-                            const farm_options& options, const shared_setup& setup, std::unique_ptr<technique> policy,
-                            double t0, sampler& monitors, std::vector<double> offsets, double round_trip);
+farm_report run_farmer_side(const farm_run& run, std::unique_ptr<technique> policy);
+/// A worker's side talks to its farmer over `comm`: the farm's communicator, or its group's in a hierarchical farm.
 /// `above` (a worker of a hierarchical group, with on_worker_loss: the farm's communicator; else MPI_COMM_NULL): while
 /// it waits for its master it also takes the outcome rank 0 sends there when its master is presumed lost.
-farm_report run_worker_side(MPI_Comm comm, int rank, int ranks, const std::byte* in, const task_kernel& kernel,
-                            const farm_options& options, const shared_setup& setup, double t0, sampler& monitors,
-                            double round_trip, MPI_Comm above = MPI_COMM_NULL);
+farm_report run_worker_side(const farm_run& run, MPI_Comm comm, MPI_Comm above = MPI_COMM_NULL);
 
 }  // namespace pfarm::detail

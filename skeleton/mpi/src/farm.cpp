@@ -136,17 +136,17 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
     farm_report r;
     // The setup's collectives are over (the other farms have their own first: each calls startup_over after them).
     if (setup.config.farmer == static_cast<std::int32_t>(farmer_mode::flat)) mpi::startup_over();
+    const farm_run run{comm.get(), rank, ranks, in, out, kernel, options, setup, t0, offsets, round_trip, monitors};
     if (setup.config.farmer == static_cast<std::int32_t>(farmer_mode::decentralised))
-        r = run_decentralised(comm.get(), rank, ranks, in, out, kernel, options, setup, t0, offsets);
+        r = run_decentralised(run);
     else if (setup.config.farmer == static_cast<std::int32_t>(farmer_mode::stealing))
-        r = run_stealing(comm.get(), rank, ranks, in, out, kernel, options, setup, t0, offsets);
+        r = run_stealing(run);
     else if (setup.config.farmer == static_cast<std::int32_t>(farmer_mode::hierarchical))
-        r = run_hierarchical(comm.get(), rank, ranks, in, out, kernel, options, setup, t0, offsets, round_trip, monitors);
+        r = run_hierarchical(run);
     else if (rank == 0)
-        r = run_farmer_side(comm.get(), ranks, in, out, kernel, options, setup, std::move(policy), t0, monitors, offsets,
-                            round_trip);
+        r = run_farmer_side(run, std::move(policy));
     else
-        r = run_worker_side(comm.get(), rank, ranks, in, kernel, options, setup, t0, monitors, round_trip);
+        r = run_worker_side(run, run.comm);
     if (!r.lost_ranks.empty()) mpi::note_lost_ranks();
     finish_trace(comm.get(), rank, trace, options.output.trace, r);
     for (failed_task& f : r.failed_tasks) f.task += kernel.index_base;  // as the user counts them

@@ -475,11 +475,10 @@ void end_among_living(MPI_Comm comm, const outcome& o, const std::vector<int>& l
     send_outcome(comm, o, lost);
 }
 
-farmer_transport_result run_farmer_transport(const farmer_ranks& ranks, farmer_session& session, const std::byte* in,
-                                             std::byte* out, const task_kernel& kernel, const shared_setup& setup,
-                                             progress_mode progress, sampler& monitors, double t0,
-                                             const std::function<bool()>& side) {
-    return farmer_transport(ranks, session, in, out, kernel, setup, progress, monitors, t0, side).run();
+farmer_transport_result run_farmer_transport(const farmer_ranks& ranks, farmer_session& session, const farm_run& run) {
+    return farmer_transport(ranks, session, run.in, run.out, run.kernel, run.setup, run.options.output.progress,
+                            run.monitors, run.t0, run.options.protocol.side_channel)
+        .run();
 }
 
 }  // namespace pfarm::detail

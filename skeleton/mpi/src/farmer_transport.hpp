@@ -59,13 +59,10 @@ struct farmer_transport_result {
 /// without waiting, then the outcome `o` to every other rank point to point (send_outcome).
 void end_among_living(MPI_Comm comm, const outcome& o, const std::vector<int>& lost);
 
-/// Runs `session` over the communicator's ranks until it is over. Results land in `out` (task i at i x out_bytes)
-/// or go to the kernel's sink; inputs are read from `in`. `t0`: the farm's start on this rank's clock. `side`: the
-/// caller's side channel (protocol_options::side_channel), polled whenever no farm message waits and after each task
-/// of its own; empty: none. It does not throw the outcome: the driver does, after anything it must do first.
-farmer_transport_result run_farmer_transport(const farmer_ranks& ranks, farmer_session& session, const std::byte* in,
-                                             std::byte* out, const task_kernel& kernel, const shared_setup& setup,
-                                             progress_mode progress, sampler& monitors, double t0,
-                                             const std::function<bool()>& side);
+/// Runs `session` over `ranks` until it is over. Results land in `run.out` (task i at i x out_bytes) or go to the
+/// kernel's sink; inputs are read from `run.in`; the caller's side channel (protocol_options::side_channel) is polled
+/// whenever no farm message waits and after each task of its own. It does not throw the outcome: the driver does,
+/// after anything it must do first.
+farmer_transport_result run_farmer_transport(const farmer_ranks& ranks, farmer_session& session, const farm_run& run);
 
 }  // namespace pfarm::detail

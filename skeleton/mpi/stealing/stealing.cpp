@@ -44,60 +44,58 @@ constexpr std::uint64_t victim_seed = 1;  ///< the random victims' seed (the sim
 
 class stealing_farm {
 public:
-    stealing_farm(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
-                  const farm_options& options, const shared_setup& setup, double t0, const std::vector<double>& offsets)
-        : comm_(comm), rank_(rank), ranks_(ranks), in_(in), out_(out), kernel_(kernel), options_(options), setup_(setup),
-          t0_(t0), offsets_(offsets), tasks_(setup.config.tasks),
-          fetch_inputs_(!setup.config.replicated && kernel.in_bytes > 0),
-          keep_records_(!options.output.trace.empty() || options.output.record_trace),
-          gentle_(setup.config.gentle_wait != 0), tree_(setup.config.victims == static_cast<std::int32_t>(victim_rule::tree)),
-          counters_(notice_counters(ranks)),
-          victims_(static_cast<victim_rule>(setup.config.victims), rank, ranks, victim_seed),
-          window_(comm, rank, setup.config.tasks, fetch_inputs_ ? kernel.in_bytes : 0, kernel.out_bytes, true) {}
+    explicit stealing_farm(const farm_run& farm)
+        : run_(farm), tasks_(run_.setup.config.tasks),
+          fetch_inputs_(!run_.setup.config.replicated && run_.kernel.in_bytes > 0),
+          keep_records_(!run_.options.output.trace.empty() || run_.options.output.record_trace),
+          gentle_(run_.setup.config.gentle_wait != 0), tree_(run_.setup.config.victims == static_cast<std::int32_t>(victim_rule::tree)),
+          counters_(notice_counters(run_.ranks)),
+          victims_(static_cast<victim_rule>(run_.setup.config.victims), run_.rank, run_.ranks, victim_seed),
+          window_(run_.comm, run_.rank, run_.setup.config.tasks, fetch_inputs_ ? run_.kernel.in_bytes : 0, run_.kernel.out_bytes, true) {}
 
     farm_report run() {
         const double cpu0 = cpu_seconds();
-        std::string name = options_.schedule.technique;
-        technique_options parameters = options_.schedule.parameters;
-        share_technique(comm_, rank_, name, parameters);
-        rule_ = make_steal_claim_rule(name, parameters, ranks_);
-        known_ = initial_range(tasks_, ranks_, rank_);
+        std::string name = run_.options.schedule.technique;
+        technique_options parameters = run_.options.schedule.parameters;
+        share_technique(run_.comm, run_.rank, name, parameters);
+        rule_ = make_steal_claim_rule(name, parameters, run_.ranks);
+        known_ = initial_range(tasks_, run_.ranks, run_.rank);
         // Every rank's header starts zeroed with its own range; rank 0's whole memory is zeroed now, so that its pages
         // are mapped before the puts start, and holds the inputs before anyone fetches one.
         std::memset(window_.local(0), 0, static_cast<std::size_t>(window_.bytes()));
         const std::int64_t word = pack_range(known_);
         std::memcpy(window_.local(pair_at), &word, sizeof word);
-        if (rank_ == 0 && fetch_inputs_ && window_.in_size() > 0)
-            std::memcpy(window_.local(window_.in_at()), in_, static_cast<std::size_t>(window_.in_size()));
+        if (run_.rank == 0 && fetch_inputs_ && window_.in_size() > 0)
+            std::memcpy(window_.local(window_.in_at()), run_.in, static_cast<std::size_t>(window_.in_size()));
         mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
-        mpi::check(MPI_Barrier(comm_), "MPI_Barrier");
+        mpi::check(MPI_Barrier(run_.comm), "MPI_Barrier");
         mpi::startup_over();  // every rank is past the setup's collectives (pfarm::mpi::guard_startup)
         // The backoff's unit: the fastest of four reads of another rank's pair.
         for (int i = 0; i < 4; ++i) {
             const double t = MPI_Wtime();
-            fetch((rank_ + 1) % ranks_, pair_at);
+            fetch((run_.rank + 1) % run_.ranks, pair_at);
             round_trip_ = std::min(round_trip_, MPI_Wtime() - t);
         }
-        progress_reporter progress(rank_ == 0 ? options_.output.progress : progress_mode::quiet, tasks_);
+        progress_reporter progress(run_.rank == 0 ? run_.options.output.progress : progress_mode::quiet, tasks_);
         progress_ = &progress;
         work();
         window_.flush_all();  // every put and atomic of this rank is complete
         const rank_end mine{failure_, failure_text_};
-        const outcome o = rank_ == 0 ? collect_outcome(comm_, ranks_, mine, gentle_, [] {})
-                                     : report_and_await_outcome(comm_, mine, gentle_);
+        const outcome o = run_.rank == 0 ? collect_outcome(run_.comm, run_.ranks, mine, gentle_, [] {})
+                                     : report_and_await_outcome(run_.comm, mine, gentle_);
         if (o.what != farm_outcome::kind::ok) throw_outcome(o);
-        if (rank_ == 0) {
+        if (run_.rank == 0) {
             mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
             if (window_.out_size() > 0)
-                std::memcpy(out_, window_.local(window_.out_at()), static_cast<std::size_t>(window_.out_size()));
+                std::memcpy(run_.out, window_.local(window_.out_at()), static_cast<std::size_t>(window_.out_size()));
             progress.update(tasks_);
         }
-        const double makespan = now() - t0_;
+        const double makespan = now() - run_.t0;
         return report(makespan, cpu_seconds() - cpu0);
     }
 
 private:
-    double clock() const { return now() - t0_; }
+    double clock() const { return now() - run_.t0; }
 
     // ---- atomics, each completed before it returns ----
 
@@ -143,7 +141,7 @@ private:
         const double claimed = keep_records_ ? clock() : 0.0;
         const task_count n = rule_.size(known_.size());
         const steal_range want{known_.front + n, known_.back};
-        const steal_range found = swap(rank_, known_, want);
+        const steal_range found = swap(run_.rank, known_, want);
         if (found != known_) {  // a thief lowered the back (or a failure emptied the pair): again from what it held
             ++lost_swaps_;
             known_ = found;
@@ -161,8 +159,8 @@ private:
         double next_try = 0.0, next_poll = 0.0, pause = round_trip_;
         bool finished = false;  // no work can reach this rank any more (tree): it waits for the stop
         for (;;) {
-            if (fetch(rank_, stop_at) != 0) return false;
-            if (rank_ == 0 && clock() >= next_poll) {
+            if (fetch(run_.rank, stop_at) != 0) return false;
+            if (run_.rank == 0 && clock() >= next_poll) {
                 if (poll()) return false;
                 next_poll = clock() + steal_backoff(poll_failures, round_trip_, seconds_per_task());
             }
@@ -201,7 +199,7 @@ private:
             // Wait for the next attempt or poll; a rank that has finished for the stop, checked less and less often.
             double until = finished ? clock() + pause : next_try;
             if (finished) pause = std::min(pause * 2.0, 100e-6);
-            if (rank_ == 0) until = std::min(until, next_poll);
+            if (run_.rank == 0) until = std::min(until, next_poll);
             wait_until(until);
         }
     }
@@ -217,16 +215,16 @@ private:
     }
 
     void mark_finished() {
-        issue(rank_, finished_at, 1, MPI_REPLACE);
-        window_.flush(rank_);
+        issue(run_.rank, finished_at, 1, MPI_REPLACE);
+        window_.flush(run_.rank);
     }
 
     /// The stolen range goes into this rank's pair with its first chunk claimed; that chunk is computed.
     bool install(const steal_range& stolen, double claimed) {
         const task_count n = rule_.size(stolen.size());
         known_ = {stolen.front + n, stolen.back};
-        issue(rank_, pair_at, pack_range(known_), MPI_REPLACE);
-        window_.flush(rank_);
+        issue(run_.rank, pair_at, pack_range(known_), MPI_REPLACE);
+        window_.flush(run_.rank);
         return compute({stolen.front, n}, claimed);
     }
 
@@ -239,7 +237,7 @@ private:
         const double flushed = keep_records_ ? clock() : 0.0;
         for (std::size_t i = first_unflushed_; i < records_.size(); ++i) records_[i].flushed = flushed;
         first_unflushed_ = records_.size();
-        const int counter = rank_ % counters_;
+        const int counter = run_.rank % counters_;
         issue(counter, counter_at, unreported_, MPI_SUM);
         window_.flush(counter);
         unreported_ = 0;
@@ -259,23 +257,23 @@ private:
             progress_->update(sum);
             return false;
         }
-        for (int q = 0; q < ranks_; ++q) issue(q, stop_at, 1, MPI_REPLACE);
+        for (int q = 0; q < run_.ranks; ++q) issue(q, stop_at, 1, MPI_REPLACE);
         window_.flush_all();
         return true;
     }
 
     /// Computes chunk `c` and puts its results to rank 0; false when a task threw (and on_task_error is stop).
     bool compute(chunk c, double claimed) {
-        const std::size_t in_bytes = static_cast<std::size_t>(c.count) * kernel_.in_bytes;
+        const std::size_t in_bytes = static_cast<std::size_t>(c.count) * run_.kernel.in_bytes;
         const std::byte* inputs = nullptr;
-        if (fetch_inputs_ && rank_ != 0) {  // rank 0 reads its own input; the others fetch theirs
+        if (fetch_inputs_ && run_.rank != 0) {  // rank 0 reads its own input; the others fetch theirs
             inputs_.reserve(in_bytes);
-            window_.get(inputs_.data(), in_bytes, window_.in_at() + static_cast<MPI_Aint>(c.first * kernel_.in_bytes));
+            window_.get(inputs_.data(), in_bytes, window_.in_at() + static_cast<MPI_Aint>(c.first * run_.kernel.in_bytes));
             window_.flush(0);
             in_flight_[0] = in_flight_[1] = false;
             inputs = inputs_.data();
         } else {
-            inputs = in_ + static_cast<std::size_t>(c.first) * kernel_.in_bytes;
+            inputs = run_.in + static_cast<std::size_t>(c.first) * run_.kernel.in_bytes;
         }
         // Two result buffers: this chunk's results go to the one whose put is complete (the other may be in flight).
         if (in_flight_[next_buffer_]) {
@@ -283,15 +281,15 @@ private:
             in_flight_[0] = in_flight_[1] = false;
         }
         wire_buffer& buffer = results_[next_buffer_];
-        const std::size_t out_bytes = static_cast<std::size_t>(c.count) * kernel_.out_bytes;
+        const std::size_t out_bytes = static_cast<std::size_t>(c.count) * run_.kernel.out_bytes;
         buffer.reserve(out_bytes);
         std::byte* results = buffer.data();
         const double started = clock();
-        if (const auto f = run_chunk_tasks(kernel_, setup_, rank_, t0_, c, inputs, results, failed_, {}))
+        if (const auto f = run_chunk_tasks(run_.kernel, run_.setup, run_.rank, run_.t0, c, inputs, results, failed_, {}))
             return fail(f->task, f->text), false;
         const double finished = clock();
         if (out_bytes > 0) {
-            window_.put(results, out_bytes, window_.out_at() + static_cast<MPI_Aint>(c.first * static_cast<task_count>(kernel_.out_bytes)));
+            window_.put(results, out_bytes, window_.out_at() + static_cast<MPI_Aint>(c.first * static_cast<task_count>(run_.kernel.out_bytes)));
             in_flight_[next_buffer_] = true;
             next_buffer_ ^= 1;
         }
@@ -307,12 +305,12 @@ private:
     /// This rank failed: the stop goes to every rank and every pair is emptied, so that each stops at its next claim
     /// or attempt.
     void fail(task_count task, const std::string& text) {
-        failure_ = failure_header{task, static_cast<std::int32_t>(text.size()), 1, rank_};
+        failure_ = failure_header{task, static_cast<std::int32_t>(text.size()), 1, run_.rank};
         failure_text_ = text;
         try {
-            for (int q = 0; q < ranks_; ++q) issue(q, stop_at, 1, MPI_REPLACE);
+            for (int q = 0; q < run_.ranks; ++q) issue(q, stop_at, 1, MPI_REPLACE);
             window_.flush_all();
-            for (int q = 0; q < ranks_; ++q) issue(q, pair_at, pack_range({}), MPI_REPLACE);
+            for (int q = 0; q < run_.ranks; ++q) issue(q, pair_at, pack_range({}), MPI_REPLACE);
             window_.flush_all();
         } catch (const std::exception&) {  // the window itself failed: the outcome still ends the farm here
         }
@@ -321,27 +319,19 @@ private:
     /// Rank 0 gets every rank's chunks, steals and lost swaps (and their records with a trace), on its clock; another
     /// rank its own.
     farm_report report(double makespan, double cpu) {
-        farm_report r = empty_report(options_, ranks_, tasks_);
-        r.workers = ranks_;
+        farm_report r = empty_report(run_.options, run_.ranks, tasks_);
+        r.workers = run_.ranks;
         r.first_worker_rank = 0;
-        worker_part w{rank_, sizes_.total(), sizes_, busy_, finish_};
+        worker_part w{run_.rank, sizes_.total(), sizes_, busy_, finish_};
         w.steal_attempts = attempts_, w.steals = steals_, w.lost_swaps = lost_swaps_;
-        merge_rank_parts(comm_, rank_, ranks_, own_part(rank_, std::move(w), records_, keep_records_, failed_), offsets_, 0, r);
-        if (rank_ != 0) return r;
+        merge_rank_parts(run_.comm, run_.rank, run_.ranks, own_part(run_.rank, std::move(w), records_, keep_records_, failed_), run_.offsets, 0, r);
+        if (run_.rank != 0) return r;
         r.makespan = makespan;
         r.farmer_cpu_seconds = cpu;
         return r;
     }
 
-    MPI_Comm comm_;
-    int rank_, ranks_;
-    const std::byte* in_;
-    std::byte* out_;
-    const task_kernel& kernel_;
-    const farm_options& options_;
-    const shared_setup& setup_;
-    double t0_;
-    const std::vector<double>& offsets_;
+    const farm_run& run_;  ///< the farm as run_farm hands it
     task_count tasks_;
     bool fetch_inputs_, keep_records_, gentle_, tree_;
     int counters_;
@@ -390,10 +380,6 @@ void check_stealing(const farm_options& options, const task_kernel& kernel, task
                                                "farm runs (use flat or hierarchical)");
 }
 
-farm_report run_stealing(MPI_Comm comm, int rank, int ranks, const std::byte* in, std::byte* out, const task_kernel& kernel,
-                         const farm_options& options, const shared_setup& setup, double t0,
-                         const std::vector<double>& offsets) {
-    return stealing_farm(comm, rank, ranks, in, out, kernel, options, setup, t0, offsets).run();
-}
+farm_report run_stealing(const farm_run& run) { return stealing_farm(run).run(); }
 
 }  // namespace pfarm::detail
