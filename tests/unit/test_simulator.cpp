@@ -826,6 +826,25 @@ TEST(SimulatorReclaim, StaticOnAHeterogeneousPlatformComesCloseToTheBound) {
     expect_reclaim_consistent(taken, 400);
 }
 
+TEST(SimulatorReclaim, TheEndGameKeepsASlowWorkerOffTheLastTask) {
+    // ss, 12 unit tasks, task times 1 and 4, no overhead. Worker 1 computes task 1 (0-4) and task 6 (4-8), worker 0
+    // the others up to task 10 (8-9). At 8 worker 1 asks for the last task, task 11: it would end it at 12, worker
+    // 0 at 10 after the task it holds (plus one task's allowance: 11 < 12), so worker 1 waits; worker 0 takes it at
+    // 9 and the loop ends at 10. Without reclaim's end game worker 1 takes it and the loop ends at 12.
+    const auto platform = make_platform({1, 4}, 0.0, 0.0);
+    const auto plain = sim::simulate(platform, make_workload(12), "ss", {}, {.keep_trace = true});
+    const auto r = sim::simulate(platform, make_workload(12), "ss", {}, {.keep_trace = true, .reclaim = true});
+    EXPECT_DOUBLE_EQ(plain.makespan, 12.0);
+    EXPECT_DOUBLE_EQ(r.makespan, 10.0);
+    EXPECT_EQ(r.workers[1].tasks, 2);
+    EXPECT_EQ(r.reclaims, 0);  // nothing was taken back: the last task never went to the slow worker
+    expect_reclaim_consistent(r, 12);
+    // With a service time per request every task still runs once.
+    const auto served = sim::simulate(make_platform({1, 4}, 0.5, 0.0), make_workload(12), "ss", {},
+                                      {.keep_trace = true, .reclaim = true});
+    expect_reclaim_consistent(served, 12);
+}
+
 TEST(SimulatorReclaim, AVictimsAnswerGoesBeforeAQueuedRequest) {
     // static, 30 unit tasks, times 0.5, 1, 1, overhead 0.5: blocks of 10 served 0-0.5, 0.5-1, 1-1.5; w0 ends
     // at 5.5 and is sent to take back from w1 (5.5-6); w1 answers at its task boundary 6 with 3 of its 5

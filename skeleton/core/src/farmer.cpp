@@ -179,6 +179,8 @@ decision farmer::request(int worker, double now, bool completing) {
         policy_->start({expected_, left, workers(), calibration(), predictor_});
         started_ = true;
     }
+    if (reclaim_ && !pool_ && !stragglers() && !retry_ && !loss_tolerant_ && outrun(worker, now)) [[unlikely]]
+        return w.held > 0 ? later(worker, now) : decision{decision::kind::wait, {}, false};
     task_count wanted = policy_->next(worker, left);
     if (pool_ && wanted <= 0) {  // its round is handed out: a new round over the pool, and a chunk whatever it says
         policy_->start({expected_, left, workers(), calibration(), predictor_});
@@ -210,6 +212,65 @@ double farmer::seconds_per_task(int worker) const {
 
 double farmer::pace(int worker, chunk c) const {
     return profile_.knows(worker) ? profile_.seconds_per_task(worker, c) : seconds_per_task(worker);
+}
+
+bool farmer::outrun(int worker, double now) const {
+    // The end game (docs/skeleton.md "Reclaim"): a started task is never taken back, so a slow worker that takes one
+    // of the last tasks may end the loop long after the others. It gets nothing while the others would finish every
+    // unassigned task, after what they hold, before it would finish the least chunk. Judged twice, at the paces of
+    // the loop's cost profile and at each worker's seconds per task so far, and only when both agree: with few
+    // chunks completed the profile's fit may be far off, and seconds per task mistake cheap tasks for a fast worker.
+    const task_count left = remaining();
+    const int others = workers() - 1;
+    if (others < 1 || !profile_.knows(worker) || !(fastest_ > 0.0)) return false;
+    const chunk least{next_index_, std::min(left, min_chunk_)};
+    const double alone = static_cast<double>(least.count) * seconds_per_task(worker);
+    // Cheap bound first, so that a request far from the end costs O(1): the others cannot finish the rest sooner
+    // than `others` workers at the least seconds per task any chunk took.
+    if (static_cast<double>(left) * fastest_ / static_cast<double>(others) > alone + request_cost_) return false;
+    const chunk rest{next_index_, left};
+    struct capacity {
+        double free, rate;
+    };
+    std::vector<capacity> them;
+    // Whether the others finish `rest` before `worker` finishes `least`, at `seconds_per(v, c)`.
+    const auto sooner = [&](auto seconds_per) {
+        const auto& w = workers_[static_cast<std::size_t>(worker)];
+        double mine = now;
+        for (int i = 0; i < w.held; ++i) mine += static_cast<double>(w.in_flight[i].count) * seconds_per(worker, w.in_flight[i]);
+        mine += static_cast<double>(least.count) * seconds_per(worker, least);
+        them.clear();
+        double one_task = std::numeric_limits<double>::infinity();  // the least time of one task of the rest elsewhere
+        for (int v = 0; v < workers(); ++v) {
+            const auto& o = workers_[static_cast<std::size_t>(v)];
+            // Only those holding a chunk: an idle one is told to wait by the same rule, or asks on its own.
+            if (v == worker || o.held == 0 || o.stopped || o.lost || !profile_.knows(v)) continue;
+            const double t = seconds_per(v, rest);
+            if (!(t > 0.0)) continue;
+            double held_time = 0.0;  // what it holds, from its hand-out; past it, guessed half-way (as take_back does)
+            for (int i = 0; i < o.held; ++i) held_time += static_cast<double>(o.in_flight[i].count) * seconds_per(v, o.in_flight[i]);
+            const double elapsed = now - o.assigned_at[0];
+            them.push_back({now + (held_time >= elapsed ? held_time - elapsed : elapsed), 1.0 / t});
+            one_task = std::min(one_task, t);
+        }
+        if (them.empty()) return false;  // nobody else holds a chunk, whose completion would ask this worker again
+        // Their finish of the rest as a fluid, each from when it is free.
+        std::sort(them.begin(), them.end(), [](const capacity& a, const capacity& b) { return a.free < b.free; });
+        double rate = 0.0, done = 0.0, at = them.front().free, finish = 0.0;
+        for (std::size_t i = 0;; ++i) {
+            rate += them[i].rate;
+            const double next = i + 1 < them.size() ? them[i + 1].free : std::numeric_limits<double>::infinity();
+            finish = at + (static_cast<double>(left) - done) / rate;
+            if (finish <= next) break;
+            done += rate * (next - at);
+            at = next;
+        }
+        // A task is not divided: the last one on the others may end up to one task's time past the fluid finish.
+        return finish + one_task + request_cost_ < mine;
+    };
+    // Seconds per task first: the profile's paces may need a fit (O(bins cubed)) after each completed chunk.
+    return sooner([this](int v, chunk) { return seconds_per_task(v); }) &&
+           sooner([this](int v, chunk c) { return profile_.seconds_per_task(v, c); });
 }
 
 decision farmer::take_back(int thief, double now) {
@@ -439,7 +500,10 @@ const completion& farmer::complete(int worker, double seconds, const resource_sa
     completed_ += counted;
     w.busy_seconds += seconds;
     w.done_tasks += count;
-    if (reclaim_) profile_.record(worker, c, seconds);
+    if (reclaim_) {
+        profile_.record(worker, c, seconds);
+        if (count > 0 && seconds > 0.0) fastest_ = std::min(fastest_, seconds / static_cast<double>(count));
+    }
     if (phase_ == phase::calibrating && calibration_completed(worker, w, count, seconds, sample)) return completion_;
     // A technique not started yet learns nothing from a chunk of tasks that went back (a lost worker's: pool mode before
     // the pool's first chunk, or a loop whose calibration tasks were all of it).

@@ -259,6 +259,8 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
             if (was_calibrating && !farmer_.calibrating()) {
                 calibration_end_ = now();
                 reask_parked();
+            } else if (m.done.count > 0 && farmer_.reclaiming()) {
+                reask_parked();  // reclaim's end game: a worker told to wait asks again once a chunk is in (farmer.hpp)
             }
             // Stopped while this chunk was out, and its results sent before the stop came (a worker whose reply ahead
             // was late sends them at once; worker_session.hpp): they were its last, no final follows.
@@ -283,6 +285,9 @@ const std::vector<farmer_action>& farmer_session::handle(int worker, const reque
         const task_count reruns = farmer_.reruns();
         answer(worker, farmer_.request(worker, request_time()), true);
         if (farmer_.reruns() != reruns) reask_parked();  // a chunk re-executed: those waiting take its other pieces
+        // Reclaim's end game (farmer.hpp "Reclaim"): a worker told to wait asks again once a chunk is in, after the
+        // worker that completed it has had its answer (the sooner one to finish what is left).
+        else if (m.done.count > 0 && farmer_.reclaiming()) reask_parked();
         if (calibrating && !farmer_.calibrating()) {  // pool mode: the stop of a worker left to calibrate passed it
             calibration_end_ = now();
             reask_parked();

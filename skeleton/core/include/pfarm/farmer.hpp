@@ -34,7 +34,9 @@
 // Four optional rules, each off unless asked for:
 // - Reclaim (docs/skeleton.md "Reclaim"): once every task is handed out, a worker that asks with nothing in hand
 //   gets `reclaim` naming a victim expected to have unstarted tasks, or `wait` while the only victims are being
-//   asked already; workers' speeds are judged apart from their tasks' costs by the loop's cost profile
+//   asked already. Before that, in the end game, a worker gets `wait` (`later` while it holds a chunk) when the
+//   workers holding chunks would finish every unassigned task before it would finish one chunk (outrun()); the
+//   driver asks it again after any chunk comes in; workers' speeds are judged apart from their tasks' costs by the loop's cost profile
 //   (cost_profile.hpp). The victim's answer (victim_gives()) goes to released(), which gives the thief that range,
 //   another reclaim, or stop; a thief still busy (prefetch) gets `later` when no victim will outlast it. A started
 //   task is never given back, so every task runs exactly once; each reclaim moves a task, ends the asking of that
@@ -76,6 +78,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -418,6 +421,9 @@ private:
     /// Reclaim: the seconds per task `worker` is expected to take over `c`, from the loop's cost profile once the
     /// worker has completed a chunk, else seconds_per_task().
     double pace(int worker, chunk c) const;
+    /// Reclaim's end game: whether the other workers would finish every unassigned task before `worker` would finish
+    /// the least chunk (see "Reclaim"); then it gets nothing now.
+    bool outrun(int worker, double now) const;
     /// Stragglers: when worker v's oldest chunk becomes overdue (infinity: it may not be re-executed, or there
     /// is no time to judge by).
     double overdue_at(int v) const;
@@ -474,6 +480,8 @@ private:
     bool reclaim_ = false;
     double request_cost_ = 0.0;
     cost_profile profile_;  ///< reclaim: what a worker's tasks cost, to judge its speed by (cost_profile.hpp)
+    /// Reclaim: the least seconds per task of any completed chunk (outrun()'s cheap bound).
+    double fastest_ = std::numeric_limits<double>::infinity();
     /// Times below this are taken as this: a timer may return 0 for a very short task, and every technique that learns
     /// from times divides by them. 1 ns is below any real timer's resolution.
     static constexpr double min_seconds = 1e-9;
