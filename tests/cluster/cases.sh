@@ -52,12 +52,13 @@ mandelbrot)
   done
   say "checksum $ref and the image identical to one node's for gss, multi, af, ss with prefetch and reclaim"
   # Under a CPU quota a waiting rank does not spin (skeleton/mpi/src/setup.cpp): the farmer alone on node0 (quota
-  # 0.8 of a core, one rank, serving 2000 requests) uses about 0.63 of the makespan in CPU time when it spins, about
-  # 0.26 when it sleeps between probes.
-  timed "ss, farmer alone" pc run --host node0:1,node1:1,node2:1 -- "$MANDELBROT" --width 2000 --height 800 \
-    --max-iterations 800 --quiet --json --verify none --technique ss --output alone.pgm >alone.json
+  # 0.8 of a core, one rank) serving gss's few chunks waits nearly the whole makespan. Sleeping between probes it
+  # uses about 0.05 of the makespan in CPU time; spinning (measured with the sleep disabled), 0.73. With ss's 2000
+  # requests, serving them alone takes 0.3 to 0.47 of the makespan with the machine's speed: no margin to tell.
+  timed "gss, farmer alone" pc run --host node0:1,node1:1,node2:1 -- "$MANDELBROT" --width 2000 --height 800 \
+    --max-iterations 800 --quiet --json --verify none --technique gss --output alone.pgm >alone.json
   cpu=$(json_field alone.json farmer_cpu_seconds) span=$(json_field alone.json makespan)
-  python3 -c "import sys; sys.exit(0 if $cpu < 0.45 * $span else 1)" ||
+  python3 -c "import sys; sys.exit(0 if $cpu < 0.25 * $span else 1)" ||
     fail "the farmer used $cpu s of CPU in a makespan of $span s: it spins under its node's quota"
   say "the farmer alone under a quota of 0.8 used $cpu s of CPU in $span s"
   ;;
