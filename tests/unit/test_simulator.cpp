@@ -952,6 +952,25 @@ TEST(FarmerReclaim, ErrorsNameTheArgumentOrTheBrokenProtocol) {
     EXPECT_TRUE(h.done());
 }
 
+// static keeps worker 2's block until worker 2 asks. With reclaim a worker past its block takes a piece of the
+// unassigned tasks (a share among the 3 workers) instead of stopping: worker 2 may be busy long after (a chunk of the
+// technique `auto` went on from). Without reclaim it stops, as the technique says.
+TEST(FarmerReclaim, AWorkerPastItsShareTakesAPieceOfTheUnassignedTasks) {
+    pfarm::farmer f(30, 3, pfarm::make_technique("static", {}, 3), 1, 1, true);
+    EXPECT_EQ(f.request(0, 0.0).work, (pfarm::chunk{0, 10}));
+    EXPECT_EQ(f.request(1, 0.0).work, (pfarm::chunk{10, 10}));
+    f.complete(1, 1.0);
+    const auto piece = f.request(1, 1.0);
+    ASSERT_EQ(piece.what, pfarm::decision::kind::assign);
+    EXPECT_EQ(piece.work, (pfarm::chunk{20, 4}));  // ceil(10 / 3)
+    EXPECT_EQ(f.request(2, 1.5).work, (pfarm::chunk{24, 6}));  // its block, cut to what is left
+    f.complete(0, 2.0), f.complete(1, 2.0), f.complete(2, 2.0);
+    EXPECT_TRUE(f.done());
+    pfarm::farmer g(30, 3, pfarm::make_technique("static", {}, 3), 1, 1, false);
+    g.request(0, 0.0), g.request(1, 0.0), g.complete(1, 1.0);
+    EXPECT_EQ(g.request(1, 1.0).what, pfarm::decision::kind::stop);
+}
+
 // With prefetch: a worker that asks while holding a chunk and finds the pool empty gets `later`; a victim
 // holding two chunks gives back from the newer, never all of it.
 TEST(FarmerReclaim, WithPrefetchTheNewerChunkGivesBack) {

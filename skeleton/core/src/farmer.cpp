@@ -189,6 +189,15 @@ decision farmer::request(int worker, double now, bool completing) {
     if (wanted <= 0) {  // the technique stops this worker; with reclaim, one holding a chunk may be asked for it
         if (reclaim_ && w.held > 0) return later(worker, now);
         if (loss_tolerant_) [[unlikely]] return past_share(worker, now);  // tasks may come back to it
+        // With reclaim no worker stops while tasks are unassigned: the technique keeps them as the share of a worker
+        // that has not asked yet (static, deal, the shares of n-*, one `auto` goes on with mid-loop), which may be
+        // busy long after the others are idle. The idle worker takes a piece of them, as it would take that worker's
+        // unstarted tasks back once every task is handed out.
+        if (reclaim_) {
+            const task_count first = next_index_;
+            next_index_ += piece_of(left);
+            return assign(worker, first, next_index_ - first, false, now);
+        }
         return stop_worker(worker);
     }
     const task_count count = std::min(left, std::max(wanted, min_chunk_));

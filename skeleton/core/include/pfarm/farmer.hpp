@@ -36,8 +36,10 @@
 //   gets `reclaim` naming a victim expected to have unstarted tasks, or `wait` while the only victims are being
 //   asked already. Before that, in the end game, a worker gets `wait` (`later` while it holds a chunk) when the
 //   workers holding chunks would finish every unassigned task before it would finish one chunk (outrun()); the
-//   driver asks it again after any chunk comes in; workers' speeds are judged apart from their tasks' costs by the loop's cost profile
-//   (cost_profile.hpp). The victim's answer (victim_gives()) goes to released(), which gives the thief that range,
+//   driver asks it again after any chunk comes in. A worker the technique answers 0 (past its share) while tasks
+//   are unassigned is not stopped: it takes a piece of them (piece_of()), as it would take unstarted ones back.
+//   Workers' speeds are judged apart from their tasks' costs by the loop's cost profile (cost_profile.hpp). The
+//   victim's answer (victim_gives()) goes to released(), which gives the thief that range,
 //   another reclaim, or stop; a thief still busy (prefetch) gets `later` when no victim will outlast it. A started
 //   task is never given back, so every task runs exactly once; each reclaim moves a task, ends the asking of that
 //   worker until its next chunk, or answers `later`, so the loop ends.

@@ -119,7 +119,8 @@ public:
 
     /// The size worker `worker` should get now, with `remaining` (> 0) tasks unassigned. The farmer clips
     /// the answer to [max(1, min_chunk), remaining]; answering 0 means "nothing more for this worker": it is
-    /// told to stop (single-round techniques do this once they have handed out their round).
+    /// told to stop (single-round techniques do this once they have handed out their round); with reclaim, while
+    /// tasks are unassigned, it takes a piece of them instead (farmer.hpp "Reclaim").
     virtual task_count next(int worker, task_count remaining) = 0;
 
     /// Worker `worker` finished a chunk of `count` tasks in `seconds` of compute time.
