@@ -138,8 +138,8 @@ void makespan() {
         pfarm::farm_options both = slowed(technique, 0.15, 2.0);
         both.protocol.reclaim = true;
         const double with = run(MPI_COMM_WORLD, both, tasks, &handled);
-        pfarm::farm_report rerun;
-        const double alone = run(MPI_COMM_WORLD, slowed(technique, 0.15, 2.0), tasks, &rerun);
+        pfarm::farm_report alone_report;
+        const double alone = run(MPI_COMM_WORLD, slowed(technique, 0.15, 2.0), tasks, &alone_report);
         pfarm::farm_options reclaim = slowed(technique, 0.15, 0.0);
         reclaim.protocol.reclaim = true;
         const double reclaimed = run(MPI_COMM_WORLD, reclaim, tasks);
@@ -158,7 +158,7 @@ void makespan() {
         // handling took 5.6x). gss is printed, not checked: its first chunks are a third of the loop each (200 tasks,
         // 0.4 s predicted); when the slowed worker holds one, it is overdue only at 0.8 s.
         if (std::string(technique) != "gss") {
-            CHECK(rerun.reruns >= 1, "%s: --stragglers 2 re-executed no chunk of the slowed worker", technique);
+            CHECK(alone_report.reruns >= 1, "%s: --stragglers 2 re-executed no chunk of the slowed worker", technique);
             CHECK(alone <= 0.5 * waited, "%s: makespan %.3f s with --stragglers 2, %.2f times %.3f s without straggler handling",
                   technique, alone, alone / waited, waited);
         }

@@ -193,11 +193,7 @@ decision farmer::request(int worker, double now, bool completing) {
         // that has not asked yet (static, deal, the shares of n-*, one `auto` goes on with mid-loop), which may be
         // busy long after the others are idle. The idle worker takes a piece of them, as it would take that worker's
         // unstarted tasks back once every task is handed out.
-        if (reclaim_) {
-            const task_count first = next_index_;
-            next_index_ += piece_of(left);
-            return assign(worker, first, next_index_ - first, false, now);
-        }
+        if (reclaim_) return hand_next(worker, piece_of(left), false, now);
         return stop_worker(worker);
     }
     const task_count count = std::min(left, std::max(wanted, min_chunk_));
@@ -205,9 +201,13 @@ decision farmer::request(int worker, double now, bool completing) {
         const chunk c = take_from_pool(count);
         return assign(worker, c.first, c.count, false, now);
     }
+    return hand_next(worker, count, false, now);
+}
+
+decision farmer::hand_next(int worker, task_count count, bool calibration, double now) {
     const task_count first = next_index_;
     next_index_ += count;
-    return assign(worker, first, count, false, now);
+    return assign(worker, first, count, calibration, now);
 }
 
 double farmer::seconds_per_task(int worker) const {

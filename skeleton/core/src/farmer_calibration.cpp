@@ -87,7 +87,7 @@ std::optional<decision> farmer::calibration_request(int worker, worker_state& w,
             ? 1
             : std::min(next_calibration_chunk(w),
                        calibration_budget(calibration_cap_, next_index_, workers_, calibration_times_.size()));
-    if (remaining() > 0 && count > 0) return hand_calibration_chunk(worker, std::min(count, remaining()), now);
+    if (remaining() > 0 && count > 0) return hand_next(worker, std::min(count, remaining()), true, now);
     end_calibration_of(worker, w);  // the budget (or the loop) was taken by the others: what it measured so far
     if (phase_ == phase::calibrating) return decision{decision::kind::wait, {}, false};
     return std::nullopt;
@@ -107,12 +107,6 @@ bool farmer::calibration_completed(int worker, worker_state& w, task_count count
     return true;
 }
 
-decision farmer::hand_calibration_chunk(int worker, task_count count, double now) {
-    const task_count first = next_index_;
-    next_index_ += count;
-    return assign(worker, first, count, true, now);
-}
-
 decision farmer::chunk_while_others_calibrate(int worker, const worker_state& w, double now) {
     if (pool_ || span_ <= 0.0 || worker >= static_cast<int>(calibration_times_.size()) || w.calibration_tasks == 0 ||
         remaining() == 0)
@@ -126,7 +120,7 @@ decision farmer::chunk_while_others_calibrate(int worker, const worker_state& w,
         std::min(static_cast<task_count>(std::clamp(wanted, 1.0, static_cast<double>(remaining()))),
                  calibration_budget(calibration_cap_, next_index_, workers_, calibration_times_.size()));
     if (count < 1) return {decision::kind::wait, {}, false};
-    return hand_calibration_chunk(worker, count, now);
+    return hand_next(worker, count, true, now);
 }
 
 void farmer::end_calibration_of(int worker, worker_state& w) {

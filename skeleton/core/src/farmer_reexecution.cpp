@@ -258,9 +258,7 @@ decision farmer::past_share(int worker, double now) {
     auto& w = workers_[static_cast<std::size_t>(worker)];
     if (w.held > 0) return later(worker, now);  // it asks again with nothing in hand
     if (lost_count_ > 0) {  // a share the technique keeps for a lost worker would be nobody's: a piece of what is left
-        const task_count first = next_index_;
-        next_index_ += piece_of(remaining());
-        return assign(worker, first, next_index_ - first, false, now);
+        return hand_next(worker, piece_of(remaining()), false, now);
     }
     // Before a loss the tasks left are another worker's share: it waits, in case that worker is lost. Unless nobody
     // is left to take them (every other worker stopped, or answered 0 and idle): the technique stranded them.

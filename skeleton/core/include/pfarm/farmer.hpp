@@ -403,8 +403,9 @@ private:
     /// Under a span, a chunk for a worker that has reached it while others have not (see "Calibration span"), or
     /// `wait` when the calibration budget is spent.
     decision chunk_while_others_calibrate(int worker, const worker_state& w, double now);
-    /// The next `count` (<= remaining()) tasks to `worker` as a calibration chunk.
-    decision hand_calibration_chunk(int worker, task_count count, double now);
+    /// The next `count` (<= remaining()) unassigned tasks, from the front of the range, to `worker` (as a
+    /// calibration chunk when `calibration`). Not in pool mode, whose tasks come from take_from_pool().
+    decision hand_next(int worker, task_count count, bool calibration, double now);
     void check_worker(int worker) const {
         if (worker < 0 || worker >= static_cast<int>(workers_.size())) [[unlikely]] bad_worker(worker);
     }
@@ -441,7 +442,9 @@ private:
     decision idle_end(int worker);
     /// Lost workers: the next piece of the ranges that went back, for `worker`.
     decision hand_returned(int worker, double now);
-    /// Lost workers: a piece of `count` tasks, a share of them among the workers not stopped (at least min_chunk).
+    /// A piece of `count` tasks, a share of them among the workers not stopped (at least min_chunk): what a worker
+    /// takes of a lost worker's tasks, of a chunk re-executed, or (reclaim, lost workers) of the unassigned tasks a
+    /// technique keeps for another worker.
     task_count piece_of(task_count count) const;
     /// Work handed out again before any new chunk: a failed task to retry, else a lost worker's tasks; stop-like
     /// (count 0) when there is none for `worker`.
