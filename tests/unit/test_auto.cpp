@@ -137,6 +137,41 @@ TEST(Auto, BeatsTheMedianTechniqueAndStaysNearTheBestOnAFixedCase) {
     EXPECT_GT(makespans.back(), 2.0 * best) << "the case must tell techniques apart";
 }
 
+TEST(Auto, FitsTheLoopsProfileToWhereItsChunksLay) {
+    // Chunks of an increasing loop of 10,000 tasks (cost of task i: 2 (i + 0.5) / 10,000) over its first tenth, dealt
+    // in turn to two workers of 1 and 3 seconds per task of cost 1: the increasing profile explains them exactly, with
+    // those speeds; the uniform one takes the growing cost for noise.
+    const pfarm::candidate_predictor predictor = sim::make_predictor(0.0, 0.0, {});
+    ASSERT_TRUE(predictor.fit);
+    std::vector<pfarm::measured_chunk> measured;
+    const double per_cost[] = {1.0, 3.0};
+    for (task_count first = 0; first < 1000; first += 50) {
+        const int w = static_cast<int>(first / 50 % 2);
+        double cost = 0.0;
+        for (task_count i = first; i < first + 50; ++i) cost += 2.0 * (static_cast<double>(i) + 0.5) / 10000.0;
+        measured.push_back({w, {first, 50}, cost * per_cost[w]});
+    }
+    const std::vector<pfarm::profile_fit> fits = predictor.fit(measured, 10000, 3);
+    ASSERT_EQ(fits.size(), predictor.profiles.size());
+    const auto at = [&](const char* name) {
+        return static_cast<std::size_t>(std::find(predictor.profiles.begin(), predictor.profiles.end(), name) -
+                                        predictor.profiles.begin());
+    };
+    const pfarm::profile_fit& increasing = fits.at(at("increasing"));
+    EXPECT_LT(increasing.misfit, 1e-9);
+    EXPECT_NEAR(increasing.seconds_per_cost[0], 1.0, 1e-9);
+    EXPECT_NEAR(increasing.seconds_per_cost[1], 3.0, 1e-9);
+    EXPECT_NEAR(increasing.seconds_per_cost[2], 3.0, 1e-9) << "a worker without a chunk is taken for the slowest";
+    EXPECT_GT(fits.at(at("uniform")).misfit, 0.5);
+    EXPECT_EQ(fits.at(at("random")).misfit, fits.at(at("uniform")).misfit) << "random's expected costs are uniform's";
+
+    // auto over such a loop judges its candidates on that profile, and says so.
+    const sim::result r = sim::simulate(platform({1.0, 3.0, 1.0, 2.0}), loop(10000, sim::workload_shape::increasing), "auto", {});
+    ASSERT_FALSE(r.choices.empty());
+    EXPECT_NE(r.choices.front().why.find("the loop's profile increasing"), std::string::npos) << r.choices.front().why;
+    expect_every_task_once(r, 10000);
+}
+
 TEST(Auto, PfarmChunksShowsItsSchedule) {
     const pfarm::candidate_predictor predictor = sim::make_predictor(0.0, 0.0, {});
     const auto s = pfarm::schedule_round_robin("auto", 1000, 4, {}, {}, &predictor);

@@ -1,12 +1,18 @@
 // pfarm simulator: the predictor `auto` asks (pfarm/prediction.hpp): a candidate technique's makespan over the
-// platform `auto` measured, simulated by the flat farm of this simulator for each loop profile it considers.
+// platform `auto` measured, simulated by the flat farm of this simulator for each loop profile it considers, and how
+// well each profile explains the chunks measured.
 #include "pfarm/simulator.hpp"
 
+#include "pfarm/error.hpp"
 #include "pfarm/prediction.hpp"
 #include "pfarm/registry.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
 
 namespace pfarm::sim {
 
@@ -18,6 +24,74 @@ namespace {
 constexpr workload_shape prediction_profiles[] = {workload_shape::uniform, workload_shape::increasing,
                                                   workload_shape::decreasing, workload_shape::random,
                                                   workload_shape::mandelbrot};
+
+/// The random profile laid over a loop is a realisation of its own, not the one a simulated loop may use (seed 1).
+constexpr std::uint64_t laid_random_seed = 0x5eed;
+
+/// Profile `s` laid over a loop of `tasks` tasks, mean cost 1.
+std::vector<double> laid_costs(workload_shape s, task_count tasks) {
+    workload w;
+    w.tasks = tasks;
+    w.shape = s;
+    w.seed = laid_random_seed;
+    return task_costs(w);
+}
+
+/// Each worker's seconds per task of cost 1 and the misfit, for chunk costs `cost` (the mean cost of each measured
+/// chunk's tasks under the profile).
+profile_fit fit_one(const std::vector<measured_chunk>& measured, const std::vector<double>& cost, int workers) {
+    const auto p = static_cast<std::size_t>(workers);
+    std::vector<double> sum(p, 0.0), weight(p, 0.0);
+    std::vector<double> y(measured.size(), 0.0);
+    for (std::size_t k = 0; k < measured.size(); ++k) {
+        const measured_chunk& m = measured[k];
+        const auto w = static_cast<std::size_t>(m.worker);
+        const double n = static_cast<double>(m.done.count);
+        y[k] = std::log(m.seconds / n / cost[k]);
+        sum[w] += n * y[k];
+        weight[w] += n;
+    }
+    profile_fit f;
+    f.seconds_per_cost.assign(p, 0.0);
+    double slowest = 0.0;
+    for (std::size_t w = 0; w < p; ++w)
+        if (weight[w] > 0.0) slowest = std::max(slowest, f.seconds_per_cost[w] = std::exp(sum[w] / weight[w]));
+    for (double& t : f.seconds_per_cost)
+        if (!(t > 0.0)) t = slowest > 0.0 ? slowest : 1.0;
+    double squares = 0.0, total = 0.0;
+    for (std::size_t k = 0; k < measured.size(); ++k) {
+        const auto w = static_cast<std::size_t>(measured[k].worker);
+        const double n = static_cast<double>(measured[k].done.count);
+        const double r = y[k] - sum[w] / weight[w];
+        squares += n * r * r;
+        total += n;
+    }
+    f.misfit = total > 0.0 ? std::sqrt(squares / total) : 0.0;
+    return f;
+}
+
+/// The prefix sums of each profile's expected costs over a loop, kept between fits: `auto` fits after every few chunks
+/// (its drift check), and laying a profile over the loop costs as much as the loop's length.
+class expected_costs {
+public:
+    const std::vector<double>& prefix(std::size_t profile, task_count loop_tasks) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto& p = sums_[{profile, loop_tasks}];
+        if (p.empty()) {
+            const workload_shape shape = prediction_profiles[profile];
+            // The random profile's expected costs: its realisation is not the loop's.
+            const std::vector<double> costs =
+                laid_costs(shape == workload_shape::random ? workload_shape::uniform : shape, loop_tasks);
+            p.assign(costs.size() + 1, 0.0);
+            for (std::size_t i = 0; i < costs.size(); ++i) p[i + 1] = p[i] + costs[i];
+        }
+        return p;
+    }
+
+private:
+    std::mutex mutex_;
+    std::map<std::pair<std::size_t, task_count>, std::vector<double>> sums_;
+};
 
 }  // namespace
 
@@ -35,22 +109,65 @@ candidate_predictor make_predictor(double overhead, double latency, const run_op
         // fewer, heavier tasks and the per-message costs scaled alike, which keeps its work and its farmer's load.
         const task_count fixed = make_technique(name, options, p)->constant_chunk();
         const task_count c = std::max(fixed, options.min_chunk);
-        double scale = 1.0;
+        task_count scale = 1;
         if (fixed > 0 && tasks / c > max_simulated_chunks)
-            scale = std::ceil(static_cast<double>(tasks) / static_cast<double>(max_simulated_chunks * c));
+            scale = static_cast<task_count>(
+                std::ceil(static_cast<double>(tasks) / static_cast<double>(max_simulated_chunks * c)));
+        const auto s = static_cast<double>(scale);
         platform pl;
-        for (double t : measured.seconds_per_task) pl.task_times.push_back(t * scale);
         pl.load_changes = measured.load_changes;
-        pl.overhead = overhead * scale;
-        pl.latency = latency * scale;
+        pl.overhead = overhead * s;
+        pl.latency = latency * s;
         workload wl;
-        wl.tasks = std::max<task_count>(1, static_cast<task_count>(std::ceil(static_cast<double>(tasks) / scale)));
+        wl.tasks = std::max<task_count>(1, (tasks + scale - 1) / scale);
         std::vector<double> makespans;
-        for (workload_shape s : prediction_profiles) {
-            wl.shape = s;
+        if (measured.profile >= 0) {  // one profile, laid over the loop: the remaining tasks' costs, in groups of scale
+            if (measured.profile >= static_cast<int>(std::size(prediction_profiles)) || measured.loop_tasks < tasks)
+                throw invalid_argument("platform", "names profile " + std::to_string(measured.profile) + " over " +
+                                                       std::to_string(measured.loop_tasks) + " tasks for " +
+                                                       std::to_string(tasks) + " remaining");
+            const std::vector<double> all =
+                laid_costs(prediction_profiles[static_cast<std::size_t>(measured.profile)], measured.loop_tasks);
+            wl.costs.assign(static_cast<std::size_t>(wl.tasks), 0.0);
+            for (task_count i = 0; i < tasks; ++i)
+                wl.costs[static_cast<std::size_t>(i / scale)] += all[static_cast<std::size_t>(measured.loop_tasks - tasks + i)];
+            pl.task_times = measured.seconds_per_task;
+            makespans.push_back(simulate(pl, wl, name, options, flat).makespan);
+            return makespans;
+        }
+        for (double t : measured.seconds_per_task) pl.task_times.push_back(t * s);
+        for (workload_shape shape : prediction_profiles) {
+            wl.shape = shape;
             makespans.push_back(simulate(pl, wl, name, options, flat).makespan);
         }
         return makespans;
+    };
+    out.fit = [expected = std::make_shared<expected_costs>()](const std::vector<measured_chunk>& measured,
+                                                               task_count loop_tasks, int workers) {
+        std::vector<profile_fit> fits;
+        std::vector<measured_chunk> usable;
+        for (const measured_chunk& m : measured)
+            if (m.done.count > 0 && m.seconds > 0.0 && m.done.first >= 0 && m.done.first + m.done.count <= loop_tasks &&
+                m.worker >= 0 && m.worker < workers)
+                usable.push_back(m);
+        if (usable.empty() || loop_tasks <= 0) return fits;
+        for (std::size_t profile = 0; profile < std::size(prediction_profiles); ++profile) {
+            const std::vector<double>& prefix = expected->prefix(profile, loop_tasks);
+            std::vector<double> chunk_cost;
+            bool positive = true;
+            for (const measured_chunk& m : usable) {
+                const auto a = static_cast<std::size_t>(m.done.first), b = a + static_cast<std::size_t>(m.done.count);
+                chunk_cost.push_back((prefix[b] - prefix[a]) / static_cast<double>(m.done.count));
+                positive = positive && chunk_cost.back() > 0.0;
+            }
+            if (!positive) {  // a profile that says the measured tasks cost nothing cannot explain their times
+                fits.push_back({std::vector<double>(static_cast<std::size_t>(workers), 1.0),
+                                std::numeric_limits<double>::infinity()});
+                continue;
+            }
+            fits.push_back(fit_one(usable, chunk_cost, workers));
+        }
+        return fits;
     };
     return out;
 }

@@ -24,12 +24,33 @@ struct platform_estimate {
     std::vector<double> seconds_per_task;
     /// Load changes to assume (time from the choice on): a scenario of what the measurement cannot foresee.
     std::vector<load_change> load_changes;
+    /// -1: every profile, each stretched over the remaining tasks with mean cost 1 (the measured tasks' costs say
+    /// nothing of the rest). Else the one profile of this index (candidate_predictor::profiles), laid over the whole
+    /// loop of `loop_tasks` tasks with the remaining ones at its end, and seconds_per_task a worker's seconds per task
+    /// of cost 1 (the loop's mean cost): the profile_fit of the chunks measured.
+    int profile = -1;
+    task_count loop_tasks = 0;
+};
+
+/// A chunk a worker completed: where it lay in the loop, and its compute time.
+struct measured_chunk {
+    int worker = 0;
+    chunk done;
+    double seconds = 0.0;
+};
+
+/// How one loop profile explains the chunks measured: each worker's seconds per task of cost 1 fitted to them (the
+/// profile laid over the whole loop), and the root mean square of the log of measured over fitted chunk times,
+/// weighted by task count.
+struct profile_fit {
+    std::vector<double> seconds_per_cost;
+    double misfit = 0.0;
 };
 
 /// The makespans candidate `technique` (with `options`) is predicted to take over `tasks` remaining tasks on
-/// `platform`, one per loop profile the predictor considers, always in the same order and of the same count (the
-/// loop's cost profile is not known when the choice is made: docs/techniques/auto.md "The model"). Throws what
-/// make_technique throws for a candidate it cannot build.
+/// `platform`: with platform.profile -1, one per loop profile the predictor considers, always in the same order and of
+/// the same count; else the one over that profile (docs/techniques/auto.md "The model"). Throws what make_technique
+/// throws for a candidate it cannot build.
 using makespan_predictor = std::function<std::vector<double>(
     const platform_estimate& platform, task_count tasks, const std::string& technique, const technique_options& options)>;
 
@@ -37,6 +58,11 @@ using makespan_predictor = std::function<std::vector<double>(
 /// (schedule_context::predictor).
 struct candidate_predictor {
     makespan_predictor predict;
+    /// Each profile's fit (in the order of `profiles`) to the chunks measured over a loop of `loop_tasks` tasks with
+    /// `workers` workers; a worker without a chunk gets the slowest fitted seconds per cost.
+    std::function<std::vector<profile_fit>(const std::vector<measured_chunk>& measured, task_count loop_tasks,
+                                           int workers)>
+        fit;
     /// The profiles' names, in the order of predict's answer ("uniform", "increasing", ...), for the report.
     std::vector<std::string> profiles;
 };

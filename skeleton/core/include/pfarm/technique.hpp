@@ -128,6 +128,10 @@ public:
         (void)worker, (void)count, (void)seconds;
     }
 
+    /// completed(), told where the chunk lay in the loop (`done`): what the farmer calls after a chunk. A technique
+    /// that learns from where its chunks lie (auto: the loop's cost profile) overrides it.
+    virtual void completed_at(int worker, chunk done, double seconds) { completed(worker, done.count, seconds); }
+
     /// Worker `worker`'s run-queue length changed to `queue` (>= 1): non-dedicated mode of
     /// Chronopoulos, Penmatsa, Yu & Yu, "Scalable loop self-scheduling schemes for heterogeneous clusters", section 3.
     virtual void run_queue_changed(int worker, double queue) { (void)worker, (void)queue; }

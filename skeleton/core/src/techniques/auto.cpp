@@ -41,6 +41,12 @@ constexpr task_count drift_min_tasks = 32;
 constexpr std::size_t rechoose_candidates = 8;
 /// The most choices in one farm (the first included): each costs a round of simulations.
 constexpr int max_choices = 8;
+/// A loop profile explains the chunks measured when the root mean square of the log of their measured over fitted
+/// times is at most this; the profiles a choice is judged on are those within profile_margin of the best fit.
+constexpr double profile_explains = 0.25;
+constexpr double profile_margin = 0.1;
+/// The chunks kept for the fit since the last choice: the latest ones, this many at most (half are let go at once).
+constexpr std::size_t max_measured_chunks = 4096;
 
 std::string percent(double v) {
     char text[32];
@@ -89,6 +95,13 @@ public:
         // A worker told to stop stays stopped: a technique chosen after would plan a share for it that nobody takes.
         if (size == 0) settled_ = true;
         return size;
+    }
+
+    void completed_at(int worker, chunk done, double seconds) override {
+        if (measured_.size() == max_measured_chunks) measured_.erase(measured_.begin(), measured_.begin() + max_measured_chunks / 2);
+        measured_.push_back({worker, done, seconds});
+        ++measured_since_;
+        completed(worker, done.count, seconds);
     }
 
     void completed(int worker, task_count count, double seconds) override {
@@ -145,8 +158,10 @@ private:
 
     /// Why to choose again, or empty: among the workers that completed drift_min_tasks tasks since the last choice, one
     /// whose speed relative to theirs moved past the threshold, while enough tasks are left for a new choice to matter
-    /// and no worker has been told to stop.
-    std::string drifted() const {
+    /// and no worker has been told to stop. With a loop profile that explains the measurement, the speeds are fitted on
+    /// its costs (checked once every `workers` chunks: a fit costs a pass over the chunks since the choice); without,
+    /// they are seconds per task.
+    std::string drifted() {
         if (settled_ || left_ < rechoose_min_tasks_per_worker * workers_) return {};  // too few left to matter
         // Only the workers measured since the choice are compared, with each other: their tasks came from the same
         // stretch of the loop, so a loop whose costs change along it does not pass for a change of speed.
@@ -154,9 +169,18 @@ private:
         for (std::size_t w = 0; w < done_.size(); ++w)
             if (done_[w].count >= drift_min_tasks && done_[w].seconds > 0.0) among.push_back(w);
         if (among.size() < 2) return {};
-        const std::vector<double> before = relative(pace_, among), now = relative(measured(), among);
+        std::vector<double> now;
+        if (!profiles_.empty()) {
+            if (measured_since_ % workers_ != 0) return {};
+            now = context_.predictor->fit(measured_, context_.tasks, workers_)
+                      .at(static_cast<std::size_t>(profiles_.front().first))
+                      .seconds_per_cost;
+        } else {
+            now = measured();
+        }
+        const std::vector<double> before = relative(pace_, among), after = relative(now, among);
         for (std::size_t i = 0; i < among.size(); ++i) {
-            const double change = now[i] / before[i] - 1.0;
+            const double change = after[i] / before[i] - 1.0;
             if (std::abs(change) > drift_threshold)
                 return "worker " + std::to_string(among[i]) + "'s speed relative to the others drifted " +
                        percent(-change / (1.0 + change));
@@ -164,29 +188,73 @@ private:
         return {};
     }
 
+    /// The loop profiles the first choice found to explain the chunks measured (indices into the predictor's
+    /// profiles), best first, each with every worker's seconds per task of cost 1 fitted to the chunks completed since
+    /// the last choice (a worker that completed none keeps its earlier fit): the speeds now, on the loop's costs.
+    /// Empty when no profile explained the first measurement, or the predictor cannot fit.
+    std::vector<std::pair<int, std::vector<double>>> explaining_profiles() {
+        if (!context_.predictor->fit || measured_.empty()) return {};
+        const std::vector<profile_fit> fits = context_.predictor->fit(measured_, context_.tasks, workers_);
+        if (choices_.empty()) {  // the first choice: which profiles explain the measurement
+            double best = std::numeric_limits<double>::infinity();
+            for (const profile_fit& f : fits) best = std::min(best, f.misfit);
+            if (!(best <= profile_explains)) return {};
+            for (std::size_t i = 0; i < fits.size(); ++i)
+                if (fits[i].misfit <= best + profile_margin) profiles_.emplace_back(static_cast<int>(i), fits[i].seconds_per_cost);
+            std::stable_sort(profiles_.begin(), profiles_.end(), [&](const auto& x, const auto& y) {
+                return fits[static_cast<std::size_t>(x.first)].misfit < fits[static_cast<std::size_t>(y.first)].misfit;
+            });
+            return profiles_;
+        }
+        for (auto& [profile, pace] : profiles_)
+            for (std::size_t w = 0; w < pace.size(); ++w)
+                if (done_[w].count > 0) pace[w] = fits.at(static_cast<std::size_t>(profile)).seconds_per_cost[w];
+        return profiles_;
+    }
+
     void choose(task_count remaining, const std::string& why) {
         const auto begun = std::chrono::steady_clock::now();
         pace_ = measured();
+        // The profiles the measured chunks fit: each laid over the whole loop, with the workers' speeds fitted to it,
+        // which tells a worker's speed apart from the costs of the tasks it got, and the tasks left from those measured.
+        const auto explaining = remaining <= context_.tasks ? explaining_profiles()
+                                                            : std::vector<std::pair<int, std::vector<double>>>{};
+        if (!explaining.empty()) pace_ = explaining.front().second;
         calibration_ = calibrate_times_only(pace_, static_cast<std::int64_t>(std::max<task_count>(context_.tasks, 1)));
-        // Platforms: as measured, and every worker at the mean pace: a pace measured over a few tasks mixes the
-        // worker's speed with the cost of the tasks it happened to get, so a choice must hold up if the measured
-        // differences were the tasks' and not the workers'. And each of them with tasks `task_scale` times as costly:
-        // the first tasks of a loop whose cost grows misjudge the work against the farmer's cost per request.
-        double mean = 0.0;
-        for (double t : pace_) mean += t / static_cast<double>(pace_.size());
-        std::vector<double> scaled = pace_;
-        for (double& t : scaled) t *= task_scale;
-        // And the measured one where the fastest worker slows down a quarter of the way through: a load to come, which
-        // a choice that hands out most of the loop at once cannot meet.
         const auto fastest = static_cast<int>(std::min_element(pace_.begin(), pace_.end()) - pace_.begin());
         double speed = 0.0;
         for (double t : pace_) speed += 1.0 / t;
         const double horizon = static_cast<double>(remaining) / speed;
-        const platform_estimate platforms[] = {{pace_, {}},
-                                               {std::vector<double>(pace_.size(), mean), {}},
-                                               {scaled, {}},
-                                               {std::vector<double>(pace_.size(), mean * task_scale), {}},
-                                               {pace_, {{fastest, load_delay * horizon, load_factor}}}};
+        const auto mean_of = [](const std::vector<double>& pace) {
+            double mean = 0.0;
+            for (double t : pace) mean += t / static_cast<double>(pace.size());
+            return std::vector<double>(pace.size(), mean);
+        };
+        // A load to come: the fastest worker slows down a quarter of the way through, which a choice that hands out
+        // most of the loop at once cannot meet.
+        const std::vector<load_change> load = {{fastest, load_delay * horizon, load_factor}};
+        std::vector<platform_estimate> platforms;
+        std::string profiles;
+        if (!explaining.empty()) {
+            // Each profile that explains the measurement, laid over the loop: with the fitted speeds, every worker at
+            // their mean (a fit over few chunks may still mistake a task's cost for a worker's speed), and the load to
+            // come.
+            for (const auto& [profile, pace] : explaining) {
+                platforms.push_back({pace, {}, profile, context_.tasks});
+                platforms.push_back({mean_of(pace), {}, profile, context_.tasks});
+                platforms.push_back({pace, load, profile, context_.tasks});
+                profiles += (profiles.empty() ? "" : ", ") + context_.predictor->profiles.at(static_cast<std::size_t>(profile));
+            }
+        } else {
+            // No profile explains it: every profile, stretched over the tasks left, on the measured paces and every
+            // worker at the mean pace (a pace measured over a few tasks mixes the worker's speed with the cost of the
+            // tasks it happened to get, so a choice must hold up if the measured differences were the tasks' and not
+            // the workers'); each with tasks `task_scale` times as costly (the first tasks of a loop whose cost grows
+            // misjudge the work against the farmer's cost per request); and the load to come.
+            std::vector<double> scaled = pace_;
+            for (double& t : scaled) t *= task_scale;
+            platforms = {{pace_, {}}, {mean_of(pace_), {}}, {scaled, {}}, {mean_of(scaled), {}}, {pace_, load}};
+        }
         struct candidate {
             std::string name;
             std::vector<double> makespans;
@@ -220,7 +288,7 @@ private:
         technique_choice choice;
         choice.remaining = remaining;
         choice.round = static_cast<int>(choices_.size());
-        choice.why = why;
+        choice.why = profiles.empty() ? why : why + "; the loop's profile " + profiles;
         double chosen_score = std::numeric_limits<double>::infinity();
         for (const candidate& c : candidates) {
             double score = 1.0;
@@ -246,6 +314,8 @@ private:
         if (inner_->learns_from_times())  // it starts from the speeds measured so far, as after a calibration
             for (int w = 0; w < workers_; ++w) inner_->completed(w, 1, pace_[static_cast<std::size_t>(w)]);
         std::fill(done_.begin(), done_.end(), since_choice{});
+        measured_.clear();
+        measured_since_ = 0;
         choice.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count();
         choices_.push_back(std::move(choice));
     }
@@ -265,6 +335,9 @@ private:
     bool settled_ = false;              ///< the technique chosen told a worker to stop: no choice after that
     std::vector<std::string> shortlist_;  ///< the candidates of a choice after the first
     std::vector<technique_choice> choices_;
+    std::vector<measured_chunk> measured_;  ///< the latest chunks completed since the last choice, where they lay
+    long long measured_since_ = 0;          ///< how many chunks were completed since the last choice
+    std::vector<std::pair<int, std::vector<double>>> profiles_;  ///< explaining_profiles()
 };
 
 }  // namespace
