@@ -1,8 +1,10 @@
 // The `auto` technique (docs/techniques/auto.md): it hands out a tenth of the loop in small chunks to measure the
-// workers, then simulates every candidate technique over the platform it measured, through the driver's predictor (pfarm/prediction.hpp), goes on with the one whose
-// predicted makespan is nearest the best over every loop profile the predictor considers, and chooses again when the
-// workers' measured speeds drift apart from the ones it chose with. It is a technique like any other to the farmer:
-// a switch starts the new technique over the tasks still unassigned; chunks in flight are untouched.
+// workers, fits the predictor's loop profiles to where the measured chunks lay, then simulates every candidate
+// technique through the driver's predictor (pfarm/prediction.hpp) over the platform and the profiles that explain
+// the measurement (or over every profile when none does), goes on with the one whose predicted makespan is nearest the
+// best in every case, and chooses again when the workers' speeds drift apart from the ones it chose with. It is a
+// technique like any other to the farmer: a switch starts the new technique over the tasks still unassigned; chunks
+// in flight are untouched.
 #include "pfarm/calibration.hpp"
 #include "pfarm/detail/technique_families.hpp"
 #include "pfarm/error.hpp"
@@ -172,9 +174,10 @@ private:
         std::vector<double> now;
         if (!profiles_.empty()) {
             if (measured_since_ % workers_ != 0) return {};
-            now = context_.predictor->fit(measured_, context_.tasks, workers_)
-                      .at(static_cast<std::size_t>(profiles_.front().first))
-                      .seconds_per_cost;
+            const std::vector<profile_fit> fits = context_.predictor->fit(measured_, context_.tasks, workers_);
+            const auto best = static_cast<std::size_t>(profiles_.front().first);
+            if (best >= fits.size()) return {};  // nothing measured it can fit
+            now = fits[best].seconds_per_cost;
         } else {
             now = measured();
         }
