@@ -209,9 +209,12 @@ private:
             });
             return profiles_;
         }
-        for (auto& [profile, pace] : profiles_)
+        for (auto& [profile, pace] : profiles_) {
+            const auto i = static_cast<std::size_t>(profile);
+            if (i >= fits.size()) continue;  // nothing measured it can fit: the earlier fit stands
             for (std::size_t w = 0; w < pace.size(); ++w)
-                if (done_[w].count > 0) pace[w] = fits.at(static_cast<std::size_t>(profile)).seconds_per_cost[w];
+                if (done_[w].count > 0) pace[w] = fits[i].seconds_per_cost[w];
+        }
         return profiles_;
     }
 
