@@ -593,6 +593,10 @@ def main(argv=None):
                             inrun = in_run_bound(trace, costs)
                             key = (wl, layout, t, reclaim)
                             r = results.setdefault(key, {"makespans": [], "offsets": [], "inrun": [], "load1": []})
+                            if "choices" in rep_json:  # auto: what it chose, when and why, per run
+                                r.setdefault("choices", []).append(
+                                    [{k: c.get(k) for k in ("remaining", "chosen", "predicted", "seconds", "why")}
+                                     for c in rep_json["choices"]])
                             r["makespans"].append(m)
                             r["offsets"].append(offset)
                             r["inrun"].append(inrun)

@@ -516,7 +516,7 @@ const completion& farmer::complete(int worker, double seconds, const resource_sa
     if (phase_ == phase::calibrating && calibration_completed(worker, w, count, seconds, sample)) return completion_;
     // A technique not started yet learns nothing from a chunk of tasks that went back (a lost worker's: pool mode before
     // the pool's first chunk, or a loop whose calibration tasks were all of it).
-    if (started_) [[likely]] policy_->completed_at(worker, c, std::max(seconds, min_seconds));
+    if (started_) [[likely]] policy_->completed(worker, c, std::max(seconds, min_seconds));
     return completion_;
 }
 

@@ -159,7 +159,7 @@ void farmer::finish_calibration() {
         for (int v = 0; v < static_cast<int>(calibration_times_.size()); ++v) {
             const auto& w = workers_[static_cast<std::size_t>(v)];
             if (w.calibration_tasks > 0 && !w.lost)
-                policy_->completed(v, w.calibration_tasks, std::max(w.calibration_seconds, min_seconds));
+                policy_->completed(v, chunk{-1, w.calibration_tasks}, std::max(w.calibration_seconds, min_seconds));
         }
 }
 

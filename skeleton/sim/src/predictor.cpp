@@ -70,16 +70,26 @@ profile_fit fit_one(const std::vector<measured_chunk>& measured, const std::vect
     return f;
 }
 
-/// The prefix sums of each profile's expected costs over a loop, kept between fits: `auto` fits after every few chunks
-/// (its drift check), and laying a profile over the loop costs as much as the loop's length.
-class expected_costs {
+/// The profiles laid over a loop, kept between calls: `auto` fits after every few chunks (its drift check) and
+/// predicts every candidate on each profile that explains its chunks, and laying a profile over the loop costs as much
+/// as the loop's length. Each is made when first asked for; references stay valid (entries are never removed).
+class laid_profiles {
 public:
-    const std::vector<double>& prefix(std::size_t profile, task_count loop_tasks) {
+    /// Profile `profile`'s costs laid over a loop of `loop_tasks` tasks (the random profile: one realisation).
+    const std::vector<double>& costs(std::size_t profile, task_count loop_tasks) {
         std::lock_guard<std::mutex> lock(mutex_);
-        auto& p = sums_[{profile, loop_tasks}];
+        auto& c = costs_[{profile, loop_tasks}];
+        if (c.empty()) c = laid_costs(prediction_profiles[profile], loop_tasks);
+        return c;
+    }
+
+    /// The prefix sums of its expected costs: the random profile's expectation is uniform, its realisation is not
+    /// the loop's.
+    const std::vector<double>& expected_prefix(std::size_t profile, task_count loop_tasks) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto& p = prefix_[{profile, loop_tasks}];
         if (p.empty()) {
             const workload_shape shape = prediction_profiles[profile];
-            // The random profile's expected costs: its realisation is not the loop's.
             const std::vector<double> costs =
                 laid_costs(shape == workload_shape::random ? workload_shape::uniform : shape, loop_tasks);
             p.assign(costs.size() + 1, 0.0);
@@ -90,7 +100,7 @@ public:
 
 private:
     std::mutex mutex_;
-    std::map<std::pair<std::size_t, task_count>, std::vector<double>> sums_;
+    std::map<std::pair<std::size_t, task_count>, std::vector<double>> costs_, prefix_;
 };
 
 }  // namespace
@@ -102,7 +112,8 @@ candidate_predictor make_predictor(double overhead, double latency, const run_op
     flat.farmer_computes = run.farmer_computes;
     candidate_predictor out;
     for (workload_shape s : prediction_profiles) out.profiles.push_back(to_string(s));
-    out.predict = [overhead, latency, flat](const platform_estimate& measured, task_count tasks, const std::string& name,
+    const auto laid = std::make_shared<laid_profiles>();
+    out.predict = [overhead, latency, flat, laid](const platform_estimate& measured, task_count tasks, const std::string& name,
                                             const technique_options& options) {
         const int p = static_cast<int>(measured.seconds_per_task.size());
         // A fixed chunk size makes one chunk per `c` tasks: past max_simulated_chunks, the loop is simulated with
@@ -126,8 +137,7 @@ candidate_predictor make_predictor(double overhead, double latency, const run_op
                 throw invalid_argument("platform", "names profile " + std::to_string(measured.profile) + " over " +
                                                        std::to_string(measured.loop_tasks) + " tasks for " +
                                                        std::to_string(tasks) + " remaining");
-            const std::vector<double> all =
-                laid_costs(prediction_profiles[static_cast<std::size_t>(measured.profile)], measured.loop_tasks);
+            const std::vector<double>& all = laid->costs(static_cast<std::size_t>(measured.profile), measured.loop_tasks);
             wl.costs.assign(static_cast<std::size_t>(wl.tasks), 0.0);
             for (task_count i = 0; i < tasks; ++i)
                 wl.costs[static_cast<std::size_t>(i / scale)] += all[static_cast<std::size_t>(measured.loop_tasks - tasks + i)];
@@ -142,7 +152,7 @@ candidate_predictor make_predictor(double overhead, double latency, const run_op
         }
         return makespans;
     };
-    out.fit = [expected = std::make_shared<expected_costs>()](const std::vector<measured_chunk>& measured,
+    out.fit = [laid](const std::vector<measured_chunk>& measured,
                                                                task_count loop_tasks, int workers) {
         std::vector<profile_fit> fits;
         std::vector<measured_chunk> usable;
@@ -152,7 +162,7 @@ candidate_predictor make_predictor(double overhead, double latency, const run_op
                 usable.push_back(m);
         if (usable.empty() || loop_tasks <= 0) return fits;
         for (std::size_t profile = 0; profile < std::size(prediction_profiles); ++profile) {
-            const std::vector<double>& prefix = expected->prefix(profile, loop_tasks);
+            const std::vector<double>& prefix = laid->expected_prefix(profile, loop_tasks);
             std::vector<double> chunk_cost;
             bool positive = true;
             for (const measured_chunk& m : usable) {

@@ -123,14 +123,10 @@ public:
     /// tasks are unassigned, it takes a piece of them instead (farmer.hpp "Reclaim").
     virtual task_count next(int worker, task_count remaining) = 0;
 
-    /// Worker `worker` finished a chunk of `count` tasks in `seconds` of compute time.
-    virtual void completed(int worker, task_count count, double seconds) {
-        (void)worker, (void)count, (void)seconds;
-    }
-
-    /// completed(), told where the chunk lay in the loop (`done`): what the farmer calls after a chunk. A technique
-    /// that learns from where its chunks lie (auto: the loop's cost profile) overrides it.
-    virtual void completed_at(int worker, chunk done, double seconds) { completed(worker, done.count, seconds); }
+    /// Worker `worker` finished the tasks `done` in `seconds` of compute time. `done` is where they lay in the loop
+    /// (auto fits the loop's cost profile to it), or has first = -1 when they were not one chunk (a worker's
+    /// calibration tasks reported together after a calibration span).
+    virtual void completed(int worker, chunk done, double seconds) { (void)worker, (void)done, (void)seconds; }
 
     /// Worker `worker`'s run-queue length changed to `queue` (>= 1): non-dedicated mode of
     /// Chronopoulos, Penmatsa, Yu & Yu, "Scalable loop self-scheduling schemes for heterogeneous clusters", section 3.

@@ -99,17 +99,16 @@ public:
         return size;
     }
 
-    void completed_at(int worker, chunk done, double seconds) override {
-        if (measured_.size() == max_measured_chunks) measured_.erase(measured_.begin(), measured_.begin() + max_measured_chunks / 2);
-        measured_.push_back({worker, done, seconds});
-        ++measured_since_;
-        completed(worker, done.count, seconds);
-    }
-
-    void completed(int worker, task_count count, double seconds) override {
-        if (inner_) inner_->completed(worker, count, seconds);
+    void completed(int worker, chunk done, double seconds) override {
+        if (done.first >= 0) {  // one chunk, where it lay: what the profile fit takes
+            if (measured_.size() == max_measured_chunks)
+                measured_.erase(measured_.begin(), measured_.begin() + max_measured_chunks / 2);
+            measured_.push_back({worker, done, seconds});
+            ++measured_since_;
+        }
+        if (inner_) inner_->completed(worker, done, seconds);
         auto& d = done_[static_cast<std::size_t>(worker)];
-        d.count += count;
+        d.count += done.count;
         d.seconds += seconds;
         d.chunks += 1;
         if (inner_ && why_again_.empty() && static_cast<int>(choices_.size()) < max_choices) why_again_ = drifted();
@@ -126,6 +125,13 @@ public:
     const std::vector<technique_choice>* choices() const override { return &choices_; }
 
 private:
+    /// A loop profile that explains the measurement: its index among the predictor's profiles, and each worker's
+    /// seconds per task of cost 1 fitted on it.
+    struct explaining_profile {
+        int index = 0;
+        std::vector<double> seconds_per_cost;
+    };
+
     struct since_choice {
         task_count count = 0;
         double seconds = 0.0;
@@ -175,7 +181,7 @@ private:
         if (!profiles_.empty()) {
             if (measured_since_ % workers_ != 0) return {};
             const std::vector<profile_fit> fits = context_.predictor->fit(measured_, context_.tasks, workers_);
-            const auto best = static_cast<std::size_t>(profiles_.front().first);
+            const auto best = static_cast<std::size_t>(profiles_.front().index);
             if (best >= fits.size()) return {};  // nothing measured it can fit
             now = fits[best].seconds_per_cost;
         } else {
@@ -191,31 +197,32 @@ private:
         return {};
     }
 
-    /// The loop profiles the first choice found to explain the chunks measured (indices into the predictor's
-    /// profiles), best first, each with every worker's seconds per task of cost 1 fitted to the chunks completed since
-    /// the last choice (a worker that completed none keeps its earlier fit): the speeds now, on the loop's costs.
-    /// Empty when no profile explained the first measurement, or the predictor cannot fit.
-    std::vector<std::pair<int, std::vector<double>>> explaining_profiles() {
-        if (!context_.predictor->fit || measured_.empty()) return {};
+    /// The first choice: the loop profiles that explain the chunks measured (misfit at most profile_explains and
+    /// within profile_margin of the best), best first, into profiles_, each with every worker's fitted seconds per task
+    /// of cost 1. None when no profile explains them.
+    void find_profiles() {
         const std::vector<profile_fit> fits = context_.predictor->fit(measured_, context_.tasks, workers_);
-        if (choices_.empty()) {  // the first choice: which profiles explain the measurement
-            double best = std::numeric_limits<double>::infinity();
-            for (const profile_fit& f : fits) best = std::min(best, f.misfit);
-            if (!(best <= profile_explains)) return {};
-            for (std::size_t i = 0; i < fits.size(); ++i)
-                if (fits[i].misfit <= best + profile_margin) profiles_.emplace_back(static_cast<int>(i), fits[i].seconds_per_cost);
-            std::stable_sort(profiles_.begin(), profiles_.end(), [&](const auto& x, const auto& y) {
-                return fits[static_cast<std::size_t>(x.first)].misfit < fits[static_cast<std::size_t>(y.first)].misfit;
-            });
-            return profiles_;
+        double best = std::numeric_limits<double>::infinity();
+        for (const profile_fit& f : fits) best = std::min(best, f.misfit);
+        if (!(best <= profile_explains)) return;
+        for (std::size_t i = 0; i < fits.size(); ++i)
+            if (fits[i].misfit <= best + profile_margin) profiles_.push_back({static_cast<int>(i), fits[i].seconds_per_cost});
+        std::stable_sort(profiles_.begin(), profiles_.end(), [&](const explaining_profile& x, const explaining_profile& y) {
+            return fits[static_cast<std::size_t>(x.index)].misfit < fits[static_cast<std::size_t>(y.index)].misfit;
+        });
+    }
+
+    /// A later choice: each profile of profiles_ refitted to the chunks completed since the last choice (the speeds
+    /// now, on the loop's costs); a worker that completed none, or a profile the fit returns nothing for, keeps its
+    /// earlier fit.
+    void refit_profiles() {
+        const std::vector<profile_fit> fits = context_.predictor->fit(measured_, context_.tasks, workers_);
+        for (explaining_profile& p : profiles_) {
+            const auto i = static_cast<std::size_t>(p.index);
+            if (i >= fits.size()) continue;
+            for (std::size_t w = 0; w < p.seconds_per_cost.size(); ++w)
+                if (done_[w].count > 0) p.seconds_per_cost[w] = fits[i].seconds_per_cost[w];
         }
-        for (auto& [profile, pace] : profiles_) {
-            const auto i = static_cast<std::size_t>(profile);
-            if (i >= fits.size()) continue;  // nothing measured it can fit: the earlier fit stands
-            for (std::size_t w = 0; w < pace.size(); ++w)
-                if (done_[w].count > 0) pace[w] = fits[i].seconds_per_cost[w];
-        }
-        return profiles_;
     }
 
     void choose(task_count remaining, const std::string& why) {
@@ -223,9 +230,13 @@ private:
         pace_ = measured();
         // The profiles the measured chunks fit: each laid over the whole loop, with the workers' speeds fitted to it,
         // which tells a worker's speed apart from the costs of the tasks it got, and the tasks left from those measured.
-        const auto explaining = remaining <= context_.tasks ? explaining_profiles()
-                                                            : std::vector<std::pair<int, std::vector<double>>>{};
-        if (!explaining.empty()) pace_ = explaining.front().second;
+        bool fitted = false;  // whether this choice is judged on the profiles that explain the measurement
+        if (remaining <= context_.tasks && context_.predictor->fit && !measured_.empty()) {
+            if (choices_.empty()) find_profiles();
+            else refit_profiles();
+            fitted = !profiles_.empty();
+        }
+        if (fitted) pace_ = profiles_.front().seconds_per_cost;
         calibration_ = calibrate_times_only(pace_, static_cast<std::int64_t>(std::max<task_count>(context_.tasks, 1)));
         const auto fastest = static_cast<int>(std::min_element(pace_.begin(), pace_.end()) - pace_.begin());
         double speed = 0.0;
@@ -241,15 +252,15 @@ private:
         const std::vector<load_change> load = {{fastest, load_delay * horizon, load_factor}};
         std::vector<platform_estimate> platforms;
         std::string profiles;
-        if (!explaining.empty()) {
+        if (fitted) {
             // Each profile that explains the measurement, laid over the loop: with the fitted speeds, every worker at
             // their mean (a fit over few chunks may still mistake a task's cost for a worker's speed), and the load to
             // come.
-            for (const auto& [profile, pace] : explaining) {
-                platforms.push_back({pace, {}, profile, context_.tasks});
-                platforms.push_back({mean_of(pace), {}, profile, context_.tasks});
-                platforms.push_back({pace, load, profile, context_.tasks});
-                profiles += (profiles.empty() ? "" : ", ") + context_.predictor->profiles.at(static_cast<std::size_t>(profile));
+            for (const explaining_profile& p : profiles_) {
+                platforms.push_back({p.seconds_per_cost, {}, p.index, context_.tasks});
+                platforms.push_back({mean_of(p.seconds_per_cost), {}, p.index, context_.tasks});
+                platforms.push_back({p.seconds_per_cost, load, p.index, context_.tasks});
+                profiles += (profiles.empty() ? "" : ", ") + context_.predictor->profiles.at(static_cast<std::size_t>(p.index));
             }
         } else {
             // No profile explains it: every profile, stretched over the tasks left, on the measured paces and every
@@ -318,7 +329,7 @@ private:
         context.predictor = nullptr;
         inner_->start(context);
         if (inner_->learns_from_times())  // it starts from the speeds measured so far, as after a calibration
-            for (int w = 0; w < workers_; ++w) inner_->completed(w, 1, pace_[static_cast<std::size_t>(w)]);
+            for (int w = 0; w < workers_; ++w) inner_->completed(w, chunk{-1, 1}, pace_[static_cast<std::size_t>(w)]);
         std::fill(done_.begin(), done_.end(), since_choice{});
         measured_.clear();
         measured_since_ = 0;
@@ -343,7 +354,7 @@ private:
     std::vector<technique_choice> choices_;
     std::vector<measured_chunk> measured_;  ///< the latest chunks completed since the last choice, where they lay
     long long measured_since_ = 0;          ///< how many chunks were completed since the last choice
-    std::vector<std::pair<int, std::vector<double>>> profiles_;  ///< explaining_profiles()
+    std::vector<explaining_profile> profiles_;  ///< find_profiles(), refit_profiles(): best first
 };
 
 }  // namespace

@@ -73,9 +73,9 @@ public:
         const double fitness = inverse_[j] / inverse_sum_;
         return at_least_one(floor_count(static_cast<double>(s) / k_ * fitness + 0.5));
     }
-    void completed(int w, task_count count, double seconds) override {
+    void completed(int w, chunk done, double seconds) override {
         const auto j = static_cast<std::size_t>(w);
-        const double inv = static_cast<double>(count) / seconds;  // 1 / (per-task time)
+        const double inv = static_cast<double>(done.count) / seconds;  // 1 / (per-task time)
         inverse_sum_ += inv - inverse_[j];
         inverse_[j] = inv;
     }

@@ -153,9 +153,9 @@ public:
         const double k = 2.0 * er * er / (me.mu * (d + 2.0 * er + std::sqrt(d * d + 4.0 * d * er)));
         return clamp_chunk(k, first_);
     }
-    void completed(int w, task_count count, double seconds) override {
+    void completed(int w, chunk done, double seconds) override {
         worker& me = workers_[static_cast<std::size_t>(w)];
-        const double n = static_cast<double>(count);
+        const double n = static_cast<double>(done.count);
         const double x = seconds / n;  // this chunk's per-task time
         me.tasks += n;
         const double delta = x - me.mu;
@@ -273,12 +273,12 @@ public:
         workers_[j].batch = batch;
         return at_least_one(ceil_count(static_cast<double>(r_batch) * frozen_[j] / (x_ * pd)));
     }
-    void completed(int w, task_count count, double seconds) override {
+    void completed(int w, chunk done, double seconds) override {
         worker& me = workers_[static_cast<std::size_t>(w)];
         const double k = kind_ == kind::time_step ? static_cast<double>(me.batch + 1)  // batch index, 1-based
                                                   : static_cast<double>(++me.chunks);  // own chunk index
         me.weighted_time += k * (seconds + overhead_);
-        me.weighted_tasks += k * static_cast<double>(count);
+        me.weighted_tasks += k * static_cast<double>(done.count);
         const double inv = me.weighted_tasks / me.weighted_time;  // 1 / pi
         if (kind_ != kind::chunk) {  // batch kinds read inv at the next batch start only
             me.inv = inv;

@@ -75,7 +75,7 @@ public:
         if (dynamic <= 0) return 0;
         return std::min(inner_->next(w, dynamic), dynamic);
     }
-    void completed(int w, task_count n, double s) override { inner_->completed(w, n, s); }
+    void completed(int w, chunk done, double s) override { inner_->completed(w, done, s); }
 
 private:
     std::string name_, inner_name_;
