@@ -61,6 +61,12 @@ mandelbrot)
   python3 -c "import sys; sys.exit(0 if $cpu < 0.25 * $span else 1)" ||
     fail "the farmer used $cpu s of CPU in a makespan of $span s: it spins under its node's quota"
   say "the farmer alone under a quota of 0.8 used $cpu s of CPU in $span s"
+  # The setup's round trip is the network's (about 25 us here), not a wait for a rank whose quota is spent for the
+  # period (up to 80 ms on node2): per worker the least of three ping-pongs (skeleton/mpi/src/setup.cpp).
+  rtt=$(json_field alone.json round_trip)
+  python3 -c "import sys; sys.exit(0 if 0 < $rtt < 1e-3 else 1)" ||
+    fail "the setup measured a round trip of $rtt s across the nodes: a wait for a throttled rank, not the network's"
+  say "the setup's round trip across the nodes: $rtt s"
   ;;
 
 calcium)

@@ -144,7 +144,7 @@ struct farm_run {
     const shared_setup& setup;
     double t0;                           ///< the farm's start on this rank's clock: worker times are relative to it
     const std::vector<double>& offsets;  ///< on rank 0, each rank's clock minus its own (clock_offsets); else empty
-    double round_trip;                   ///< the mean round trip to the workers, measured on rank 0 and broadcast
+    double round_trip;                   ///< the round trip to a worker, measured on rank 0 (clock_offsets) and broadcast
     sampler& monitors;                   ///< this rank's readings
 };
 

@@ -127,7 +127,7 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
     }
     mpi::check(MPI_Barrier(comm.get()), "MPI_Barrier");
     const double t0 = now();  // every rank's clock starts here: worker times are relative to it
-    double round_trip = 0.0;  // mean over the workers, measured on rank 0: what a reclaim must win (farmer.hpp)
+    double round_trip = 0.0;  // measured on rank 0 (clock_offsets): what a reclaim must win (farmer.hpp)
     const std::vector<double> offsets = clock_offsets(comm.get(), rank, ranks, t0, &round_trip);
     // Every rank knows the round trip: the workers ask ahead (prefetch) about twice that before a chunk ends.
     mpi::check(MPI_Bcast(&round_trip, 1, MPI_DOUBLE, 0, comm.get()), "MPI_Bcast");
@@ -148,6 +148,7 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
     else
         r = run_worker_side(run, run.comm);
     if (!r.lost_ranks.empty()) mpi::note_lost_ranks();
+    r.round_trip = round_trip;
     finish_trace(comm.get(), rank, trace, options.output.trace, r);
     for (failed_task& f : r.failed_tasks) f.task += kernel.index_base;  // as the user counts them
     return r;

@@ -15,11 +15,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -293,27 +295,55 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
 }
 
 
-/// Clock alignment for traces: rank 0 exchanges one ping-pong with each worker in turn (Cristian's method).
-/// Returns, on rank 0, each rank's offset: worker time since its start minus farmer time since the farmer's
-/// start at the same instant (0 elsewhere), so that farmer_time = worker_time - offset. Error: half a round trip.
+/// Clock alignment for traces (Cristian's method): rank 0 exchanges ping-pongs with each worker in turn and keeps, per
+/// worker, the one of least round trip, for the offset and for the round trip. A rank that is not running when a ping
+/// comes (its CPU quota spent for the period, its core lent to another process) answers only when it runs again, up to
+/// a quota period later (100 ms under the usual CPU quota), and a round trip taken then is that wait, not the
+/// network's: each worker gets clock_pings ping-pongs, and one whose least is still over clock_suspect times the least
+/// of all gets up to clock_retries more, until one is not. A rank whose quota is nearly spent may still answer every
+/// ping late (on the emulated cluster of docs/cluster.md, a node at 0.2 of a core did in a third of the runs), so the
+/// farm's round trip is the lower median of the workers' least round trips, not their mean. Returns, on rank 0, each
+/// rank's offset: worker time since its start minus farmer time since the farmer's start at the same instant (0
+/// elsewhere), so that farmer_time = worker_time - offset. Error: half the least round trip.
 std::vector<double> clock_offsets(MPI_Comm comm, int rank, int ranks, double t0, double* round_trip) {
+    constexpr int clock_pings = 2, clock_retries = 6;
+    constexpr double clock_suspect = 4.0;
     std::vector<double> offsets(static_cast<std::size_t>(rank == 0 ? ranks : 0), 0.0);
     *round_trip = 0.0;
     if (rank == 0) {
-        for (int r = 1; r < ranks; ++r) {
+        std::vector<double> least(static_cast<std::size_t>(ranks), std::numeric_limits<double>::infinity());
+        // One ping-pong with worker r, kept when it is the least so far; `more` tells the worker whether another follows.
+        const auto ping = [&](int r, bool more) {
             const double sent = now() - t0;
+            const double message[2] = {sent, more ? 1.0 : 0.0};
             double theirs = 0.0;
-            mpi::check(MPI_Send(&sent, 1, MPI_DOUBLE, r, tag_clock, comm), "MPI_Send");
+            mpi::check(MPI_Send(message, 2, MPI_DOUBLE, r, tag_clock, comm), "MPI_Send");
             mpi::check(MPI_Recv(&theirs, 1, MPI_DOUBLE, r, tag_clock, comm, MPI_STATUS_IGNORE), "MPI_Recv");
             const double received = now() - t0;
-            offsets[static_cast<std::size_t>(r)] = theirs - (sent + received) / 2.0;
-            *round_trip += (received - sent) / (ranks - 1);
+            auto& l = least[static_cast<std::size_t>(r)];
+            if (received - sent < l) {
+                l = received - sent;
+                offsets[static_cast<std::size_t>(r)] = theirs - (sent + received) / 2.0;
+            }
+            return received - sent;
+        };
+        for (int r = 1; r < ranks; ++r)
+            for (int i = 0; i < clock_pings; ++i) ping(r, true);
+        const double all = *std::min_element(least.begin() + 1, least.end());
+        for (int r = 1; r < ranks; ++r) {
+            for (int i = 0; i < clock_retries && least[static_cast<std::size_t>(r)] > clock_suspect * all; ++i)
+                ping(r, true);
+            ping(r, false);  // the last: it tells the worker the setup's pings are over
         }
+        std::vector<double> sorted(least.begin() + 1, least.end());
+        std::nth_element(sorted.begin(), sorted.begin() + (ranks - 2) / 2, sorted.end());
+        *round_trip = sorted[static_cast<std::size_t>((ranks - 2) / 2)];
     } else {
-        double ping = 0.0;
-        mpi::check(MPI_Recv(&ping, 1, MPI_DOUBLE, 0, tag_clock, comm, MPI_STATUS_IGNORE), "MPI_Recv");
-        const double mine = now() - t0;
-        mpi::check(MPI_Send(&mine, 1, MPI_DOUBLE, 0, tag_clock, comm), "MPI_Send");
+        for (double message[2] = {0.0, 1.0}; message[1] != 0.0;) {
+            mpi::check(MPI_Recv(message, 2, MPI_DOUBLE, 0, tag_clock, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+            const double mine = now() - t0;
+            mpi::check(MPI_Send(&mine, 1, MPI_DOUBLE, 0, tag_clock, comm), "MPI_Send");
+        }
     }
     return offsets;
 }

@@ -361,6 +361,7 @@ PYBIND11_MODULE(_pfarm, m) {
                                "alias of percent_imbalance")
         .def_readonly("cov", &farm_report::cov)
         .def_readonly("farmer_cpu_seconds", &farm_report::farmer_cpu_seconds)
+        .def_readonly("round_trip", &farm_report::round_trip)
         .def_readonly("reclaims", &farm_report::reclaims)
         .def_readonly("reclaimed_tasks", &farm_report::reclaimed_tasks)
         .def_readonly("reruns", &farm_report::reruns)

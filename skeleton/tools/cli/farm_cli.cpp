@@ -194,7 +194,7 @@ nlohmann::json report_json(const farm_report& r) {
                      {"percent_imbalance", r.percent_imbalance}, {"cov", r.cov},
                      {"tasks_per_rank", r.tasks_per_rank},       {"chunks_per_rank", chunk_lists(r.chunks_per_rank)},
                      {"busy_per_rank", r.busy_per_rank},         {"finish_per_rank", r.finish_per_rank},
-                     {"farmer_cpu_seconds", r.farmer_cpu_seconds},
+                     {"farmer_cpu_seconds", r.farmer_cpu_seconds}, {"round_trip", r.round_trip},
                      {"reclaims", r.reclaims},         {"reclaimed_tasks", r.reclaimed_tasks},
                      {"reruns", r.reruns},             {"rerun_tasks", r.rerun_tasks},
                      {"journaled", r.journaled},       {"learned", r.learned},

@@ -181,6 +181,10 @@ struct farm_report : report_entries {
     bool learned = false;           ///< the calibration came from schedule_options::learned: no calibration tasks ran
     task_count journaled = 0;       ///< tasks restored from resume_options::journal, not computed (the rest were farmed)
     double farmer_cpu_seconds = 0.0; ///< CPU time the farmer process used (shows whether it spun idle)
+    /// The round trip between rank 0 and a worker measured at the setup (per worker the least of a few ping-pongs;
+    /// the lower median over the workers), seconds: what prefetch, reclaim, the straggler check and `auto` take a
+    /// request to cost. 0 on one rank.
+    double round_trip = 0.0;
     /// on_worker_loss stop or continue: the ranks presumed lost, in the order they were (their tasks were computed
     /// elsewhere with continue), on every living rank. Empty otherwise.
     std::vector<int> lost_ranks;
