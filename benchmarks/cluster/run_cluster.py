@@ -327,6 +327,14 @@ def in_run_bound(trace, costs):
     return 1 / sum(work[k] / busy[k] for k in work if busy[k] > 0)
 
 
+def first_sent(trace):
+    """When the farm sent its first chunk, on its clock: its setup (clock offsets and round trip, the monitors'
+    collectives), part of the makespan and not of the simulated farm."""
+    with open(trace) as f:
+        rows = [line for line in f if not line.startswith("#")]
+    return min(float(row["sent"]) for row in csv.DictReader(rows))
+
+
 def run_bound(key, r, sp, i):
     """The (a) bound of run i of a case: W / sum of the speeds, integrated over the schedule where there is one."""
     if key[1] == "non-dedicated":
@@ -423,8 +431,8 @@ def calibration_span(farm_args):
     return 2 * QUOTA_PERIOD_S
 
 
-def simulate(programs, work, tag, technique, targs, reclaim, costs_path, T, latency, changes, span):
-    platform = {"task_times": list(T), "latency": latency, "overhead": 0.0}
+def simulate(programs, work, tag, technique, targs, reclaim, costs_path, T, latency, changes, span, setup):
+    platform = {"task_times": list(T), "latency": latency, "overhead": 0.0, "setup": setup}
     if changes:
         platform["load_changes"] = changes
     path = os.path.join(work, f"platform-{tag}.json")
@@ -442,7 +450,12 @@ def simulate(programs, work, tag, technique, targs, reclaim, costs_path, T, late
 
 def simulate_rows(programs, work, wl, results, sp, costs_path, rtt, span):
     """(c): pfarm-sim's prediction of every (b) row of workload wl, on the platform measured for it (sp: its
-    speeds, the schedule's scale E, h and sigma) with the runs' calibration span, stored as results[key]["sim"]."""
+    speeds, the schedule's scale E, h and sigma) with the runs' calibration span and the median setup of the layout's
+    runs (the time to their first chunk sent), stored as results[key]["sim"]."""
+    setups = {}
+    for key, r in results.items():
+        if key[0] == wl and key[1] != "farmers":
+            setups.setdefault(key[1], []).extend(r.get("setup", []))
     for key, r in results.items():
         if key[0] != wl or key[1] == "farmers":
             continue
@@ -450,7 +463,8 @@ def simulate_rows(programs, work, wl, results, sp, costs_path, rtt, span):
         changes = load_changes(schedule_events(sp["E"]), sp["T"], sp["TL"], median(r["offsets"])) \
             if layout == "non-dedicated" else None
         r["sim"] = simulate(programs, work, f"{wl}-{layout}", t, technique_args(t, sp["tasks"], sp["h"], sp["sigma"]),
-                            reclaim, costs_path, sp["T"], rtt / 2, changes, span)
+                            reclaim, costs_path, sp["T"], rtt / 2, changes, span,
+                            median(setups[layout]) if setups.get(layout) else 0.0)
 
 
 def fmt(x, d=3):
@@ -591,6 +605,7 @@ def main(argv=None):
                             m = rep_json["makespan"]
                             offset = max(0.0, wall - m) if wall else 0.0
                             inrun = in_run_bound(trace, costs)
+                            setup = first_sent(trace)
                             key = (wl, layout, t, reclaim)
                             r = results.setdefault(key, {"makespans": [], "offsets": [], "inrun": [], "load1": []})
                             if "choices" in rep_json:  # auto: what it chose, when and why, per run
@@ -600,10 +615,13 @@ def main(argv=None):
                             r["makespans"].append(m)
                             r["offsets"].append(offset)
                             r["inrun"].append(inrun)
+                            r.setdefault("setup", []).append(setup)
+                            r.setdefault("round_trip", []).append(rep_json.get("round_trip"))
                             r["load1"].append(l1)
                             rows.append({"part": "b", "workload": wl, "layout": layout, "farmer": "flat",
                                          "technique": t, "reclaim": int(reclaim), "rep": rep + 1,
                                          "makespan": m, "offset": offset, "inrun_bound": inrun, "load1": l1,
+                                         "setup": setup, "round_trip": rep_json.get("round_trip"),
                                          "tasks_per_rank": " ".join(map(str, rep_json["tasks_per_rank"]))})
                             log(f"{wl} {layout} {t}{' reclaim' if reclaim else ''} rep {rep + 1}: {m:.3f} s, "
                                 f"/ bound before {m / E:.3f}, / in-run bound {m / inrun:.3f}, offset {offset:.2f}, "
@@ -669,7 +687,7 @@ def main(argv=None):
     os.makedirs(os.path.dirname(os.path.abspath(out_csv)), exist_ok=True)
     with open(out_csv, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["part", "workload", "layout", "farmer", "technique", "reclaim", "rep",
-                                          "makespan", "bound", "ratio", "inrun_bound", "inrun_ratio", "offset",
+                                          "makespan", "bound", "ratio", "inrun_bound", "inrun_ratio", "offset", "setup", "round_trip",
                                           "load1", "tasks_per_rank"])
         w.writeheader()
         for r in rows:   # the (a) bounds, known once the speeds were measured again after the runs
@@ -687,9 +705,10 @@ def main(argv=None):
     raw = {"mode": mode, "quick": args.quick, "reps": reps, "techniques": list(techniques), "speeds": speeds,
            "results": [[list(k), v] for k, v in results.items()], "extra": extra, "rtt": rtt, "weights": weights,
            "uptime_start": uptime_start, "uptime_end": uptime_end, "elapsed": elapsed, "today": today,
-           "sim_farmer_computes": True, "farm_args": args.farm_args, "sim_calibration_span": True}
+           "sim_farmer_computes": True, "farm_args": args.farm_args, "sim_calibration_span": True, "sim_setup": True}
     with open(os.path.splitext(out_csv)[0] + ".json", "w") as f:
         json.dump(raw, f)
+    args.sim_setup = True
     report, summary = render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, uptime_start,
                              uptime_end, elapsed, out_csv, today)
     os.makedirs(os.path.dirname(os.path.abspath(out_md)), exist_ok=True)
@@ -732,13 +751,14 @@ def render_again(args):
             shutil.rmtree(work, ignore_errors=True)
         # the new predictions beside the new report, the measured run's JSON left as it was
         raw.update(resimulated=datetime.date.today().isoformat(), sim_farmer_computes=True, sim_calibration_span=True,
-                   results=[[list(k), v] for k, v in results.items()])
+                   sim_setup=any("setup" in v for v in results.values()), results=[[list(k), v] for k, v in results.items()])
         os.makedirs(os.path.dirname(os.path.abspath(out_md)), exist_ok=True)
         with open(os.path.splitext(out_md)[0] + ".json", "w") as f:
             json.dump(raw, f)
     args.resimulated = raw.get("resimulated")
     args.sim_farmer_computes = raw.get("sim_farmer_computes", False)  # a record made before the model had it
     args.sim_calibration_span = raw.get("sim_calibration_span", False)  # likewise
+    args.sim_setup = raw.get("sim_setup", False)  # likewise
     args.quick = raw.get("quick", raw["mode"] == "quick")
     args.workload = raw["mode"]
     args.techniques = ",".join(raw["techniques"])
@@ -862,6 +882,14 @@ def render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, u
                                 min(plain, rec) <= TARGET_AUTO))
                 line.append(f"auto / best: {plain:.3f} ({rec:.3f} with reclaim).")
             L.append(" ".join(line) + "\n")
+            setups = [x for t in techniques for rc in (False, True) for x in results[(wl, layout, t, rc)].get("setup", [])]
+            trips = [x for t in techniques for rc in (False, True)
+                     for x in results[(wl, layout, t, rc)].get("round_trip", []) if x]
+            if setups and trips:
+                L.append(f"The farms' setup (to the first chunk sent: clock offsets, round trip, the monitors' "
+                         f"collectives; in the makespan, not in the simulated farm): median {median(setups):.3f} s "
+                         f"({min(setups):.3f}-{max(setups):.3f}); the round trip the setup measured: median "
+                         f"{median(trips) * 1e6:.0f} us ({min(trips) * 1e6:.0f}-{max(trips) * 1e6:.0f}).\n")
     share = sum(sim_rows) / len(sim_rows) if sim_rows else 0.0
     targets.append((f"simulator within 10% of the measurement on at least {round(TARGET_SIM_SHARE * 100)}% of rows",
                     f"{sum(sim_rows)} of {len(sim_rows)} rows ({share * 100:.0f}%)", share >= TARGET_SIM_SHARE))
@@ -875,6 +903,8 @@ def render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, u
              ("It calibrates over the runs' calibration span (`pfarm-sim --calibration-span`). "
               if getattr(args, "sim_calibration_span", True) else
               "It calibrates on one task per worker, not over the runs' calibration span. ") +
+             ("Its farm starts after the layout's median setup (the runs' time to their first chunk sent, "
+              "`setup` in the platform). " if getattr(args, "sim_setup", False) else "") +
              "The in-run bound uses the same costs.\n")
     if getattr(args, "resimulated", None):
         L.append(f"Predictions made again on {args.resimulated} from the run's JSON with that day's `pfarm-sim` "

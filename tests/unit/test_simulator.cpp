@@ -310,6 +310,24 @@ TEST(SimulatorTiming, OverheadAndLatency) {
     EXPECT_DOUBLE_EQ(r.lower_bound, 3.0);
 }
 
+TEST(SimulatorTiming, ASetupDelaysTheFirstRequestsAndCountsInTheMakespan) {
+    // As OverheadAndLatency, the first request sent at 2 (the setup): every time 2 later. A load change keeps its time
+    // from the farm's start: worker 0 twice as slow from 6.5 on, so the third task (from 7) takes 2.
+    auto pl = make_platform({1}, 0.5, 0.25);
+    pl.setup = 2.0;
+    const auto r = sim::simulate(pl, make_workload(3), "ss", {}, {.keep_trace = true});
+    ASSERT_EQ(r.trace.size(), 3u);
+    EXPECT_DOUBLE_EQ(r.trace[0].started, 3.0);
+    EXPECT_DOUBLE_EQ(r.trace[2].started, 7.0);
+    EXPECT_DOUBLE_EQ(r.makespan, 8.25);
+    pl.load_changes = {{0, 6.5, 2.0}};
+    EXPECT_DOUBLE_EQ(sim::simulate(pl, make_workload(3), "ss", {}).makespan, 9.25);
+    pfarm::testing::expect_invalid([&] { sim::simulate(pl, make_workload(3), "ss", {}, {.farmer = sim::farmer_kind::decentralised}); },
+                                   "setup");
+    pl.setup = -1.0;
+    pfarm::testing::expect_invalid([&] { sim::simulate(pl, make_workload(3), "ss", {}); }, "setup");
+}
+
 TEST(SimulatorTiming, TheFarmerServesOneRequestAtATimeTiesByWorkerIndex) {
     // Both requests arrive at 0; worker 0 is served first (0-1), worker 1 queues (1-2).
     const auto r = sim::simulate(make_platform({1, 1}, 1.0), make_workload(4), "ss", {}, {.keep_trace = true});
@@ -556,6 +574,13 @@ TEST(SimulatorInput, JsonPlatformFile) {
     EXPECT_EQ(p.load_changes[1].time, 5.5);
     EXPECT_EQ(p.load_changes[1].factor, 0.5);
     EXPECT_NO_THROW(sim::simulate(p, make_workload(100), "fss", {}));
+
+    const auto with_setup = temp_file("setup.json", R"({"task_times": [1], "setup": 0.25})");
+    EXPECT_EQ(sim::load_platform(with_setup.string()).setup, 0.25);
+    const auto bad_setup = temp_file("bad_setup.json", R"({"task_times": [1], "setup": -1})");
+    EXPECT_NE(pfarm::testing::expect_invalid([&] { sim::load_platform(bad_setup.string(), "--platform"); }, "--platform")
+                  .find("'setup'"),
+              std::string::npos);
 
     const auto minimal = temp_file("minimal.json", R"({"task_times": [2]})");
     const auto m = sim::load_platform(minimal.string());

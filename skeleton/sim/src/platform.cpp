@@ -42,10 +42,11 @@ platform load_platform(const std::string& path, const std::string& argument) {
     if (!j.is_object()) throw invalid_argument(argument, "'" + path + "': expected a JSON object");
     for (const auto& [key, value] : j.items()) {
         (void)value;
-        if (key != "task_times" && key != "overhead" && key != "latency" && key != "load_changes" && key != "monitors" &&
+        if (key != "task_times" && key != "overhead" && key != "latency" && key != "setup" && key != "load_changes" &&
+            key != "monitors" &&
             key != "master_overhead" && key != "supermaster_overhead" && key != "master_latency" &&
             key != "atomic_overhead" && key != "atomic_latency")
-            throw bad(key, "is unknown; expected task_times, overhead, latency, load_changes, monitors, master_overhead, "
+            throw bad(key, "is unknown; expected task_times, overhead, latency, setup, load_changes, monitors, master_overhead, "
                            "supermaster_overhead, master_latency, atomic_overhead, atomic_latency");
     }
     const auto number = [&](const nlohmann::json& v, const std::string& field) {
@@ -63,11 +64,12 @@ platform load_platform(const std::string& path, const std::string& argument) {
         if (!(v > 0.0) || !std::isfinite(v)) throw bad(field, "is " + show(v) + "; expected a finite value > 0");
         pl.task_times.push_back(v);
     }
-    for (const char* field : {"overhead", "latency"}) {
+    for (const char* field : {"overhead", "latency", "setup"}) {
         if (!j.contains(field)) continue;
         const double v = number(j[field], field);
         if (!(v >= 0.0) || !std::isfinite(v)) throw bad(field, "is " + show(v) + "; expected a finite value >= 0");
-        (std::string(field) == "overhead" ? pl.overhead : pl.latency) = v;
+        const std::string name = field;
+        (name == "overhead" ? pl.overhead : name == "latency" ? pl.latency : pl.setup) = v;
     }
     for (const char* field : {"master_overhead", "supermaster_overhead", "master_latency"}) {  // hierarchical farm
         if (!j.contains(field)) continue;

@@ -255,6 +255,8 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         throw invalid_argument("farmer_computes", "is set; the simulator models a farmer that computes in the flat farm only");
     if (run.calibration_span != 0.0 && run.farmer != farmer_kind::flat)
         throw invalid_argument("calibration_span", "is set; the simulator models a calibration span in the flat farm only");
+    if (given.setup != 0.0 && run.farmer != farmer_kind::flat)
+        throw invalid_argument("setup", "is set; the simulator models a farm's setup time in the flat farm only");
     if (run.farmer == farmer_kind::hierarchical) return simulate_hierarchical(given, wl, technique, options, run);
     if (run.masters != 0)  // contradictory: only the hierarchical farmer has masters
         throw invalid_argument("masters", "is " + std::to_string(run.masters) + "; only farmer = hierarchical has masters");
@@ -285,7 +287,7 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         farmer_server.set_gate(0, [&workers](double t) { return workers.task_end_at(0, t); });
     const auto latency_to = [&](int worker) { return run.farmer_computes && worker == 0 ? 0.0 : pl.latency; };
     result out = result_for(pl, workers.total_work());
-    for (std::size_t j = 0; j < up; ++j) workers.start(j, 0.0);  // every worker asks at t = 0
+    for (std::size_t j = 0; j < up; ++j) workers.start(j, pl.setup);  // every worker asks once the setup is over
 
     // Serves message m from time `now`, when the farmer turns to it; each answer (a reply, or a worker parked
     // by its own request) takes `overhead`, one after the other. Returns when the farmer is free again.

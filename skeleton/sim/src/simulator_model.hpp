@@ -42,6 +42,7 @@ inline void validate(const platform& pl) {
     for (std::size_t i = 0; i < pl.task_times.size(); ++i) check_time_per_task(pl.task_times[i], i, "task_times");
     check_non_negative(pl.overhead, "platform.overhead");  // technique_options has an overhead too
     check_non_negative(pl.latency, "latency");
+    check_non_negative(pl.setup, "setup");
     if (pl.master_overhead) check_non_negative(*pl.master_overhead, "master_overhead");
     if (pl.supermaster_overhead) check_non_negative(*pl.supermaster_overhead, "supermaster_overhead");
     if (pl.master_latency) check_non_negative(*pl.master_latency, "master_latency");

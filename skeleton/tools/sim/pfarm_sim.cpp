@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
     auto* times_option = app.add_option("--task-times", task_times, "per-worker time per unit task t1,...,tP");
     auto* platform_option =
         app.add_option("--platform", platform_file,
-                       "JSON platform {\"task_times\": [...], \"overhead\": x, \"latency\": y, \"load_changes\": "
+                       "JSON platform {\"task_times\": [...], \"overhead\": x, \"latency\": y, \"setup\": s, \"load_changes\": "
                        "[{\"worker\": w, \"time\": t, \"factor\": f}], \"master_overhead\": x, "
                        "\"supermaster_overhead\": x, \"master_latency\": y, \"atomic_overhead\": x, \"atomic_latency\": y}");
     times_option->excludes(platform_option);

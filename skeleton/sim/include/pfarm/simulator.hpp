@@ -38,6 +38,10 @@ struct platform {
     std::vector<double> task_times;  ///< per worker: seconds per unit-cost task (> 0)
     double overhead = 0.0;           ///< farmer service time per request (>= 0)
     double latency = 0.0;            ///< one-way message latency (>= 0)
+    /// Seconds before the workers' first requests (>= 0), counted in the makespan: the MPI farm's setup (its clock
+    /// offsets and round trip, the monitors' collectives), which its trace shows as the first chunk's `sent`. The
+    /// flat farm only; load changes keep their times from the farm's start.
+    double setup = 0.0;
     /// From simulated time `time` on, worker `worker`'s task time is multiplied by `factor` (pfarm/emulation.hpp;
     /// --load-change WORKER:TIME:FACTOR is parsed by pfarm::parse_load_change).
     std::vector<load_change> load_changes;
@@ -67,7 +71,7 @@ struct platform {
 inline constexpr double default_atomic_overhead = 0.17e-6;
 inline constexpr double default_atomic_latency = 0.086e-6;
 
-/// Reads a platform from JSON: {"task_times": [...], "overhead": x, "latency": y,
+/// Reads a platform from JSON: {"task_times": [...], "overhead": x, "latency": y, "setup": s,
 /// "load_changes": [{"worker": 0, "time": 10.0, "factor": 2.0}, ...],
 /// "monitors": [{"availability": 0.5, "latency": 1e-4, "benchmark": 300}, ...],
 /// "master_overhead": x, "supermaster_overhead": x, "master_latency": y, "atomic_overhead": x, "atomic_latency": y}
