@@ -102,7 +102,7 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
                    const farm_options& options, std::unique_ptr<technique>& policy);
 
 /// Clock alignment for traces (Cristian's method): on rank 0, each rank's clock minus the farmer's.
-std::vector<double> clock_offsets(MPI_Comm comm, int rank, int ranks, double t0, double* round_trip);
+std::vector<double> clock_offsets(MPI_Comm comm, int rank, int ranks, double t0, bool gentle, double* round_trip);
 
 /// What the monitors read, as the run needs it; one per rank.
 class sampler {

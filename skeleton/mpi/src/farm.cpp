@@ -128,7 +128,7 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
     mpi::check(MPI_Barrier(comm.get()), "MPI_Barrier");
     const double t0 = now();  // every rank's clock starts here: worker times are relative to it
     double round_trip = 0.0;  // measured on rank 0 (clock_offsets): what a reclaim must win (farmer.hpp)
-    const std::vector<double> offsets = clock_offsets(comm.get(), rank, ranks, t0, &round_trip);
+    const std::vector<double> offsets = clock_offsets(comm.get(), rank, ranks, t0, setup.config.gentle_wait != 0, &round_trip);
     // Every rank knows the round trip: the workers ask ahead (prefetch) about twice that before a chunk ends.
     mpi::check(MPI_Bcast(&round_trip, 1, MPI_DOUBLE, 0, comm.get()), "MPI_Bcast");
     sampler monitors(setup, rank, t0);

@@ -304,12 +304,20 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
 /// ping late (on the emulated cluster of docs/cluster.md, a node at 0.2 of a core did in a third of the runs), so the
 /// farm's round trip is the lower median of the workers' least round trips, not their mean. Returns, on rank 0, each
 /// rank's offset: worker time since its start minus farmer time since the farmer's start at the same instant (0
-/// elsewhere), so that farmer_time = worker_time - offset. Error: half the least round trip.
-std::vector<double> clock_offsets(MPI_Comm comm, int rank, int ranks, double t0, double* round_trip) {
+/// elsewhere), so that farmer_time = worker_time - offset. Error: half the least round trip. With `gentle` every rank
+/// waits for its message polling with a growing sleep (wait_any) after a short spin, which catches the next ping of
+/// a series: a rank that spins while it waits for its turn spends its node's quota on it and is then not running.
+std::vector<double> clock_offsets(MPI_Comm comm, int rank, int ranks, double t0, bool gentle, double* round_trip) {
     constexpr int clock_pings = 2, clock_retries = 6;
     constexpr double clock_suspect = 4.0;
     std::vector<double> offsets(static_cast<std::size_t>(rank == 0 ? ranks : 0), 0.0);
     *round_trip = 0.0;
+    const auto receive_doubles = [&](double* into, int count, int source) {
+        MPI_Request request = MPI_REQUEST_NULL;
+        MPI_Status status;
+        mpi::check(MPI_Irecv(into, count, MPI_DOUBLE, source, tag_clock, comm, &request), "MPI_Irecv");
+        wait_any(1, &request, status, true, gentle);
+    };
     if (rank == 0) {
         std::vector<double> least(static_cast<std::size_t>(ranks), std::numeric_limits<double>::infinity());
         // One ping-pong with worker r, kept when it is the least so far; `more` tells the worker whether another follows.
@@ -318,7 +326,7 @@ std::vector<double> clock_offsets(MPI_Comm comm, int rank, int ranks, double t0,
             const double message[2] = {sent, more ? 1.0 : 0.0};
             double theirs = 0.0;
             mpi::check(MPI_Send(message, 2, MPI_DOUBLE, r, tag_clock, comm), "MPI_Send");
-            mpi::check(MPI_Recv(&theirs, 1, MPI_DOUBLE, r, tag_clock, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+            receive_doubles(&theirs, 1, r);
             const double received = now() - t0;
             auto& l = least[static_cast<std::size_t>(r)];
             if (received - sent < l) {
@@ -340,7 +348,7 @@ std::vector<double> clock_offsets(MPI_Comm comm, int rank, int ranks, double t0,
         *round_trip = sorted[static_cast<std::size_t>((ranks - 2) / 2)];
     } else {
         for (double message[2] = {0.0, 1.0}; message[1] != 0.0;) {
-            mpi::check(MPI_Recv(message, 2, MPI_DOUBLE, 0, tag_clock, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+            receive_doubles(message, 2, 0);
             const double mine = now() - t0;
             mpi::check(MPI_Send(&mine, 1, MPI_DOUBLE, 0, tag_clock, comm), "MPI_Send");
         }
