@@ -51,6 +51,14 @@ mandelbrot)
     [ "$(json_field "c-${t%% *}.json" ranks)" = 4 ] || fail "$t: not 4 ranks"
   done
   say "checksum $ref and the image identical to one node's for gss, multi, af, ss with prefetch and reclaim"
+  # Each node's daemon binds its own ranks as if the cores were its alone: two ranks on two nodes would both be
+  # bound to core 0 (a round trip of 8 ms, one core idle). The harness runs them unbound; the quotas divide the
+  # cores.
+  host_cpus=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)
+  pc run --host node0:1,node1:1 -- sh -c 'awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status' >cpus.txt
+  [ "$(sort -u cpus.txt)" = "$host_cpus" ] ||
+    fail "ranks on two nodes may run on CPUs $(sort -u cpus.txt | tr '\n' ' '), not every CPU ($host_cpus)"
+  say "ranks on two nodes unbound: CPUs $host_cpus"
   # Under a CPU quota a waiting rank does not spin (skeleton/mpi/src/setup.cpp): the farmer alone on node0 (quota
   # 0.8 of a core, one rank) serving gss's few chunks waits nearly the whole makespan. Sleeping between probes it
   # uses about 0.05 of the makespan in CPU time; spinning (measured with the sleep disabled), 0.73. With ss's 2000
