@@ -862,10 +862,10 @@ def render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, u
                     key = (wl, layout, t, reclaim)
                     r = results[key]
                     m = median(r["makespans"])
-                    ratio = median([a / run_bound(key, r, speeds[wl], i) for i, a in enumerate(r["makespans"])])
+                    per_run[(t, reclaim)] = [a / run_bound(key, r, speeds[wl], i) for i, a in enumerate(r["makespans"])]
+                    ratio = median(per_run[(t, reclaim)])
                     inrun = median([a / b for a, b in zip(r["makespans"], r["inrun"])])
                     ratios[(t, reclaim)] = ratio
-                    per_run[(t, reclaim)] = [a / run_bound(key, r, speeds[wl], i) for i, a in enumerate(r["makespans"])]
                     inruns[(t, reclaim)] = inrun
                     sr = r["sim"] / m
                     sim_rows.append(abs(sr - 1) <= TARGET_SIM)
@@ -904,7 +904,7 @@ def render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, u
                 if held:
                     line.append(f"Held out (the best of the others and auto's better mode chosen on the other runs, "
                                 f"judged on the run left out; the best of medians above is the least of "
-                                f"{len([k for k in per_run if k[0] != 'auto'])} noisy figures): auto / best "
+                                f"{sum(k[0] != 'auto' for k in per_run)} noisy figures): auto / best "
                                 f"{median(held):.3f} (each run left out: {', '.join(f'{x:.3f}' for x in held)}).")
             L.append(" ".join(line) + "\n")
             setups = [x for t in techniques for rc in (False, True) for x in results[(wl, layout, t, rc)].get("setup", [])]

@@ -307,7 +307,7 @@ PY
   timed "decentralised reference" local_mpi 3 "$MANDELBROT" "${dargs[@]}" --output dref.pgm >/dev/null
   in_farm=0 early=0 late=""
   cpu=0.3
-  for attempt in 1 2 3 4 5 6; do
+  for _ in 1 2 3 4 5 6; do  # at most six runs
     rm -rf decentralised && mkdir decentralised && cd decentralised
     t0=$SECONDS
     set +e
