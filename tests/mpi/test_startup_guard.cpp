@@ -4,8 +4,15 @@
 //           ends each with status 4 and the message
 //   ok      a farm of about 3 s on every rank with a bound of 1 s: the farm's setup ends the guard, so the farm
 //           completes and every rank exits 0
+//   unarrived  rank 2 kills itself past MPI_Init, before the setup's end (end_setup): rank 1 has come to it, rank 0
+//           waits for rank 2, and neither begins the farm: both end with status 4 (never rank 0 alone, the others
+//           then waiting for it in the farm)
+//   arrived rank 2 comes to the setup's end and kills itself before rank 0's go: rank 0 has every rank, and both it
+//           and rank 1 pass (rank 2 is then a worker lost in the farm); each says "passed" and exits 0
 //   bound   (no MPI) PFARM_STARTUP_TIMEOUT read by startup_bound_seconds: its default, a value, 0 (off), and the
 //           refusals naming the variable
+#include "engine.hpp"
+#include "messages.hpp"
 #include "pfarm/error.hpp"
 #include "pfarm/farm.hpp"
 #include "pfarm/mpi.hpp"
@@ -51,6 +58,18 @@ int main(int argc, char** argv) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (scenario == "killed" && rank == 2) raise(SIGKILL);
+    if (scenario == "unarrived" || scenario == "arrived") {
+        MPI_Barrier(MPI_COMM_WORLD);  // every rank past MPI_Init's fence
+        if (rank == 2) {
+            if (scenario == "arrived") MPI_Send(nullptr, 0, MPI_BYTE, 0, pfarm::detail::tag_setup, MPI_COMM_WORLD);
+            raise(SIGKILL);
+        }
+        pfarm::detail::end_setup(MPI_COMM_WORLD, rank, 3);
+        std::printf("%s: rank %d passed\n", scenario.c_str(), rank);
+        std::fflush(stdout);
+        pfarm::mpi::note_lost_ranks();  // MPI_Finalize would wait for rank 2
+        return 0;
+    }
     std::vector<double> out(60, 0.0);
     const pfarm::farm_report r = pfarm::farm(MPI_COMM_WORLD, pfarm::index_range{0, 60}, std::span<double>(out),
                                              [](pfarm::task_count i, double& y) {

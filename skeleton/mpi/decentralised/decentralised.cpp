@@ -182,8 +182,7 @@ public:
                 std::memcpy(window_.local(window_.in_at()), run_.in, static_cast<std::size_t>(window_.in_size()));
             mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
         }
-        mpi::check(MPI_Barrier(run_.comm), "MPI_Barrier");
-        mpi::startup_over();  // every rank is past the setup's collectives (pfarm::mpi::guard_startup)
+        end_setup(run_.comm, run_.rank, run_.ranks);  // a barrier: nobody claims before rank 0's window is ready
 
         progress_reporter progress(run_.rank == 0 ? run_.options.output.progress : progress_mode::quiet, tasks_);
         if (reissue_) {

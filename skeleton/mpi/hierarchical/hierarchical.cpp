@@ -68,7 +68,7 @@ farm_report run_hierarchical(const farm_run& run) {
     owned_comm down, up;
     down.split(comm, g < 0 ? MPI_UNDEFINED : g, rank);         // a group: its master is rank 0 there
     up.split(comm, rank == 0 || is_master ? 0 : MPI_UNDEFINED, rank);  // rank 0 and the masters, in rank order
-    mpi::startup_over();  // every rank is past the setup's collectives (pfarm::mpi::guard_startup)
+    end_setup(comm, rank, ranks);
     if (g >= 0 && !is_master)  // a worker, as in the flat farm; its master is its farmer
         return run_worker_side(run, down.comm, setup.config.worker_loss != 0 ? comm : MPI_COMM_NULL);
 

@@ -101,6 +101,14 @@ void broadcast_string(MPI_Comm comm, std::string& text, const std::vector<int>& 
 shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const task_kernel& kernel,
                    const farm_options& options, std::unique_ptr<technique>& policy);
 
+/// The end of every farm's setup, after its last collective: each rank tells rank 0 it is there and waits for rank
+/// 0's go, which rank 0 sends once every rank has come (a barrier, and the one place where the startup's watch ends:
+/// pfarm::mpi::startup_over). A rank passes it only after rank 0 has: a rank lost during the setup leaves rank 0
+/// waiting, so that no rank begins the farm and every startup watch fires (status 4 on every living rank), never
+/// rank 0's alone while the others wait for it in the farm. Rank 0's go goes without a wait on its delivery (a rank
+/// lost just then is a lost worker of the farm).
+void end_setup(MPI_Comm comm, int rank, int ranks);
+
 /// Clock alignment for traces (Cristian's method): on rank 0, each rank's clock minus the farmer's.
 std::vector<double> clock_offsets(MPI_Comm comm, int rank, int ranks, double t0, bool gentle, double* round_trip);
 

@@ -134,8 +134,8 @@ farm_report run_farm(MPI_Comm user_comm, const std::byte* in, std::byte* out, ta
     sampler monitors(setup, rank, t0);
     monitors.start(comm.get(), rank);  // collective: latency probe, benchmark kernel (part of the makespan)
     farm_report r;
-    // The setup's collectives are over (the other farms have their own first: each calls startup_over after them).
-    if (setup.config.farmer == static_cast<std::int32_t>(farmer_mode::flat)) mpi::startup_over();
+    // The flat farm's setup ends here (the other farms have their own first: each calls end_setup after it).
+    if (setup.config.farmer == static_cast<std::int32_t>(farmer_mode::flat)) end_setup(comm.get(), rank, ranks);
     const farm_run run{comm.get(), rank, ranks, in, out, kernel, options, setup, t0, offsets, round_trip, monitors};
     if (setup.config.farmer == static_cast<std::int32_t>(farmer_mode::decentralised))
         r = run_decentralised(run);

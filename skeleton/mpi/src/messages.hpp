@@ -35,6 +35,7 @@ constexpr int tag_lost = 10;     // hierarchical, on_worker_loss: a master -> ra
 constexpr int tag_part = 11;     // hierarchical, on_worker_loss: a master -> rank 0, its part of the report
 constexpr int tag_alive = 12;    // hierarchical, on_worker_loss: a worker of a master presumed lost -> rank 0, alive
 constexpr int tag_more = 13;     // decentralised, on_worker_loss: rank 0 -> a rank that ended, tasks a lost rank left
+constexpr int tag_setup = 14;    // the setup's end (end_setup): each rank -> rank 0 "past the setup"; rank 0 back: go
 
 /// A message up to this size carries its payload; a larger one sends its header alone and its payload after.
 constexpr std::size_t inline_capacity = 64 * 1024;

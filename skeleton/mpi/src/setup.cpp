@@ -307,6 +307,23 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
 /// elsewhere), so that farmer_time = worker_time - offset. Error: half the least round trip. With `gentle` every rank
 /// waits for its message polling with a growing sleep (wait_any) after a short spin, which catches the next ping of
 /// a series: a rank that spins while it waits for its turn spends its node's quota on it and is then not running.
+void end_setup(MPI_Comm comm, int rank, int ranks) {
+    if (rank != 0) {
+        mpi::check(MPI_Send(nullptr, 0, MPI_BYTE, 0, tag_setup, comm), "MPI_Send");
+        mpi::check(MPI_Recv(nullptr, 0, MPI_BYTE, 0, tag_setup, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+        mpi::startup_over();
+        return;
+    }
+    for (int i = 1; i < ranks; ++i)
+        mpi::check(MPI_Recv(nullptr, 0, MPI_BYTE, MPI_ANY_SOURCE, tag_setup, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+    mpi::startup_over();
+    for (int r = 1; r < ranks; ++r) {
+        MPI_Request go = MPI_REQUEST_NULL;
+        mpi::check(MPI_Isend(nullptr, 0, MPI_BYTE, r, tag_setup, comm, &go), "MPI_Isend");
+        mpi::check(MPI_Request_free(&go), "MPI_Request_free");
+    }
+}
+
 std::vector<double> clock_offsets(MPI_Comm comm, int rank, int ranks, double t0, bool gentle, double* round_trip) {
     constexpr int clock_pings = 2, clock_retries = 6;
     constexpr double clock_suspect = 4.0;

@@ -68,8 +68,7 @@ public:
         if (run_.rank == 0 && fetch_inputs_ && window_.in_size() > 0)
             std::memcpy(window_.local(window_.in_at()), run_.in, static_cast<std::size_t>(window_.in_size()));
         mpi::check(MPI_Win_sync(window_.get()), "MPI_Win_sync");
-        mpi::check(MPI_Barrier(run_.comm), "MPI_Barrier");
-        mpi::startup_over();  // every rank is past the setup's collectives (pfarm::mpi::guard_startup)
+        end_setup(run_.comm, run_.rank, run_.ranks);  // a barrier: every window is ready before the first put
         // The backoff's unit: the fastest of four reads of another rank's pair.
         for (int i = 0; i < 4; ++i) {
             const double t = MPI_Wtime();

@@ -50,7 +50,7 @@ void finalize();
 /// Under a runtime that survives a lost rank, a rank that dies before every rank has passed MPI_Init and the farm's
 /// setup leaves the others waiting there for ever (Open MPI 4.1's startup fence, or a collective of the program or of
 /// the farm's setup: docs/reliability.md "A lost worker", limits). guard_startup() bounds that wait: unless the farm
-/// has passed its setup (startup_over(), which every farm calls once its setup's collectives are done) within
+/// has passed its setup (startup_over(), which every farm calls at its setup's end, once rank 0 has) within
 /// `seconds`, the process says so on standard error and ends with exit status `status` (the apps' 4; pfarm-run's 255,
 /// as its other errors: its 1-100 count failed commands). It does nothing when the runtime
 /// ends the job on a lost rank, when `seconds` is 0, or once called. The apps and pfarm-run call it before MPI_Init
