@@ -55,8 +55,9 @@ int main(int argc, char** argv) {
     if (scenario == "bound") return check_bound();
     pfarm::mpi::guard_startup(pfarm::mpi::startup_bound_seconds());
     pfarm::mpi::environment env(&argc, &argv);
-    int rank = 0;
+    int rank = 0, ranks = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     if (scenario == "killed" && rank == 2) raise(SIGKILL);
     if (scenario == "unarrived" || scenario == "arrived") {
         MPI_Barrier(MPI_COMM_WORLD);  // every rank past MPI_Init's fence
@@ -64,7 +65,7 @@ int main(int argc, char** argv) {
             if (scenario == "arrived") MPI_Send(nullptr, 0, MPI_BYTE, 0, pfarm::detail::tag_setup, MPI_COMM_WORLD);
             raise(SIGKILL);
         }
-        pfarm::detail::end_setup(MPI_COMM_WORLD, rank, 3);
+        pfarm::detail::end_setup(MPI_COMM_WORLD, rank, ranks);
         std::printf("%s: rank %d passed\n", scenario.c_str(), rank);
         std::fflush(stdout);
         pfarm::mpi::note_lost_ranks();  // MPI_Finalize would wait for rank 2

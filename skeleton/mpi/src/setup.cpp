@@ -294,19 +294,6 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
     return s;
 }
 
-
-/// Clock alignment for traces (Cristian's method): rank 0 exchanges ping-pongs with each worker in turn and keeps, per
-/// worker, the one of least round trip, for the offset and for the round trip. A rank that is not running when a ping
-/// comes (its CPU quota spent for the period, its core lent to another process) answers only when it runs again, up to
-/// a quota period later (100 ms under the usual CPU quota), and a round trip taken then is that wait, not the
-/// network's: each worker gets clock_pings ping-pongs, and one whose least is still over clock_suspect times the least
-/// of all gets up to clock_retries more, until one is not. A rank whose quota is nearly spent may still answer every
-/// ping late (on the emulated cluster of docs/cluster.md, a node at 0.2 of a core did in a third of the runs), so the
-/// farm's round trip is the lower median of the workers' least round trips, not their mean. Returns, on rank 0, each
-/// rank's offset: worker time since its start minus farmer time since the farmer's start at the same instant (0
-/// elsewhere), so that farmer_time = worker_time - offset. Error: half the least round trip. With `gentle` every rank
-/// waits for its message polling with a growing sleep (wait_any) after a short spin, which catches the next ping of
-/// a series: a rank that spins while it waits for its turn spends its node's quota on it and is then not running.
 void end_setup(MPI_Comm comm, int rank, int ranks) {
     if (rank != 0) {
         mpi::check(MPI_Send(nullptr, 0, MPI_BYTE, 0, tag_setup, comm), "MPI_Send");
@@ -324,6 +311,18 @@ void end_setup(MPI_Comm comm, int rank, int ranks) {
     }
 }
 
+/// Clock alignment for traces (Cristian's method): rank 0 exchanges ping-pongs with each worker in turn and keeps, per
+/// worker, the one of least round trip, for the offset and for the round trip. A rank that is not running when a ping
+/// comes (its CPU quota spent for the period, its core lent to another process) answers only when it runs again, up to
+/// a quota period later (100 ms under the usual CPU quota), and a round trip taken then is that wait, not the
+/// network's: each worker gets clock_pings ping-pongs, and one whose least is still over clock_suspect times the least
+/// of all gets up to clock_retries more, until one is not. A rank whose quota is nearly spent may still answer every
+/// ping late (on the emulated cluster of docs/cluster.md, a node at 0.2 of a core did in a third of the runs), so the
+/// farm's round trip is the lower median of the workers' least round trips, not their mean. Returns, on rank 0, each
+/// rank's offset: worker time since its start minus farmer time since the farmer's start at the same instant (0
+/// elsewhere), so that farmer_time = worker_time - offset. Error: half the least round trip. With `gentle` every rank
+/// waits for its message polling with a growing sleep (wait_any) after a short spin, which catches the next ping of
+/// a series: a rank that spins while it waits for its turn spends its node's quota on it and is then not running.
 std::vector<double> clock_offsets(MPI_Comm comm, int rank, int ranks, double t0, bool gentle, double* round_trip) {
     constexpr int clock_pings = 2, clock_retries = 6;
     constexpr double clock_suspect = 4.0;
