@@ -16,6 +16,8 @@ import subprocess
 import sys
 import time
 
+from cgroup_util import CgroupError, cpu_hierarchy, make_cgroup, remove_cgroup, start_in
+
 QUOTA_US, PERIOD_US = 20000, 100000
 LIMIT = QUOTA_US / PERIOD_US
 
@@ -23,53 +25,6 @@ LIMIT = QUOTA_US / PERIOD_US
 def fail(message):
     print(f"cgroup.quota: {message}", file=sys.stderr)
     sys.exit(1)
-
-
-def cpu_hierarchy():
-    """(version, mount point) of the hierarchy holding this process's cpu controller."""
-    with open("/proc/self/cgroup") as f:
-        lines = [line.rstrip("\n").split(":", 2) for line in f if line.strip()]
-    v1 = any("cpu" in controllers.split(",") for _, controllers, _ in lines)
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            before, after = line.split(" - ", 1)
-            fstype, _, options = after.split()[:3]
-            point = before.split()[4].replace("\\040", " ")
-            if v1 and fstype == "cgroup" and "cpu" in options.split(","):
-                return 1, point
-            if not v1 and fstype == "cgroup2":
-                return 2, point
-    fail("no mounted cgroup hierarchy with the cpu controller (/proc/self/mountinfo)")
-
-
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-
-
-def make_cgroup(version, mount):
-    path = os.path.join(mount, f"pfarm-cgroup-test-{os.getpid()}")
-    if version == 2:
-        with open(os.path.join(mount, "cgroup.controllers")) as f:
-            if "cpu" not in f.read().split():
-                fail(f"{mount}/cgroup.controllers lacks cpu: the cpu controller is not available in cgroup v2 here")
-        with open(os.path.join(mount, "cgroup.subtree_control")) as f:
-            enabled = "cpu" in f.read().split()
-        if not enabled:
-            write(os.path.join(mount, "cgroup.subtree_control"), "+cpu")
-    os.mkdir(path)
-    if version == 1:
-        write(os.path.join(path, "cpu.cfs_period_us"), str(PERIOD_US))
-        write(os.path.join(path, "cpu.cfs_quota_us"), str(QUOTA_US))
-    else:
-        write(os.path.join(path, "cpu.max"), f"{QUOTA_US} {PERIOD_US}")
-    return path
-
-
-def start_in(cgroup, argv, **kwargs):
-    """Starts argv with its first instruction already in the cgroup (the child joins before exec)."""
-    procs = os.path.join(cgroup, "cgroup.procs")
-    return subprocess.Popen(argv, preexec_fn=lambda: write(procs, "0"), **kwargs)
 
 
 def probe(probe_path, cgroup, output):
@@ -116,8 +71,11 @@ def main():
         fail(f"needs root to make a cgroup (running as uid {os.geteuid()}); run it as root or leave out the "
              "label cgroup (ctest -LE cgroup)")
     os.makedirs(work, exist_ok=True)
-    version, mount = cpu_hierarchy()
-    cgroup = make_cgroup(version, mount)
+    try:
+        version, mount = cpu_hierarchy()
+        cgroup = make_cgroup(version, mount, QUOTA_US, PERIOD_US)
+    except CgroupError as e:
+        fail(str(e))
     busy = None
     try:
         print(f"cgroup v{version}: {cgroup}, quota {QUOTA_US} us per {PERIOD_US} us")
@@ -147,15 +105,10 @@ def main():
         if busy is not None:
             busy.send_signal(signal.SIGKILL)
             busy.wait()
-        for attempt in range(50):  # the last exiting process may still be leaving the cgroup
-            try:
-                os.rmdir(cgroup)
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            print(f"cgroup.quota: could not remove {cgroup}", file=sys.stderr)
-            sys.exit(1)
+        try:
+            remove_cgroup(cgroup)
+        except CgroupError as e:
+            fail(str(e))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 // go (its buffers kept for the process's lifetime, since MPI may still read them).
 #include "engine.hpp"
 #include "messages.hpp"
+#include "quota_time.hpp"
 #include "results.hpp"
 #include "wire.hpp"
 
@@ -243,6 +244,7 @@ private:
         chunk_results& results = start_chunk(c);
         const std::byte* inputs = inputs_of(c);
         started_ = clock();
+        quota_.begin(), quota_.mark();
         double owed = 0.0;  // emulated slowdown: sleep owed, paid in slices of >= 1 ms
         // The chunk's end moves only when a reclaim takes tasks back, which needs listening.
         for (task_count task = c.first; task < session_.current().first + session_.current().count; ++task) {
@@ -274,6 +276,7 @@ private:
         const chunk c = session_.current();
         chunk_results& results = start_chunk(c);
         started_ = clock();
+        quota_.begin(), quota_.mark();
         for (task_count i = 0; i < c.count; ++i) {
             if (!run_task(results, c.first + i, static_cast<std::size_t>(i), inputs)) return;
             if (sending_[0] != MPI_REQUEST_NULL || sending_[1] != MPI_REQUEST_NULL) progress_sends();
@@ -315,12 +318,13 @@ private:
         return false;
     }
 
-    /// Chunk `done` has been computed (started_ is when it started): the session's request goes, then the report's
-    /// counts.
+    /// Chunk `done` has been computed (started_ is when it started): the session's request goes, with the chunk's time
+    /// under its CPU quota if it has one (quota_time.hpp), then the report's counts.
     [[gnu::always_inline]] void end_chunk(chunk done) {
         const double finished = clock();
         const double busy = finished - started_;
-        perform(session_.on_chunk_done(busy, started_, finished));
+        quota_.add();
+        perform(session_.on_chunk_done(quota_.seconds(busy), started_, finished));
         const auto q = static_cast<std::size_t>(rank_);  // the report's counts, once the request has gone
         report_.tasks_per_rank[q] += done.count;
         report_.chunks_per_rank[q].push_back(done.count);
@@ -425,6 +429,7 @@ private:
     task_count slot_first_[2] = {-1, -1};   ///< the first task of the chunk each holds
     std::size_t slot_offset_[2] = {0, 0};   ///< where its inputs start: after the reply's header when it was the reply
     double started_ = 0.0;
+    quota_time quota_{setup_.quota_cores};  ///< the chunk's CPU time, under a CPU quota
     const bool listen_ = setup_.config.reclaim != 0 || setup_.config.stragglers != 0;  ///< reads the farmer's messages between two tasks (a reclaim, a cancel may come)
     const bool emulated_ = setup_.emulated.active();  ///< pays emulated slowdown per task
     /// Nothing happens between two tasks (no reclaim, no stragglers, no emulated slowdown, no prefetch): a chunk is

@@ -88,6 +88,10 @@ struct shared_setup {
     emulation emulated;
     std::vector<std::string> extra_monitors;  ///< registry monitors the user asked for, read once at the start
     std::vector<int> group_of;  ///< hierarchical farm: each rank's group (-1: rank 0, the supermaster); else empty
+    /// This rank's own CPU quota in CPUs (cgroup_cpu_limit(): its cgroup's and its ancestors' most restrictive), 0
+    /// for none or unreadable; rank-local, not agreed. Its chunk times count at least their CPU time over it
+    /// (quota_time.hpp).
+    double quota_cores = 0.0;
 };
 
 /// Rank 0's `text` on every rank (collective).

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "engine.hpp"
+#include "quota_time.hpp"
 #include "results.hpp"
 
 #include "pfarm/worker_session.hpp"
@@ -83,10 +84,12 @@ public:
         const chunk c = session_.current();
         if (i == c.first) {  // the chunk's first task
             compute_ = 0.0;
+            quota_.begin();
             started_ = clock_();
             if (!out) results_.begin(kernel_, c.count);
         }
         const double start = now();
+        quota_.mark();  // per task: the farming between two tasks is not the chunk's CPU time
         try {
             if (out) kernel_.run(i, input, out);
             else results_.run(i, i - c.first, input);
@@ -96,9 +99,10 @@ public:
             if (!task_error(i, c, out, "unknown exception")) return;
         }
         compute_ += now() - start;
+        quota_.add();
         if (++next_ < session_.current().first + session_.current().count) return;
         double extra = setup_.emulated.active() ? setup_.emulated.owed(rank_, started_, compute_) : 0.0;
-        const double seconds = compute_ + extra;
+        const double seconds = quota_.seconds(compute_) + extra;  // at least its CPU time over the quota (quota_time.hpp)
         while (extra > 0.0) {
             const double slice = std::min(extra, 2e-4), s0 = now();
             std::this_thread::sleep_for(std::chrono::duration<double>(slice));
@@ -151,6 +155,7 @@ private:
     chunk_results results_;
     task_count next_ = 0;
     double compute_ = 0.0, started_ = 0.0;  ///< its chunk's compute time so far, its start (the farm's clock)
+    quota_time quota_{setup_.quota_cores};  ///< its chunk's CPU time, under a CPU quota
 };
 
 }  // namespace pfarm::detail

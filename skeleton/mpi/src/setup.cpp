@@ -276,7 +276,10 @@ shared_setup agree(MPI_Comm comm, int rank, int ranks, task_count tasks, const t
     // to wait; the availability monitor reports such a failure where a technique needs the reading).
     double cores = std::max(1u, std::thread::hardware_concurrency());
     try {
-        if (const auto limit = cgroup_cpu_limit()) cores = std::min(cores, *limit);
+        if (const auto limit = cgroup_cpu_limit()) {
+            cores = std::min(cores, *limit);
+            s.quota_cores = *limit;
+        }
     } catch (const std::exception&) {
     }
     int gentle = static_cast<double>(local) > cores ? 1 : 0, any_gentle = 0;

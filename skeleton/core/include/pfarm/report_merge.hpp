@@ -71,7 +71,8 @@ report_part group_part(const master_session& session, const std::vector<int>& wo
 struct report_entries {
     std::vector<task_count> tasks_per_rank;
     std::vector<chunk_sizes> chunks_per_rank;  ///< sizes in order, calibration chunk included (the one chunk count)
-    std::vector<double> busy_per_rank;         ///< seconds computing (emulated slowdown included)
+    std::vector<double> busy_per_rank;         ///< seconds computing (emulated slowdown included; its chunks' times as
+                                               ///< reported: under a CPU quota at least their CPU time over it)
     std::vector<double> finish_per_rank;       ///< when its last chunk ended (the farmer's clock)
     /// The work-stealing farm, per rank (worker_part): reads of a victim's range, steals that took tasks, and
     /// compare-and-swaps that lost; all zero in the other farms.
