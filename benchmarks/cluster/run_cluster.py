@@ -29,7 +29,8 @@ Writes a Markdown report and a CSV of every run; prints the ratios and which tar
 Workarounds for what the harness does not do (it is used as it is):
   - the harness's load schedules start when the command is called, on a daemon that starts a Python process; the
     schedule here must follow the farm's start, so this script starts and stops its busy loops itself, as processes
-    placed in the node's cgroup (the harness's own 'load' does the same), when the farm's ranks appear;
+    placed in the node's cgroup (the harness's own 'load' does the same), timed from when the farm's ranks appear,
+    after the farm's expected start (run_lead);
   - the nodes' cgroups compete with every other process on the machine by CPU weight, not only by quota: on a machine
     busy with other work the quotas stop binding and the nodes run at the same speed. During the run the cluster's
     parent cgroup gets the weight of as many ordinary processes as there are nodes (cpu.shares 1024 x 3, or cpu.weight
@@ -260,22 +261,38 @@ class Cluster:
         return last_json(text), (t_end - t_start) if t_start else None, text
 
 
-def schedule_events(scale):
-    """The non-dedicated layout's events (time from the ranks' start, node, +1 start a loop | -1 stop it)."""
+def schedule_events(scale, lead=0.0):
+    """The non-dedicated layout's events (time from the ranks' appearance, node, +1 start a loop | -1 stop it): the
+    schedule's times, in units of `scale`, after `lead` seconds (the farm's expected start; see run_lead)."""
     events = []
     for k, a, b in LOAD_SCHEDULE:
-        events.append((a * scale, k, +1))
+        events.append((lead + a * scale, k, +1))
         if b is not None:
-            events.append((b * scale, k, -1))
+            events.append((lead + b * scale, k, -1))
     return sorted(events)
+
+
+def run_lead(results, wl):
+    """When a farm of workload wl is expected to start after its ranks appear (MPI_Init across the nodes, the
+    program's start, the farm's setup: 1-2.5 s here, as long as the schedule itself): the median offset of its
+    heterogeneous runs so far (each repetition runs them before the non-dedicated ones), 0 before any. The schedule
+    starts that much after the ranks appear, so that its loads fall during the farm rather than before it; each run's
+    own offset still places the schedule on the farm's clock for the bound and the simulator."""
+    offsets = [o for key, r in results.items() if key[0] == wl and key[1] == "heterogeneous" for o in r["offsets"]]
+    return median(offsets) if offsets else 0.0
+
+
+def leads_of(r):
+    """A non-dedicated case's schedule lead per run (0 in the records made before there was one)."""
+    return r.get("leads") or [0.0] * len(r["makespans"])
 
 
 class Schedule:
     """Busy loops on the nodes at times relative to the ranks' start (the non-dedicated layout)."""
 
-    def __init__(self, cluster, scale):
+    def __init__(self, cluster, scale, lead):
         self.cluster = cluster
-        self.events = schedule_events(scale)
+        self.events = schedule_events(scale, lead)
         self.thread = None
         self.stop = threading.Event()
 
@@ -338,7 +355,7 @@ def first_sent(trace):
 def run_bound(key, r, sp, i):
     """The (a) bound of run i of a case: W / sum of the speeds, integrated over the schedule where there is one."""
     if key[1] == "non-dedicated":
-        return fluid_time(speed_pieces(schedule_events(sp["E"]), sp["T"], sp["TL"], r["offsets"][i]))
+        return fluid_time(speed_pieces(schedule_events(sp["E"], leads_of(r)[i]), sp["T"], sp["TL"], r["offsets"][i]))
     return sp["bound"]
 
 
@@ -478,7 +495,7 @@ def simulate_rows(programs, work, wl, results, sp, costs_path, rtt, span):
         if key[0] != wl or key[1] == "farmers":
             continue
         _, layout, t, reclaim = key
-        changes = load_changes(schedule_events(sp["E"]), sp["T"], sp["TL"], median(r["offsets"])) \
+        changes = load_changes(schedule_events(sp["E"], median(leads_of(r))), sp["T"], sp["TL"], median(r["offsets"])) \
             if layout == "non-dedicated" else None
         r["sim"] = simulate(programs, work, f"{wl}-{layout}", t, technique_args(t, sp["tasks"], sp["h"], sp["sigma"]),
                             reclaim, costs_path, sp["T"], rtt / 2, changes, span,
@@ -612,7 +629,8 @@ def main(argv=None):
                             trace = os.path.join(work, "trace.csv")
                             argv = [app, *wargs, "--technique", t, *targs, "--farmer-computes", "--trace", trace] \
                                 + (["--reclaim"] if reclaim else []) + args.farm_args.split()
-                            s = Schedule(cluster, E) if layout == "non-dedicated" else None
+                            lead = run_lead(results, wl) if layout == "non-dedicated" else 0.0
+                            s = Schedule(cluster, E, lead) if layout == "non-dedicated" else None
                             l1 = loadavg()
                             try:
                                 rep_json, wall, _ = cluster.mpirun("node0:1,node1:1,node2:1", argv,
@@ -632,18 +650,20 @@ def main(argv=None):
                                      for c in rep_json["choices"]])
                             r["makespans"].append(m)
                             r["offsets"].append(offset)
+                            if layout == "non-dedicated":
+                                r.setdefault("leads", []).append(lead)
                             r["inrun"].append(inrun)
                             r.setdefault("setup", []).append(setup)
                             r.setdefault("round_trip", []).append(rep_json.get("round_trip"))
                             r["load1"].append(l1)
                             rows.append({"part": "b", "workload": wl, "layout": layout, "farmer": "flat",
                                          "technique": t, "reclaim": int(reclaim), "rep": rep + 1,
-                                         "makespan": m, "offset": offset, "inrun_bound": inrun, "load1": l1,
-                                         "setup": setup, "round_trip": rep_json.get("round_trip"),
+                                         "makespan": m, "offset": offset, "lead": lead, "inrun_bound": inrun,
+                                         "load1": l1, "setup": setup, "round_trip": rep_json.get("round_trip"),
                                          "tasks_per_rank": " ".join(map(str, rep_json["tasks_per_rank"]))})
                             log(f"{wl} {layout} {t}{' reclaim' if reclaim else ''} rep {rep + 1}: {m:.3f} s, "
                                 f"/ bound before {m / E:.3f}, / in-run bound {m / inrun:.3f}, offset {offset:.2f}, "
-                                f"load {l1}")
+                                f"lead {lead:.2f}, load {l1}")
             # (d) the three farmers on 3 + 2 + 2 ranks
             if "farmers" not in skip:
                 for rep in range(reps):
@@ -705,7 +725,7 @@ def main(argv=None):
     os.makedirs(os.path.dirname(os.path.abspath(out_csv)), exist_ok=True)
     with open(out_csv, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["part", "workload", "layout", "farmer", "technique", "reclaim", "rep",
-                                          "makespan", "bound", "ratio", "inrun_bound", "inrun_ratio", "offset", "setup", "round_trip",
+                                          "makespan", "bound", "ratio", "inrun_bound", "inrun_ratio", "offset", "lead", "setup", "round_trip",
                                           "load1", "tasks_per_rank"])
         w.writeheader()
         for r in rows:   # the (a) bounds, known once the speeds were measured again after the runs
@@ -818,8 +838,10 @@ def render(args, mode, reps, techniques, speeds, results, extra, rtt, weights, u
                  + ".\n")
     L.append("Non-dedicated layout: one busy loop on node2 from the farm's start to 0.4 E, on node0 from 0.3 E to "
              "0.8 E, on node1 from 0.6 E to the end, where E is the workload's heterogeneous bound measured before its "
-             "runs; the loops are started when every node holds its rank, so the schedule's times on the farm's "
-             "clock are earlier by the time from the ranks' appearance to the farm's start (MPI_Init and setup). "
+             "runs. The schedule's clock starts `lead` seconds after every node holds its rank (`lead` in the CSV: the "
+             "median offset of the workload's heterogeneous runs before it, the farm's expected start; 0 in records "
+             "made before the lead), so the schedule's times on the farm's clock are off by the difference between "
+             "`lead` and the run's own time from the ranks' appearance to the farm's start (MPI_Init and setup). "
              "That time (`offset` in the CSV) is estimated per run as the time from the ranks' appearance to the "
              "report's appearance in mpirun's output, less the makespan; the (a) bound of each run and the "
              "simulator's load changes use it.\n")
