@@ -1,6 +1,7 @@
 """A CPU cgroup for the tests of this folder: find the hierarchy with the cpu controller (v1 or v2), make a cgroup
-with a quota under it, start a process already inside it, and remove it. Needs root. Errors are CgroupError, whose
-text says what is missing."""
+with a quota under it (quota_cgroup: made and always removed), start a process already inside it. Needs root. Errors
+are CgroupError, whose text says what is missing."""
+import contextlib
 import os
 import subprocess
 import time
@@ -68,3 +69,14 @@ def remove_cgroup(cgroup):
         except OSError:
             time.sleep(0.1)
     raise CgroupError(f"could not remove {cgroup}")
+
+
+@contextlib.contextmanager
+def quota_cgroup(quota_us, period_us, name="pfarm-cgroup-test"):
+    """A cgroup limited to quota_us of CPU in every period_us under this process's cpu hierarchy, for the with-block;
+    removed after it (its processes must have exited by then)."""
+    cgroup = make_cgroup(*cpu_hierarchy(), quota_us, period_us, name)
+    try:
+        yield cgroup
+    finally:
+        remove_cgroup(cgroup)

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from cgroup_util import CgroupError, cpu_hierarchy, make_cgroup, remove_cgroup, start_in
+from cgroup_util import CgroupError, quota_cgroup, start_in
 
 QUOTA_US, PERIOD_US = 20000, 100000
 
@@ -27,26 +27,20 @@ def main():
         fail(f"needs root to make a cgroup (running as uid {os.geteuid()}); run it as root or leave out the "
              "label cgroup (ctest -LE cgroup)")
     try:
-        cgroup = make_cgroup(*cpu_hierarchy(), QUOTA_US, PERIOD_US, name="pfarm-chunk-times")
+        with quota_cgroup(QUOTA_US, PERIOD_US, name="pfarm-chunk-times") as cgroup:
+            p = start_in(cgroup, [*launcher, program, str(QUOTA_US / PERIOD_US)], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+            try:
+                out, _ = p.communicate(timeout=100)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, _ = p.communicate()
+                fail(f"over 100 s; output:\n{out}")
+            print(out, end="")
+            if p.returncode != 0:
+                fail(f"exit {p.returncode}")
     except CgroupError as e:
         fail(str(e))
-    try:
-        p = start_in(cgroup, [*launcher, program, str(QUOTA_US / PERIOD_US)], stdout=subprocess.PIPE,
-                     stderr=subprocess.STDOUT, text=True)
-        try:
-            out, _ = p.communicate(timeout=100)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            out, _ = p.communicate()
-            fail(f"over 100 s; output:\n{out}")
-        print(out, end="")
-        if p.returncode != 0:
-            fail(f"exit {p.returncode}")
-    finally:
-        try:
-            remove_cgroup(cgroup)
-        except CgroupError as e:
-            fail(str(e))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from cgroup_util import CgroupError, cpu_hierarchy, make_cgroup, remove_cgroup, start_in
+from cgroup_util import CgroupError, cpu_hierarchy, quota_cgroup, start_in
 
 QUOTA_US, PERIOD_US = 20000, 100000
 LIMIT = QUOTA_US / PERIOD_US
@@ -63,19 +63,8 @@ def check_common(rank, cgroup, version):
     return c
 
 
-def main():
-    if len(sys.argv) != 3:
-        fail("usage: quota_test.py <pfarm-probe> <work dir>")
-    probe_path, work = sys.argv[1], sys.argv[2]
-    if os.geteuid() != 0:
-        fail(f"needs root to make a cgroup (running as uid {os.geteuid()}); run it as root or leave out the "
-             "label cgroup (ctest -LE cgroup)")
-    os.makedirs(work, exist_ok=True)
-    try:
-        version, mount = cpu_hierarchy()
-        cgroup = make_cgroup(version, mount, QUOTA_US, PERIOD_US)
-    except CgroupError as e:
-        fail(str(e))
+def probe_both(probe_path, work, cgroup, version):
+    """The probe alone in the cgroup, then beside a busy loop (killed at the end), each reading checked."""
     busy = None
     try:
         print(f"cgroup v{version}: {cgroup}, quota {QUOTA_US} us per {PERIOD_US} us")
@@ -105,10 +94,22 @@ def main():
         if busy is not None:
             busy.send_signal(signal.SIGKILL)
             busy.wait()
-        try:
-            remove_cgroup(cgroup)
-        except CgroupError as e:
-            fail(str(e))
+
+
+def main():
+    if len(sys.argv) != 3:
+        fail("usage: quota_test.py <pfarm-probe> <work dir>")
+    probe_path, work = sys.argv[1], sys.argv[2]
+    if os.geteuid() != 0:
+        fail(f"needs root to make a cgroup (running as uid {os.geteuid()}); run it as root or leave out the "
+             "label cgroup (ctest -LE cgroup)")
+    os.makedirs(work, exist_ok=True)
+    try:
+        version, _ = cpu_hierarchy()
+        with quota_cgroup(QUOTA_US, PERIOD_US) as cgroup:
+            probe_both(probe_path, work, cgroup, version)
+    except CgroupError as e:
+        fail(str(e))
 
 
 if __name__ == "__main__":
