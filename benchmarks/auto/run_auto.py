@@ -13,7 +13,8 @@ For each case: the makespan of auto, auto with reclaim, and auto with prefetch a
 technique of the same protocol in hindsight (and over the best row of all); then the share of cases within 3%, the
 worst, and the geometric mean of makespan over the fluid bound, against the best fixed technique of the protocol. Prints a table and the summary; --csv FILE keeps every run.
 
-    python3 benchmarks/auto/run_auto.py --sim build/release/bin/pfarm-sim [--random 30] [--jobs 2]
+    python3 benchmarks/auto/run_auto.py --sim build/release/bin/pfarm-sim [--random 30] [--jobs 2] [--csv F]
+    python3 benchmarks/auto/run_auto.py --sim ... --reuse F --csv G   # auto's rows again, the fixed ones from F
 """
 
 import argparse
@@ -76,10 +77,23 @@ def random_cases(n, seed):
     return cases, fixed
 
 
-def evaluate(sim, cases, fixed, jobs):
-    work = [(c, t) for c in cases for t in fixed + AUTO]
+def evaluate(sim, cases, fixed, jobs, reused=None):
+    """Every row of every case; with `reused` (title's rows of an earlier --csv), the fixed rows are taken from it and
+    only auto's are run: a fixed technique's simulation is deterministic, so this holds while only `auto` changed."""
+    reused = reused or {}
+    kept = [reused[(c["name"], t)] for c in cases for t in fixed if (c["name"], t) in reused]
+    work = [(c, t) for c in cases for t in fixed + AUTO if t in AUTO or (c["name"], t) not in reused]
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(lambda ct: run(sim, *ct), work))
+        return kept + list(pool.map(lambda ct: run(sim, *ct), work))
+
+
+def read_rows(path, title):
+    """The rows of set `title` in an earlier --csv, by (case, technique)."""
+    with open(path, newline="") as f:
+        return {(r["case"], r["technique"]): {"case": r["case"], "technique": r["technique"],
+                                              "ratio": float(r["makespan_over_bound"]), "choices": int(r["choices"]),
+                                              "chosen": r["chosen"], "choice_seconds": float(r["choice_seconds"])}
+                for r in csv.DictReader(f) if r["set"] == title}
 
 
 protocol = q.protocol  # '' (none), '+reclaim' or '+prefetch+reclaim': the farm's protocol a row ran under
@@ -132,6 +146,8 @@ def main():
     ap.add_argument("--no-quality", action="store_true", help="only the random cases")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--csv", help="write every run here")
+    ap.add_argument("--reuse", metavar="CSV", help="take the fixed techniques' rows from an earlier --csv of the same "
+                    "sets and simulator build, and run only auto's (for a change to auto alone)")
     args = ap.parse_args()
     out = None
     if args.csv:
@@ -140,10 +156,12 @@ def main():
         out.writerow(["set", "case", "technique", "makespan_over_bound", "choices", "chosen", "choice_seconds"])
     if not args.no_quality:
         cases, fixed = quality_cases()
-        summarise("quality", cases, fixed, evaluate(args.sim, cases, fixed, args.jobs), out)
+        reused = read_rows(args.reuse, "quality") if args.reuse else None
+        summarise("quality", cases, fixed, evaluate(args.sim, cases, fixed, args.jobs, reused), out)
     if args.random > 0:
         cases, fixed = random_cases(args.random, args.seed)
-        summarise("random", cases, fixed, evaluate(args.sim, cases, fixed, args.jobs), out)
+        reused = read_rows(args.reuse, "random") if args.reuse else None
+        summarise("random", cases, fixed, evaluate(args.sim, cases, fixed, args.jobs, reused), out)
 
 
 if __name__ == "__main__":

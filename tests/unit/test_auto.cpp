@@ -137,6 +137,36 @@ TEST(Auto, BeatsTheMedianTechniqueAndStaysNearTheBestOnAFixedCase) {
     EXPECT_GT(makespans.back(), 2.0 * best) << "the case must tell techniques apart";
 }
 
+TEST(Auto, MeasuresInLargerProbesWhereARequestCostsTheFarmerMuchAndTheFarmReclaims) {
+    // Eight workers of a second per task; the farmer takes 2 s to serve a request. 4,000 uniform tasks: a tenth
+    // measured, in first probes of ceil(400 / (4 x 8)) = 13 tasks. Served every 13 s by each of eight workers, the
+    // farmer would be busy 16 s of every 13: with reclaim, a worker's later probes last 8 x 2 / 0.5 = 32 s (32 tasks;
+    // docs/techniques/auto.md "What it does"). Without reclaim a probe too large cannot be taken back: all are 13.
+    const sim::platform p = platform(std::vector<double>(8, 1.0), 2.0);
+    for (const bool reclaim : {true, false}) {
+        SCOPED_TRACE(reclaim ? "reclaim" : "no reclaim");
+        sim::run_options run;
+        run.reclaim = reclaim;
+        run.keep_trace = true;
+        const sim::result r = sim::simulate(p, loop(4000, sim::workload_shape::uniform), "auto", {}, run);
+        expect_every_task_once(r, 4000);
+        ASSERT_FALSE(r.choices.empty());
+        const task_count probed = 4000 - r.choices.front().remaining;
+        std::vector<int> seen(8, 0);
+        task_count handed = 0, larger = 0;
+        for (const pfarm::chunk_trace& c : r.trace) {
+            if (handed >= probed) break;
+            handed += c.count;
+            const bool first = seen.at(static_cast<std::size_t>(c.rank))++ == 0;
+            if (first || !reclaim) EXPECT_EQ(c.count, 13) << "worker " << c.rank;
+            else larger += c.count == 32;
+        }
+        EXPECT_EQ(handed, probed);
+        EXPECT_GE(probed, 400);
+        if (reclaim) EXPECT_GT(larger, 0);
+    }
+}
+
 TEST(Auto, FitsTheLoopsProfileToWhereItsChunksLay) {
     // Chunks of an increasing loop of 10,000 tasks (cost of task i: 2 (i + 0.5) / 10,000) over its first tenth, dealt
     // in turn to two workers of 1 and 3 seconds per task of cost 1: the increasing profile explains them exactly, with

@@ -112,6 +112,8 @@ candidate_predictor make_predictor(double overhead, double latency, const run_op
     flat.farmer_computes = run.farmer_computes;
     candidate_predictor out;
     for (workload_shape s : prediction_profiles) out.profiles.push_back(to_string(s));
+    out.request_seconds = overhead;
+    out.reclaim = run.reclaim;
     const auto laid = std::make_shared<laid_profiles>();
     out.predict = [overhead, latency, flat, laid](const platform_estimate& measured, task_count tasks, const std::string& name,
                                             const technique_options& options) {

@@ -65,6 +65,12 @@ struct candidate_predictor {
         fit;
     /// The profiles' names, in the order of predict's answer ("uniform", "increasing", ...), for the report.
     std::vector<std::string> profiles;
+    /// The farmer's seconds to serve one request, as the predictions take it: `auto` sizes its measuring chunks so
+    /// that serving them does not hold the workers up (docs/techniques/auto.md "What it does").
+    double request_seconds = 0.0;
+    /// Whether the farm takes back unstarted tasks (reclaim): only then does `auto` make a probe larger than its first,
+    /// since a chunk too large for its worker is then given back in part.
+    bool reclaim = false;
 };
 
 /// One choice of `auto`: when, what, and why.

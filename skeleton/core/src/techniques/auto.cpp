@@ -32,6 +32,10 @@ constexpr double task_scale = 16.0;
 /// measures the workers over them: a calibration task per worker says little of the loop when its costs vary.
 constexpr double measured_share = 0.1;
 constexpr int probes_per_worker = 4;
+/// A worker's probes after its first last long enough that serving every worker's probes keeps the farmer busy at
+/// most this share of the time (its seconds per request from the predictor): where a request costs the farmer as
+/// much as a few tasks, small probes would have the workers queue at the farmer while it measures.
+constexpr double probe_farmer_load = 0.5;
 /// The load to come a choice must meet: the fastest worker becomes this many times slower this share of the way
 /// through what is left.
 constexpr double load_factor = 4.0;
@@ -80,13 +84,15 @@ public:
     task_count next(int worker, task_count remaining) override {
         left_ = remaining;
         if (!inner_) {
-            if (handed_ < measuring_) {  // measuring: small chunks until measured_share of the loop is handed out
-                const task_count size = std::min(probe_, remaining);
+            task_count completed = 0;
+            for (const since_choice& d : done_) completed += d.count;
+            // Measuring: probes until measured_share of the loop is handed out and half of it completed (probes
+            // larger than probe_ hand the share out before most of it is measured).
+            if (handed_ < measuring_ || 2 * completed < measuring_) {
+                const task_count size = std::min(probe(worker), remaining);
                 handed_ += size;
                 return size;
             }
-            task_count completed = 0;
-            for (const since_choice& d : done_) completed += d.count;
             choose(remaining, "measured over " + std::to_string(completed) + " tasks");
         } else if (!why_again_.empty()) {
             std::string why = std::move(why_again_);
@@ -137,6 +143,19 @@ private:
         double seconds = 0.0;
         int chunks = 0;
     };
+
+    /// The size of `worker`'s next probe: probe_, or in a farm that reclaims, for a worker already measured, enough
+    /// tasks at its pace to last workers x (the farmer's seconds per request) / probe_farmer_load, at most its share of
+    /// the measured tenth. Without reclaim a probe stays probe_: one too large for a worker whose load then rises
+    /// could not be taken back.
+    task_count probe(int worker) const {
+        const since_choice& d = done_[static_cast<std::size_t>(worker)];
+        const double request = context_.predictor->request_seconds;
+        if (!context_.predictor->reclaim || d.count == 0 || !(d.seconds > 0.0) || !(request > 0.0)) return probe_;
+        const double span = request * workers_ / probe_farmer_load, pace = d.seconds / static_cast<double>(d.count);
+        const auto share = static_cast<task_count>(std::ceil(static_cast<double>(measuring_) / workers_));
+        return std::clamp(static_cast<task_count>(std::ceil(span / pace)), probe_, std::max(probe_, share));
+    }
 
     /// The pace of each worker of `among` relative to their mean pace in `pace`.
     static std::vector<double> relative(const std::vector<double>& pace, const std::vector<std::size_t>& among) {
