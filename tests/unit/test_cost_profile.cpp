@@ -92,6 +92,29 @@ TEST(CostProfile, KnowsOnlyWorkersWithARecordAndIgnoresEmptyOrZeroTimes) {
     EXPECT_EQ(cost_profile(10, 1).bins(), 10);  // no more bins than tasks
 }
 
+// A farm with reclaim fits after each chunk of its end game, and the fit then updates only the terms of the workers
+// that recorded since: after 3,000 such fits (the terms summed afresh on the way, against rounding) the speeds and
+// costs equal those of a profile given the same chunks and fitted once.
+TEST(CostProfile, FittedAfterEveryChunkEqualsFittedOnce) {
+    const int workers = 24;
+    const task_count tasks = 20000;
+    cost_profile each(tasks, workers), once(tasks, workers);
+    const auto speed = [](int w) { return 0.25 + 0.125 * (w % 7); };
+    int w = 0;
+    for (task_count at = 0; at < tasks;) {
+        const task_count n = std::min<task_count>(tasks - at, 1 + (tasks - at) / (4 * workers));
+        const chunk c{at, n};
+        const double s = seconds_of({c.first % 2000, c.count}, speed(w)) * (1.0 + 0.1 * std::sin(0.3 * at));
+        each.record(w, c, s);
+        once.record(w, c, s);
+        (void)each.speed(w);  // a fit after every chunk
+        at += n;
+        w = (w + 7) % workers;
+    }
+    for (int v = 0; v < workers; ++v) EXPECT_NEAR(each.speed(v) / once.speed(v), 1.0, 1e-9) << "worker " << v;
+    for (int b = 0; b < each.bins(); ++b) EXPECT_NEAR(each.bin_cost(b) / once.bin_cost(b), 1.0, 1e-9) << "bin " << b;
+}
+
 TEST(CostProfile, BadArgumentsAreNamed) {
     const auto names = [](auto&& make, const char* name) {
         try {

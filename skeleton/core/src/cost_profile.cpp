@@ -18,6 +18,9 @@ constexpr double smoothness = 1e-3;
 constexpr double ridge = 1e-12;
 /// The lowest cost a bin is given, relative to the mean (noise can drive a bin's fitted cost to zero or below).
 constexpr double lowest_cost = 1e-3;
+/// eliminated_ is summed afresh after this many of its terms were replaced one by one, so that the rounding of
+/// subtracting and adding terms does not build up.
+constexpr int fresh_after_updates = 1024;
 
 /// Solves m x = b in place (m: n x n, row-major, overwritten; b becomes x) by Gaussian elimination with partial
 /// pivoting; n is at most the profile's bins. A zero pivot leaves its unknown at 0.
@@ -45,6 +48,42 @@ void solve(std::vector<double>& m, std::vector<double>& b, std::size_t n) {
     }
 }
 
+/// Solves m x = b in place for a symmetric positive definite m (n x n, row-major; its lower triangle is overwritten
+/// by the Cholesky factor) and returns true, or returns false, with b untouched, where a pivot is not positive (the
+/// form is only semi-definite, or rounding made it so). Half the work of solve(): the form the fit solves is
+/// positive definite (its ridge), and a farm with reclaim fits after every chunk of its end game.
+bool solve_positive_definite(std::vector<double>& m, std::vector<double>& b, std::size_t n) {
+    // The first `len` entries of rows x and y of m, multiplied and summed in four independent sums: one sum waits for
+    // each addition before the next, four let the processor overlap them.
+    const auto dot = [&m, n](std::size_t x, std::size_t y, std::size_t len) {
+        const double* u = &m[x * n];
+        const double* v = &m[y * n];
+        double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+        std::size_t k = 0;
+        for (; k + 4 <= len; k += 4) s0 += u[k] * v[k], s1 += u[k + 1] * v[k + 1], s2 += u[k + 2] * v[k + 2], s3 += u[k + 3] * v[k + 3];
+        for (; k < len; ++k) s0 += u[k] * v[k];
+        return (s0 + s1) + (s2 + s3);
+    };
+    for (std::size_t j = 0; j < n; ++j) {
+        const double d = m[j * n + j] - dot(j, j, j);
+        if (!(d > 0.0)) return false;
+        const double l = std::sqrt(d);
+        m[j * n + j] = l;
+        for (std::size_t i = j + 1; i < n; ++i) m[i * n + j] = (m[i * n + j] - dot(i, j, j)) / l;
+    }
+    std::vector<double> y(b);
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t k = 0; k < i; ++k) y[i] -= m[i * n + k] * y[k];
+        y[i] /= m[i * n + i];
+    }
+    for (std::size_t i = n; i-- > 0;) {
+        for (std::size_t k = i + 1; k < n; ++k) y[i] -= m[k * n + i] * y[k];
+        y[i] /= m[i * n + i];
+    }
+    b = std::move(y);
+    return true;
+}
+
 /// Union-find over bins and workers (workers after the bins): the connected groups the fit solves one by one.
 struct union_find {
     std::vector<std::size_t> parent;
@@ -67,6 +106,10 @@ cost_profile::cost_profile(task_count tasks, int workers, int bins) : tasks_(tas
     q_.assign(static_cast<std::size_t>(workers), 0.0);
     cost_.assign(n, 1.0);
     speed_.assign(static_cast<std::size_t>(workers), 0.0);
+    in_recorded_.assign(static_cast<std::size_t>(workers), 0);
+    eliminated_.assign(n * n, 0.0);
+    applied_.resize(static_cast<std::size_t>(workers));
+    applied_q_.assign(static_cast<std::size_t>(workers), 0.0);
 }
 
 template <class F>
@@ -97,13 +140,55 @@ void cost_profile::record(int worker, chunk c, double seconds) {
         h[static_cast<std::size_t>(i)] += seconds * static_cast<double>(ni) / count;
     });
     q_[static_cast<std::size_t>(worker)] += seconds * seconds / count;
+    if (!in_recorded_[static_cast<std::size_t>(worker)]) {
+        in_recorded_[static_cast<std::size_t>(worker)] = 1;
+        recorded_.push_back(worker);
+    }
     fitted_ = false;
+}
+
+void cost_profile::update_eliminated() const {
+    const std::size_t n = cost_.size();
+    // Adds sign x h h^T / q over the bins where h is not zero.
+    std::vector<std::size_t> touched;
+    const auto add = [&](const std::vector<double>& h, double q, double sign) {
+        if (!(q > 0.0) || h.empty()) return;
+        touched.clear();
+        for (std::size_t b = 0; b < n; ++b)
+            if (h[b] != 0.0) touched.push_back(b);
+        for (std::size_t i : touched) {
+            const double hi = sign * h[i] / q;
+            for (std::size_t j : touched) eliminated_[i * n + j] += hi * h[j];
+        }
+    };
+    const bool afresh = updates_ + static_cast<int>(recorded_.size()) > fresh_after_updates;
+    if (afresh) {
+        std::fill(eliminated_.begin(), eliminated_.end(), 0.0);
+        updates_ = 0;
+        for (std::size_t w = 0; w < q_.size(); ++w) {
+            applied_[w] = cross_[w];
+            applied_q_[w] = q_[w];
+            add(applied_[w], applied_q_[w], 1.0);
+        }
+    } else {
+        for (int worker : recorded_) {
+            const auto w = static_cast<std::size_t>(worker);
+            add(applied_[w], applied_q_[w], -1.0);
+            applied_[w] = cross_[w];
+            applied_q_[w] = q_[w];
+            add(applied_[w], applied_q_[w], 1.0);
+            ++updates_;
+        }
+    }
+    for (int worker : recorded_) in_recorded_[static_cast<std::size_t>(worker)] = 0;
+    recorded_.clear();
 }
 
 void cost_profile::fit() const {
     if (fitted_) return;
     fitted_ = true;
     const std::size_t n = cost_.size(), workers = q_.size();
+    update_eliminated();
     union_find g(n + workers);
     for (std::size_t w = 0; w < workers; ++w)
         if (q_[w] > 0.0)
@@ -119,24 +204,17 @@ void cost_profile::fit() const {
         // One connected group: its bins (index -> position), its workers.
         const std::size_t root = g.find(first);
         std::vector<std::size_t> bins;
-        std::vector<std::size_t> at(n, n);
         for (std::size_t b = first; b < n; ++b)
-            if (computed[b] && g.find(b) == root) at[b] = bins.size(), bins.push_back(b), done[b] = true;
+            if (computed[b] && g.find(b) == root) bins.push_back(b), done[b] = true;
         const std::size_t m = bins.size();
         std::vector<double> a(m * m);
         double trace = 0.0;
+        // The group's form: its Gram matrix less its workers' eliminated speeds (a worker's terms lie on the bins it
+        // computed, which are all in its group).
         for (std::size_t i = 0; i < m; ++i) {
             for (std::size_t j = 0; j < m; ++j) a[i * m + j] = gram_[bins[i] * n + bins[j]];
             trace += a[i * m + i];
-        }
-        std::vector<std::size_t> touched;
-        for (std::size_t w = 0; w < workers; ++w) {
-            if (!(q_[w] > 0.0) || g.find(n + w) != root) continue;
-            touched.clear();
-            for (std::size_t b : bins)
-                if (cross_[w][b] != 0.0) touched.push_back(b);
-            for (std::size_t i : touched)
-                for (std::size_t j : touched) a[at[i] * m + at[j]] -= cross_[w][i] * cross_[w][j] / q_[w];
+            for (std::size_t j = 0; j < m; ++j) a[i * m + j] -= eliminated_[bins[i] * n + bins[j]];
         }
         const double scale = trace / static_cast<double>(m);
         for (std::size_t i = 0; i < m; ++i) {
@@ -148,7 +226,8 @@ void cost_profile::fit() const {
             }
         }
         std::vector<double> c(m, 1.0);
-        solve(a, c, m);
+        std::vector<double> factor = a;
+        if (!solve_positive_definite(factor, c, m)) solve(a, c, m);
         double sum = std::accumulate(c.begin(), c.end(), 0.0);
         if (!(sum > 0.0) || !std::isfinite(sum)) {  // no fit: equal costs
             std::fill(c.begin(), c.end(), 1.0);

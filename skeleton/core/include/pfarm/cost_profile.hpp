@@ -27,7 +27,9 @@ namespace pfarm {
 /// per task assume. A bin nobody computed a task of costs what its nearest computed bin costs (the lower one at a tie).
 ///
 /// Recording a chunk costs O(bins squared) at most; the fit runs when a prediction is asked after a record and costs
-/// O(bins cubed) plus O(bins) per worker: neither grows with the loop.
+/// O(bins cubed) plus O(bins squared) per worker that recorded since the last fit (the eliminated speeds' terms are
+/// kept summed and updated for those workers only): neither grows with the loop, and a farm's end game, which fits
+/// after each completed chunk, does not pay for every worker at each fit.
 class cost_profile {
 public:
     cost_profile() = default;
@@ -51,11 +53,20 @@ private:
     template <class F>
     void for_each_bin(chunk c, F&& f) const;
     void fit() const;
+    /// Brings eliminated_ up to date with the workers in recorded_ (afresh now and then, against rounding drift).
+    void update_eliminated() const;
 
     task_count tasks_ = 0;
     std::vector<double> gram_;                ///< bins x bins: sum over chunks of count f f^T
     std::vector<std::vector<double>> cross_;  ///< per worker (empty until its first record), per bin: sum of count tau f
     std::vector<double> q_;                   ///< per worker: sum of count tau^2
+    mutable std::vector<int> recorded_;             ///< the workers that recorded since the last fit, once each
+    mutable std::vector<char> in_recorded_;         ///< per worker: whether it is in recorded_
+    /// bins x bins: sum over workers of cross cross^T / q (the speeds eliminated), as of each worker's `applied_`.
+    mutable std::vector<double> eliminated_;
+    mutable std::vector<std::vector<double>> applied_;  ///< per worker: the cross_ its term in eliminated_ was made of
+    mutable std::vector<double> applied_q_;             ///< per worker: the q_ of that term (0: none)
+    mutable int updates_ = 0;                           ///< terms replaced since eliminated_ was last summed afresh
     mutable std::vector<double> cost_;        ///< per bin
     mutable std::vector<double> speed_;       ///< per worker
     mutable bool fitted_ = true;
