@@ -160,7 +160,8 @@ def main():
     if args.csv:
         f = open(args.csv, "w", newline="")
         out = csv.writer(f)
-        out.writerow(["set", "case", "technique", "makespan_over_bound", "choices", "chosen", "choice_seconds", "makespan"])
+        out.writerow(["set", "case", "technique", "makespan_over_bound", "choices", "chosen", "choice_seconds",
+                      "makespan"])
     if not args.no_quality:
         cases, fixed = quality_cases()
         reused = read_rows(args.reuse, "quality") if args.reuse else None

@@ -60,7 +60,8 @@ bool solve_positive_definite(std::vector<double>& m, std::vector<double>& b, std
         const double* v = &m[y * n];
         double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
         std::size_t k = 0;
-        for (; k + 4 <= len; k += 4) s0 += u[k] * v[k], s1 += u[k + 1] * v[k + 1], s2 += u[k + 2] * v[k + 2], s3 += u[k + 3] * v[k + 3];
+        for (; k + 4 <= len; k += 4)
+            s0 += u[k] * v[k], s1 += u[k + 1] * v[k + 1], s2 += u[k + 2] * v[k + 2], s3 += u[k + 3] * v[k + 3];
         for (; k < len; ++k) s0 += u[k] * v[k];
         return (s0 + s1) + (s2 + s3);
     };
@@ -106,7 +107,7 @@ cost_profile::cost_profile(task_count tasks, int workers, int bins) : tasks_(tas
     q_.assign(static_cast<std::size_t>(workers), 0.0);
     cost_.assign(n, 1.0);
     speed_.assign(static_cast<std::size_t>(workers), 0.0);
-    in_recorded_.assign(static_cast<std::size_t>(workers), 0);
+    recorded_.assign(static_cast<std::size_t>(workers), 0);
     eliminated_.assign(n * n, 0.0);
     applied_.resize(static_cast<std::size_t>(workers));
     applied_q_.assign(static_cast<std::size_t>(workers), 0.0);
@@ -140,10 +141,7 @@ void cost_profile::record(int worker, chunk c, double seconds) {
         h[static_cast<std::size_t>(i)] += seconds * static_cast<double>(ni) / count;
     });
     q_[static_cast<std::size_t>(worker)] += seconds * seconds / count;
-    if (!in_recorded_[static_cast<std::size_t>(worker)]) {
-        in_recorded_[static_cast<std::size_t>(worker)] = 1;
-        recorded_.push_back(worker);
-    }
+    recorded_[static_cast<std::size_t>(worker)] = 1;
     fitted_ = false;
 }
 
@@ -161,27 +159,22 @@ void cost_profile::update_eliminated() const {
             for (std::size_t j : touched) eliminated_[i * n + j] += hi * h[j];
         }
     };
-    const bool afresh = updates_ + static_cast<int>(recorded_.size()) > fresh_after_updates;
+    const int replaced = static_cast<int>(std::count(recorded_.begin(), recorded_.end(), char{1}));
+    const bool afresh = updates_ + replaced > fresh_after_updates;
     if (afresh) {
         std::fill(eliminated_.begin(), eliminated_.end(), 0.0);
         updates_ = 0;
-        for (std::size_t w = 0; w < q_.size(); ++w) {
-            applied_[w] = cross_[w];
-            applied_q_[w] = q_[w];
-            add(applied_[w], applied_q_[w], 1.0);
-        }
     } else {
-        for (int worker : recorded_) {
-            const auto w = static_cast<std::size_t>(worker);
-            add(applied_[w], applied_q_[w], -1.0);
-            applied_[w] = cross_[w];
-            applied_q_[w] = q_[w];
-            add(applied_[w], applied_q_[w], 1.0);
-            ++updates_;
-        }
+        updates_ += replaced;
     }
-    for (int worker : recorded_) in_recorded_[static_cast<std::size_t>(worker)] = 0;
-    recorded_.clear();
+    for (std::size_t w = 0; w < q_.size(); ++w) {
+        if (!afresh && !recorded_[w]) continue;
+        if (!afresh) add(applied_[w], applied_q_[w], -1.0);
+        applied_[w] = cross_[w];
+        applied_q_[w] = q_[w];
+        add(applied_[w], applied_q_[w], 1.0);
+        recorded_[w] = 0;
+    }
 }
 
 void cost_profile::fit() const {
@@ -201,7 +194,7 @@ void cost_profile::fit() const {
     std::vector<bool> done(n, false);
     for (std::size_t first = 0; first < n; ++first) {
         if (!computed[first] || done[first]) continue;
-        // One connected group: its bins (index -> position), its workers.
+        // One connected group: its computed bins.
         const std::size_t root = g.find(first);
         std::vector<std::size_t> bins;
         for (std::size_t b = first; b < n; ++b)

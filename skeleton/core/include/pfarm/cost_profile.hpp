@@ -53,15 +53,15 @@ private:
     template <class F>
     void for_each_bin(chunk c, F&& f) const;
     void fit() const;
-    /// Brings eliminated_ up to date with the workers in recorded_ (afresh now and then, against rounding drift).
+    /// Brings eliminated_ up to date with the workers that recorded since the last fit (afresh now and then, against
+    /// rounding drift).
     void update_eliminated() const;
 
     task_count tasks_ = 0;
     std::vector<double> gram_;                ///< bins x bins: sum over chunks of count f f^T
     std::vector<std::vector<double>> cross_;  ///< per worker (empty until its first record), per bin: sum of count tau f
     std::vector<double> q_;                   ///< per worker: sum of count tau^2
-    mutable std::vector<int> recorded_;             ///< the workers that recorded since the last fit, once each
-    mutable std::vector<char> in_recorded_;         ///< per worker: whether it is in recorded_
+    mutable std::vector<char> recorded_;      ///< per worker: whether it recorded since the last fit
     /// bins x bins: sum over workers of cross cross^T / q (the speeds eliminated), as of each worker's `applied_`.
     mutable std::vector<double> eliminated_;
     mutable std::vector<std::vector<double>> applied_;  ///< per worker: the cross_ its term in eliminated_ was made of
