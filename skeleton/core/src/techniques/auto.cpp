@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -51,6 +52,8 @@ constexpr int max_choices = 8;
 /// times is at most this; the profiles a choice is judged on are those within profile_margin of the best fit.
 constexpr double profile_explains = 0.25;
 constexpr double profile_margin = 0.1;
+/// Candidates whose worst ratio to the best is within this fraction of the least are told apart by their next worst.
+constexpr double tie_margin = 0.003;
 /// The chunks kept for the fit since the last choice: the latest ones, this many at most (half are let go at once).
 constexpr std::size_t max_measured_chunks = 4096;
 
@@ -113,6 +116,7 @@ public:
             ++measured_since_;
         }
         if (inner_) inner_->completed(worker, done, seconds);
+        busy_ += seconds;
         auto& d = done_[static_cast<std::size_t>(worker)];
         d.count += done.count;
         d.seconds += seconds;
@@ -321,18 +325,33 @@ private:
         std::vector<double> best(cases, std::numeric_limits<double>::infinity());
         for (const candidate& c : candidates)
             for (std::size_t j = 0; j < cases; ++j) best[j] = std::min(best[j], c.makespans.at(j));
+        // A candidate is judged on the whole run: the time the workers computed so far, per worker, before what it
+        // predicts, so that a case whose remaining tasks cost little does not weigh like the whole loop.
+        const double before = busy_ / static_cast<double>(workers_);
         technique_choice choice;
         choice.remaining = remaining;
         choice.round = static_cast<int>(choices_.size());
         choice.why = profiles.empty() ? why : why + "; the loop's profile " + profiles;
         double chosen_score = std::numeric_limits<double>::infinity();
+        std::vector<std::vector<double>> ratios;  // each candidate's ratios to the best over the cases, worst first
         for (const candidate& c : candidates) {
-            double score = 1.0;
-            for (std::size_t j = 0; j < cases; ++j) score = std::max(score, c.makespans[j] / best[j]);
-            choice.candidates.emplace_back(c.name, score);
-            if (score < chosen_score) chosen_score = score, choice.chosen = c.name;
+            std::vector<double> r(cases);
+            for (std::size_t j = 0; j < cases; ++j) r[j] = std::max(1.0, (before + c.makespans[j]) / (before + best[j]));
+            std::sort(r.begin(), r.end(), std::greater<>());
+            choice.candidates.emplace_back(c.name, r.front());
+            chosen_score = std::min(chosen_score, r.front());
+            ratios.push_back(std::move(r));
         }
-        choice.predicted = chosen_score;
+        // Among the candidates whose worst ratio is within tie_margin of the least, the one whose next worst is least.
+        double chosen_next = std::numeric_limits<double>::infinity();
+        for (std::size_t i = 0; i < candidates.size(); ++i) {
+            const double next = cases > 1 ? ratios[i][1] : ratios[i][0];
+            if (ratios[i][0] <= chosen_score * (1.0 + tie_margin) && next < chosen_next) {
+                chosen_next = next;
+                choice.chosen = candidates[i].name;
+                choice.predicted = ratios[i][0];
+            }
+        }
         if (shortlist_.empty()) {  // the first choice: its best candidates are the ones a later choice weighs
             auto ranked = choice.candidates;
             std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
@@ -366,6 +385,7 @@ private:
     task_count probe_ = 1;              ///< the size of a probe
     task_count handed_ = 0;             ///< tasks handed out in probes so far
     task_count left_ = 0;               ///< tasks unassigned at the last request
+    double busy_ = 0.0;                 ///< the seconds every worker computed, summed
     std::unique_ptr<technique> inner_;  ///< the technique chosen
     std::string why_again_;             ///< set when the speeds drifted: the next request chooses again
     bool settled_ = false;              ///< the technique chosen told a worker to stop: no choice after that
