@@ -37,6 +37,9 @@ constexpr int probes_per_worker = 4;
 /// most this share of the time (its seconds per request from the predictor): where a request costs the farmer as
 /// much as a few tasks, small probes would have the workers queue at the farmer while it measures.
 constexpr double probe_farmer_load = 0.5;
+/// Such a probe is at most this many times the worker's share of the measured tenth: its pace was measured on the
+/// loop's first tasks, which may cost far less than the next ones (a loop whose cost grows from nothing).
+constexpr task_count probe_most_shares = 2;
 /// The load to come a choice must meet: the fastest worker becomes this many times slower this share of the way
 /// through what is left.
 constexpr double load_factor = 4.0;
@@ -149,16 +152,17 @@ private:
     };
 
     /// The size of `worker`'s next probe: probe_, or in a farm that reclaims, for a worker already measured, enough
-    /// tasks at its pace to last workers x (the farmer's seconds per request) / probe_farmer_load, at most its share of
-    /// the measured tenth. Without reclaim a probe stays probe_: one too large for a worker whose load then rises
-    /// could not be taken back.
+    /// tasks at its pace to last workers x (the farmer's seconds per request) / probe_farmer_load, at most
+    /// probe_most_shares times its share of the measured tenth. Without reclaim a probe stays probe_: one too large
+    /// for a worker whose load then rises could not be taken back.
     task_count probe(int worker) const {
         const since_choice& d = done_[static_cast<std::size_t>(worker)];
         const double request = context_.predictor->request_seconds;
         if (!context_.predictor->reclaim || d.count == 0 || !(d.seconds > 0.0) || !(request > 0.0)) return probe_;
         const double span = request * workers_ / probe_farmer_load, pace = d.seconds / static_cast<double>(d.count);
         const auto share = static_cast<task_count>(std::ceil(static_cast<double>(measuring_) / workers_));
-        return std::clamp(static_cast<task_count>(std::ceil(span / pace)), probe_, std::max(probe_, share));
+        const task_count most = std::max(probe_, probe_most_shares * share);
+        return std::clamp(static_cast<task_count>(std::ceil(span / pace)), probe_, most);
     }
 
     /// The pace of each worker of `among` relative to their mean pace in `pace`.
@@ -336,7 +340,8 @@ private:
         std::vector<std::vector<double>> ratios;  // each candidate's ratios to the best over the cases, worst first
         for (const candidate& c : candidates) {
             std::vector<double> r(cases);
-            for (std::size_t j = 0; j < cases; ++j) r[j] = std::max(1.0, (before + c.makespans[j]) / (before + best[j]));
+            for (std::size_t j = 0; j < cases; ++j)
+                r[j] = std::max(1.0, (before + c.makespans[j]) / (before + best[j]));
             std::sort(r.begin(), r.end(), std::greater<>());
             choice.candidates.emplace_back(c.name, r.front());
             chosen_score = std::min(chosen_score, r.front());
