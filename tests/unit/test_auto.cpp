@@ -43,6 +43,30 @@ void expect_every_task_once(const sim::result& r, task_count tasks) {
     EXPECT_EQ(computed, tasks);
 }
 
+/// The probes of a run of `tasks` tasks: the chunks handed out before its first choice, in the order they went, each
+/// with whether it was its worker's first.
+struct probe {
+    pfarm::chunk_trace chunk;
+    bool first = false;
+};
+std::vector<probe> probes(const sim::result& r, task_count tasks, int workers) {
+    std::vector<probe> out;
+    if (r.choices.empty()) {
+        ADD_FAILURE() << "no choice";
+        return out;
+    }
+    const task_count probed = tasks - r.choices.front().remaining;
+    std::vector<int> seen(static_cast<std::size_t>(workers), 0);
+    task_count handed = 0;
+    for (const pfarm::chunk_trace& c : r.trace) {
+        if (handed >= probed) break;
+        handed += c.count;
+        out.push_back({c, seen.at(static_cast<std::size_t>(c.rank))++ == 0});
+    }
+    EXPECT_EQ(handed, probed);
+    return out;
+}
+
 TEST(Auto, IsRefusedWhereTheFarmCannotSimulate) {
     // A farmer session made without a predictor: auto starts at once (it needs no calibration) and refuses.
     expect_invalid([] { pfarm::farmer_session s(100, 4, pfarm::make_technique("auto", {}, 4)); }, "technique");
@@ -155,18 +179,12 @@ TEST(Auto, MeasuresInLargerProbesWhereARequestCostsTheFarmerMuchAndTheFarmReclai
         run.keep_trace = true;
         const sim::result r = sim::simulate(p, loop(4000, sim::workload_shape::uniform), "auto", {}, run);
         expect_every_task_once(r, 4000);
-        ASSERT_FALSE(r.choices.empty());
-        const task_count probed = 4000 - r.choices.front().remaining;
-        std::vector<int> seen(8, 0);
-        task_count handed = 0, larger = 0;
-        for (const pfarm::chunk_trace& c : r.trace) {
-            if (handed >= probed) break;
-            handed += c.count;
-            const bool first = seen.at(static_cast<std::size_t>(c.rank))++ == 0;
-            if (first || !reclaim) EXPECT_EQ(c.count, 13) << "worker " << c.rank;
-            else larger += c.count == 32;
+        task_count probed = 0, larger = 0;
+        for (const probe& c : probes(r, 4000, 8)) {
+            probed += c.chunk.count;
+            if (c.first || !reclaim) EXPECT_EQ(c.chunk.count, 13) << "worker " << c.chunk.rank;
+            else larger += c.chunk.count == 32;
         }
-        EXPECT_EQ(handed, probed);
         EXPECT_GE(probed, 400);
         if (reclaim) EXPECT_GT(larger, 0);
     }
@@ -184,21 +202,15 @@ TEST(Auto, LargerProbesStopAtTwiceTheWorkersShareOfTheTenth) {
         sim::simulate(platform(std::vector<double>(16, 1.0), 2.0), loop(4000, sim::workload_shape::uniform), "auto", {},
                       run);
     expect_every_task_once(r, 4000);
-    ASSERT_FALSE(r.choices.empty());
-    const task_count probed = 4000 - r.choices.front().remaining;
-    std::vector<int> seen(16, 0);
-    task_count handed = 0, later = 0;
-    for (const pfarm::chunk_trace& c : r.trace) {
-        if (handed >= probed) break;
-        handed += c.count;
-        if (seen.at(static_cast<std::size_t>(c.rank))++ == 0) {
-            EXPECT_EQ(c.count, 7) << "worker " << c.rank;
+    task_count later = 0;
+    for (const probe& c : probes(r, 4000, 16)) {
+        if (c.first) {
+            EXPECT_EQ(c.chunk.count, 7) << "worker " << c.chunk.rank;
         } else {
-            EXPECT_LE(c.count, 50) << "worker " << c.rank;
-            later += c.count == 50;
+            EXPECT_LE(c.chunk.count, 50) << "worker " << c.chunk.rank;
+            later += c.chunk.count == 50;
         }
     }
-    EXPECT_EQ(handed, probed);
     EXPECT_GT(later, 0);
 }
 
