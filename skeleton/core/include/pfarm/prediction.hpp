@@ -78,8 +78,10 @@ struct technique_choice {
     task_count remaining = 0;  ///< tasks unassigned when it chose
     int round = 0;             ///< 0: the first choice; n: the n-th choice again after the speeds drifted
     std::string chosen;        ///< the registry name of the technique it went on with
-    double predicted = 0.0;    ///< the chosen one's worst ratio of predicted makespan to the best, over the profiles
-    /// Every candidate considered with its worst ratio to the best per profile (>= 1), in registry order.
+    /// The chosen one's worst ratio to the best over the cases it was judged on, each of the whole run's predicted
+    /// makespan (the seconds the workers computed so far, per worker, plus the prediction of the rest).
+    double predicted = 0.0;
+    /// Every candidate considered with its worst such ratio (>= 1), in registry order.
     std::vector<std::pair<std::string, double>> candidates;
     double seconds = 0.0;      ///< the wall-clock time the choice took (the simulations)
     std::string why;           ///< "calibrated", or which worker's speed drifted by how much
