@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -336,25 +335,29 @@ private:
         choice.remaining = remaining;
         choice.round = static_cast<int>(choices_.size());
         choice.why = profiles.empty() ? why : why + "; the loop's profile " + profiles;
-        double chosen_score = std::numeric_limits<double>::infinity();
-        std::vector<std::vector<double>> ratios;  // each candidate's ratios to the best over the cases, worst first
+        // Each candidate's worst and next worst ratio to the best over the cases (the next worst is the worst when
+        // there is one case); the worst goes to the report.
+        double least_worst = std::numeric_limits<double>::infinity();
+        std::vector<double> next_worst;
         for (const candidate& c : candidates) {
-            std::vector<double> r(cases);
-            for (std::size_t j = 0; j < cases; ++j)
-                r[j] = std::max(1.0, (before + c.makespans[j]) / (before + best[j]));
-            std::sort(r.begin(), r.end(), std::greater<>());
-            choice.candidates.emplace_back(c.name, r.front());
-            chosen_score = std::min(chosen_score, r.front());
-            ratios.push_back(std::move(r));
+            double worst = 1.0, next = 1.0;
+            for (std::size_t j = 0; j < cases; ++j) {
+                const double r = std::max(1.0, (before + c.makespans[j]) / (before + best[j]));
+                if (r > worst) next = worst, worst = r;
+                else if (r > next) next = r;
+            }
+            choice.candidates.emplace_back(c.name, worst);
+            next_worst.push_back(cases > 1 ? next : worst);
+            least_worst = std::min(least_worst, worst);
         }
         // Among the candidates whose worst ratio is within tie_margin of the least, the one whose next worst is least.
         double chosen_next = std::numeric_limits<double>::infinity();
         for (std::size_t i = 0; i < candidates.size(); ++i) {
-            const double next = cases > 1 ? ratios[i][1] : ratios[i][0];
-            if (ratios[i][0] <= chosen_score * (1.0 + tie_margin) && next < chosen_next) {
-                chosen_next = next;
+            const double worst = choice.candidates[i].second;
+            if (worst <= least_worst * (1.0 + tie_margin) && next_worst[i] < chosen_next) {
+                chosen_next = next_worst[i];
                 choice.chosen = candidates[i].name;
-                choice.predicted = ratios[i][0];
+                choice.predicted = worst;
             }
         }
         if (shortlist_.empty()) {  // the first choice: its best candidates are the ones a later choice weighs
