@@ -896,18 +896,25 @@ TEST(SimulatorReclaim, AVictimsAnswerGoesBeforeAQueuedRequest) {
 
 TEST(SimulatorReclaim, AParkedThiefAskedAgainCostsNothingWhenItWaitsAgain) {
     // static, 60 unit tasks on 6 workers (times 2, 1, 2, 2, 4, 2), overhead 1. Worker 4 (4 s/task) holds tasks
-    // 40-46 from 5 and is asked in the tail; it answers at its task boundary 25 with 47-49, which go to w1
-    // (25-26). Workers parked meanwhile are asked again after every answer; when they get `wait` again no message
-    // leaves the farmer and no overhead is charged, so the reply leaves at 26 and w1 starts then. w4 ends its
-    // tasks at 33, the makespan.
+    // 40-49 from 5 and is asked in the tail, on behalf of w1 and of w2, idle beside it from 21; it answers at its
+    // task boundary 25 with 46-49 (5/6 of its 5 unstarted tasks, the share for two thieves), cut in two: 46-47
+    // go to w1 (25-26), 48-49 to w2 when it is asked again (26-27). Workers parked meanwhile are asked again after
+    // every answer; when they get `wait` again no message leaves the farmer and no overhead is charged, so the
+    // reply to w1 leaves at 26 and w1 starts then. w2 ends 48-49 at 31, the makespan (33 with the whole answer to
+    // w1, which computed 47-49 26-29 while w4 ended at 33).
     const auto r = sim::simulate(make_platform({2, 1, 2, 2, 4, 2}, 1.0), make_workload(60), "static", {},
                                  {.keep_trace = true, .reclaim = true});
-    const auto it = std::find_if(r.trace.begin(), r.trace.end(), [](const auto& c) { return c.first == 47; });
+    const auto it = std::find_if(r.trace.begin(), r.trace.end(), [](const auto& c) { return c.first == 46; });
     ASSERT_NE(it, r.trace.end());
     EXPECT_EQ(it->rank, 1);
-    EXPECT_EQ(it->count, 3);
+    EXPECT_EQ(it->count, 2);
     EXPECT_DOUBLE_EQ(it->started, 26.0);
-    EXPECT_DOUBLE_EQ(r.makespan, 33.0);
+    const auto piece = std::find_if(r.trace.begin(), r.trace.end(), [](const auto& c) { return c.first == 48; });
+    ASSERT_NE(piece, r.trace.end());
+    EXPECT_EQ(piece->rank, 2);
+    EXPECT_EQ(piece->count, 2);
+    EXPECT_DOUBLE_EQ(piece->started, 27.0);
+    EXPECT_DOUBLE_EQ(r.makespan, 31.0);
     expect_reclaim_consistent(r, 60);
 }
 
@@ -1040,10 +1047,11 @@ void busy_thief_sent_to_w0(pfarm::farmer& f) {
     EXPECT_GT(ahead.thief_busy, 0.0);
 }
 
-pfarm::farmer css10_over_40_with_reclaim() {
+/// css with chunks of 10 over `tasks` on `workers`, with reclaim (`held`: chunks a worker may hold, 2 with prefetch).
+pfarm::farmer css10_with_reclaim(pfarm::task_count tasks, int workers, int held) {
     pfarm::technique_options o;
     o.chunk = 10;
-    return pfarm::farmer(40, 2, pfarm::make_technique("css", o, 2), 1, 2, true);
+    return pfarm::farmer(tasks, workers, pfarm::make_technique("css", o, workers), 1, held, true);
 }
 
 }  // namespace
@@ -1052,7 +1060,7 @@ TEST(FarmerReclaim, NothingForABusyThiefKeepsTheVictimForTheNext) {
     // w0 gives nothing (its thief is busy): w1 is told `later`, and w0 stays a victim, so that w1, asking again with
     // nothing in hand, is sent to it again (a victim flagged "asked no more" after such an answer kept its whole
     // chunk to the end: a quality-study run went from 1.09 to 2.63 of the bound).
-    pfarm::farmer f = css10_over_40_with_reclaim();
+    pfarm::farmer f = css10_with_reclaim(40, 2, 2);
     busy_thief_sent_to_w0(f);
     const auto nothing = f.released(0, {20, 0}, 10.6);
     EXPECT_EQ(nothing.thief, 1);
@@ -1070,7 +1078,7 @@ TEST(FarmerReclaim, NothingForABusyThiefWhoseResultsCameMeanwhileKeepsTheVictimA
     // because it had nothing unstarted, so it stays a victim, and w1, idle now, is sent to it again at once.
     // (Judged by w1's state at the answer, w0 was retired as a victim and kept a 292-task chunk to 2.6 times the
     // bound in a quality-study run with prefetch and reclaim.)
-    pfarm::farmer f = css10_over_40_with_reclaim();
+    pfarm::farmer f = css10_with_reclaim(40, 2, 2);
     busy_thief_sent_to_w0(f);
     f.complete(1, 1.0);  // [30, 40): its results, before w0's answer
     const auto nothing = f.released(0, {20, 0}, 11.6);
@@ -1081,6 +1089,88 @@ TEST(FarmerReclaim, NothingForABusyThiefWhoseResultsCameMeanwhileKeepsTheVictimA
     const auto given = f.released(0, {15, 5}, 11.7);
     ASSERT_EQ(given.answer.what, pfarm::decision::kind::assign);
     EXPECT_EQ(given.answer.work, (pfarm::chunk{15, 5}));
+}
+
+TEST(FarmerReclaim, AVictimsAnswerIsCutForEveryIdleWorker) {
+    // css 10 over 40 tasks, four workers: w1-w3 end their chunks in 1 s (0.1 s/task), w0 holds [0, 10) and at 5 s
+    // has shown 1 s/task. w1 asks with w2 and w3 idle beside it: the share is for the three (3 t_v / (3 t_v +
+    // t_thief) = 0.97, kept within 1 - 1/9), and the answer is cut into a piece for each, w1's first.
+    pfarm::farmer f = css10_with_reclaim(40, 4, 1);
+    for (int w = 0; w < 4; ++w) EXPECT_EQ(f.request(w, 0.0).work, (pfarm::chunk{10 * w, 10}));
+    for (int w = 1; w < 4; ++w) f.complete(w, 1.0);
+    const auto d = f.request(1, 5.0);
+    ASSERT_EQ(d.what, pfarm::decision::kind::reclaim);
+    EXPECT_EQ(d.victim, 0);
+    EXPECT_EQ(d.thieves, 3);
+    EXPECT_NEAR(d.share, 8.0 / 9.0, 1e-12);
+    EXPECT_EQ(f.request(2, 5.0).what, pfarm::decision::kind::wait);  // w0 is being asked
+    EXPECT_EQ(f.request(3, 5.0).what, pfarm::decision::kind::wait);
+    // w0 at 1 s/task, task 5 next: 8/9 of its 5 unstarted tasks (a single thief would get 2/3: 3 of them).
+    const pfarm::chunk given = pfarm::victim_gives(d, 1.0, {0, 10}, 5);
+    EXPECT_EQ(given, (pfarm::chunk{6, 4}));
+    const auto o1 = f.released(0, given, 5.5);
+    EXPECT_EQ(o1.thief, 1);
+    ASSERT_EQ(o1.answer.what, pfarm::decision::kind::assign);
+    EXPECT_EQ(o1.answer.work, (pfarm::chunk{6, 2}));
+    EXPECT_EQ(f.request(2, 5.5).work, (pfarm::chunk{8, 1}));  // the driver asks those waiting again
+    EXPECT_EQ(f.request(3, 5.5).work, (pfarm::chunk{9, 1}));
+    f.complete(0, 6.0);
+    for (int w = 1; w < 4; ++w) f.complete(w, 0.2);
+    EXPECT_TRUE(f.done());
+    EXPECT_EQ(f.reclaimed_tasks(), 4);
+}
+
+// css 10 over 150 tasks, three workers at 0.1 s/task; from 1 s w0 computes [30, 40) far slower. Each second w1
+// and w2 end a chunk and take the next. At 3 s w0 has taken twice its chunk's expected time (1 s), not more; at
+// 4 s it would still end (guessed as long again to go: at 7 s) before the others finish the pool (9.1 s); at 5 s
+// it would end at 9 s, after the others' 8.1 s plus one of its tasks (0.4 s at the pace it has shown): w1, with 30
+// tasks still unassigned, is sent to take its unstarted tasks back, for all the others (share n t_v / (n t_v +
+// t_thief) for n = 2, kept within 1 - 1/6).
+namespace {
+
+pfarm::decision far_behind_w0_asked(pfarm::farmer& f) {
+    for (int w = 0; w < 3; ++w) f.request(w, 0.0);
+    for (int w = 0; w < 3; ++w) f.complete(w, 1.0);
+    for (int w = 0; w < 3; ++w) EXPECT_EQ(f.request(w, 1.0).work, (pfarm::chunk{30 + 10 * w, 10}));
+    pfarm::decision d;
+    for (double t = 2.0; t <= 5.0; t += 1.0)
+        for (int w = 1; w < 3 && d.what != pfarm::decision::kind::reclaim; ++w) {
+            f.complete(w, 1.0);
+            d = f.request(w, t);
+            if (t < 5.0) EXPECT_EQ(d.what, pfarm::decision::kind::assign) << "at " << t << " s, worker " << w;
+        }
+    return d;
+}
+
+}  // namespace
+
+TEST(FarmerReclaim, AWorkerFarBehindGivesBackBeforeThePoolRunsDry) {
+    pfarm::farmer f = css10_with_reclaim(150, 3, 1);
+    const pfarm::decision d = far_behind_w0_asked(f);
+    ASSERT_EQ(d.what, pfarm::decision::kind::reclaim);
+    EXPECT_EQ(d.victim, 0);
+    EXPECT_EQ(f.remaining(), 30);
+    EXPECT_EQ(d.thieves, 2);
+    EXPECT_NEAR(d.share, 5.0 / 6.0, 1e-12);
+    // w0 at 0.8 s/task, task 35 next: 5/6 of its 5 unstarted tasks go to w1.
+    const pfarm::chunk given = pfarm::victim_gives(d, 0.8, {30, 10}, 35);
+    EXPECT_EQ(given, (pfarm::chunk{36, 4}));
+    const auto back = f.released(0, given, 5.4);
+    EXPECT_EQ(back.thief, 1);
+    EXPECT_EQ(back.answer.work, (pfarm::chunk{36, 4}));
+    // w0, done with what it kept, takes the pool's next chunk as any worker.
+    f.complete(1, 0.4);
+    f.complete(0, 4.8);
+    EXPECT_EQ(f.request(0, 5.8).work, (pfarm::chunk{120, 10}));
+}
+
+TEST(FarmerReclaim, AThiefGivenNothingBeforeThePoolRunsDryTakesThePoolsNextChunk) {
+    pfarm::farmer f = css10_with_reclaim(150, 3, 1);
+    ASSERT_EQ(far_behind_w0_asked(f).what, pfarm::decision::kind::reclaim);
+    const auto nothing = f.released(0, {40, 0}, 5.4);  // its last task had started
+    EXPECT_EQ(nothing.thief, 1);
+    ASSERT_EQ(nothing.answer.what, pfarm::decision::kind::assign);
+    EXPECT_EQ(nothing.answer.work, (pfarm::chunk{120, 10}));
 }
 
 TEST(FarmerReclaim, VictimGivesFromTheChunkWithMoreUnstartedTasks) {
@@ -1102,4 +1192,7 @@ TEST(FarmerReclaim, VictimGivesFromTheChunkWithMoreUnstartedTasks) {
     // 2/3 of [12, 14) and a prefetched [16, 18) would be 2 tasks of the current chunk, its whole.
     EXPECT_EQ(pfarm::victim_gives(d, 2.0, {12, 2}, 12, {16, 2}), (pfarm::chunk{13, 1}));
     EXPECT_EQ(pfarm::victim_gives(d, 2.0, {12, 1}, 12).count, 0);
+    // For three idle thieves together: 3 x 2 / (3 x 2 + 1) = 6/7 of the 9 unstarted tasks, 7 of them.
+    d.thieves = 3;
+    EXPECT_EQ(pfarm::victim_gives(d, 2.0, {0, 10}, 1), (pfarm::chunk{3, 7}));
 }

@@ -11,10 +11,12 @@
 namespace pfarm {
 
 namespace {
-/// The victim's part that a thief should take so that both finish together if their times per task hold,
-/// kept within [1/3, 2/3] (farmer::take_back says why).
-double balanced_share(double victim_seconds, double thief_seconds) {
-    return std::clamp(victim_seconds / (victim_seconds + thief_seconds), 1.0 / 3.0, 2.0 / 3.0);
+/// The victim's part that `thieves` idle workers, each at `thief_seconds` per task, should take so that all finish
+/// together if their times per task hold, kept within [1/3, 1 - 1/(3 x thieves)]: [1/3, 2/3] for one thief
+/// (farmer::take_back says why).
+double balanced_share(double victim_seconds, double thief_seconds, int thieves) {
+    const double n = static_cast<double>(std::max(1, thieves));
+    return std::clamp(n * victim_seconds / (n * victim_seconds + thief_seconds), 1.0 / 3.0, 1.0 - 1.0 / (3.0 * n));
 }
 
 /// The whole tasks in `share` x `tasks`: a share that is 2/3 up to rounding (paces fitted by the cost profile) of 3
@@ -158,7 +160,7 @@ decision farmer::request(int worker, double now, bool completing) {
     if (phase_ == phase::calibrating) {
         if (const std::optional<decision> d = calibration_request(worker, w, now)) return *d;
     }
-    if (!retry_queue_.empty() || !returned_.empty()) [[unlikely]] {  // failed tasks, a lost worker's, before new ones
+    if (!retry_queue_.empty() || !returned_.empty() || !shares_.empty()) [[unlikely]] {  // failed tasks, a lost worker's, a reclaim's pieces, before new ones
         if (const decision d = again_for(worker, now); d.what == decision::kind::assign) return d;
     }
     const task_count left = remaining();
@@ -179,8 +181,13 @@ decision farmer::request(int worker, double now, bool completing) {
         policy_->start({expected_, left, workers(), calibration(), predictor_});
         started_ = true;
     }
-    if (reclaim_ && !pool_ && !stragglers() && !retry_ && !loss_tolerant_ && outrun(worker, now)) [[unlikely]]
-        return w.held > 0 ? later(worker, now) : decision{decision::kind::wait, {}, false};
+    if (reclaim_ && !pool_ && !stragglers() && !retry_ && !loss_tolerant_) [[unlikely]] {
+        if (outrun(worker, now)) return w.held > 0 ? later(worker, now) : decision{decision::kind::wait, {}, false};
+        // A worker far behind: the one that asks with nothing in hand takes its unstarted tasks back for all the
+        // others, who share them as they share the pool (far_behind()).
+        if (w.held - (completing ? 1 : 0) == 0)
+            if (const int v = far_behind(worker, now); v >= 0) return ask_for_all(worker, v, now);
+    }
     task_count wanted = policy_->next(worker, left);
     if (pool_ && wanted <= 0) {  // its round is handed out: a new round over the pool, and a chunk whatever it says
         policy_->start({expected_, left, workers(), calibration(), predictor_});
@@ -223,6 +230,43 @@ double farmer::pace(int worker, chunk c) const {
     return profile_.knows(worker) ? profile_.seconds_per_task(worker, c) : seconds_per_task(worker);
 }
 
+template <class SecondsPer>
+double farmer::others_finish(int worker, double now, SecondsPer seconds_per) const {
+    const task_count left = remaining();
+    const chunk rest{next_index_, left};
+    struct capacity {
+        double free, rate;
+    };
+    std::vector<capacity> them;
+    double one_task = std::numeric_limits<double>::infinity();  // the least time of one task of the rest elsewhere
+    for (int v = 0; v < workers(); ++v) {
+        const auto& o = workers_[static_cast<std::size_t>(v)];
+        // Only those holding a chunk: an idle one is told to wait by the same rule, or asks on its own.
+        if (v == worker || o.held == 0 || o.stopped || o.lost || !profile_.knows(v)) continue;
+        const double t = seconds_per(v, rest);
+        if (!(t > 0.0)) continue;
+        double held_time = 0.0;  // what it holds, from its hand-out; past it, guessed half-way (as take_back does)
+        for (int i = 0; i < o.held; ++i) held_time += static_cast<double>(o.in_flight[i].count) * seconds_per(v, o.in_flight[i]);
+        const double elapsed = now - o.assigned_at[0];
+        them.push_back({now + (held_time >= elapsed ? held_time - elapsed : elapsed), 1.0 / t});
+        one_task = std::min(one_task, t);
+    }
+    if (them.empty()) return std::numeric_limits<double>::infinity();
+    // Their finish of the rest as a fluid, each from when it is free.
+    std::sort(them.begin(), them.end(), [](const capacity& a, const capacity& b) { return a.free < b.free; });
+    double rate = 0.0, done = 0.0, at = them.front().free, finish = 0.0;
+    for (std::size_t i = 0;; ++i) {
+        rate += them[i].rate;
+        const double next = i + 1 < them.size() ? them[i + 1].free : std::numeric_limits<double>::infinity();
+        finish = at + (static_cast<double>(left) - done) / rate;
+        if (finish <= next) break;
+        done += rate * (next - at);
+        at = next;
+    }
+    // A task is not divided: the last one on the others may end up to one task's time past the fluid finish.
+    return finish + one_task;
+}
+
 bool farmer::outrun(int worker, double now) const {
     // The end game (docs/skeleton.md "Reclaim"): a started task is never taken back, so a slow worker that takes one
     // of the last tasks may end the loop long after the others. It gets nothing while the others would finish every
@@ -237,49 +281,49 @@ bool farmer::outrun(int worker, double now) const {
     // Cheap bound first, so that a request far from the end costs O(1): the others cannot finish the rest sooner
     // than `others` workers at the least seconds per task any chunk took.
     if (static_cast<double>(left) * fastest_ / static_cast<double>(others) > alone + request_cost_) return false;
-    const chunk rest{next_index_, left};
-    struct capacity {
-        double free, rate;
-    };
-    std::vector<capacity> them;
-    // Whether the others finish `rest` before `worker` finishes `least`, at `seconds_per(v, c)`.
+    // Whether the others finish the rest before `worker` finishes `least`, at `seconds_per(v, c)`.
     const auto sooner = [&](auto seconds_per) {
         const auto& w = workers_[static_cast<std::size_t>(worker)];
         double mine = now;
         for (int i = 0; i < w.held; ++i) mine += static_cast<double>(w.in_flight[i].count) * seconds_per(worker, w.in_flight[i]);
         mine += static_cast<double>(least.count) * seconds_per(worker, least);
-        them.clear();
-        double one_task = std::numeric_limits<double>::infinity();  // the least time of one task of the rest elsewhere
-        for (int v = 0; v < workers(); ++v) {
-            const auto& o = workers_[static_cast<std::size_t>(v)];
-            // Only those holding a chunk: an idle one is told to wait by the same rule, or asks on its own.
-            if (v == worker || o.held == 0 || o.stopped || o.lost || !profile_.knows(v)) continue;
-            const double t = seconds_per(v, rest);
-            if (!(t > 0.0)) continue;
-            double held_time = 0.0;  // what it holds, from its hand-out; past it, guessed half-way (as take_back does)
-            for (int i = 0; i < o.held; ++i) held_time += static_cast<double>(o.in_flight[i].count) * seconds_per(v, o.in_flight[i]);
-            const double elapsed = now - o.assigned_at[0];
-            them.push_back({now + (held_time >= elapsed ? held_time - elapsed : elapsed), 1.0 / t});
-            one_task = std::min(one_task, t);
-        }
-        if (them.empty()) return false;  // nobody else holds a chunk, whose completion would ask this worker again
-        // Their finish of the rest as a fluid, each from when it is free.
-        std::sort(them.begin(), them.end(), [](const capacity& a, const capacity& b) { return a.free < b.free; });
-        double rate = 0.0, done = 0.0, at = them.front().free, finish = 0.0;
-        for (std::size_t i = 0;; ++i) {
-            rate += them[i].rate;
-            const double next = i + 1 < them.size() ? them[i + 1].free : std::numeric_limits<double>::infinity();
-            finish = at + (static_cast<double>(left) - done) / rate;
-            if (finish <= next) break;
-            done += rate * (next - at);
-            at = next;
-        }
-        // A task is not divided: the last one on the others may end up to one task's time past the fluid finish.
-        return finish + one_task + request_cost_ < mine;
+        // Infinity when nobody else holds a chunk, whose completion would ask this worker again.
+        return others_finish(worker, now, seconds_per) + request_cost_ < mine;
     };
     // Seconds per task first: the profile's paces may need a fit (O(bins cubed)) after each completed chunk.
     return sooner([this](int v, chunk) { return seconds_per_task(v); }) &&
            sooner([this](int v, chunk c) { return profile_.seconds_per_task(v, c); });
+}
+
+int farmer::far_behind(int thief, double now) {
+    // One worker looked at per request, in turn, so that a request costs O(1) however many workers there are: a
+    // worker that has taken more than twice what it holds, at its seconds per task so far and at its paces (far
+    // slower than its history: a load came; at once past them, the guess below overstates what is left to one
+    // just past its estimate), is guessed, as take_back does, to have as long again to go. If that is later than the others would finish every unassigned
+    // task after what they hold (at both kinds of paces, as outrun()), plus one of its tasks (it answers between
+    // tasks), it would end the loop last with tasks it has not started: they are taken back now, while the others
+    // still have the pool, rather than once the pool runs dry.
+    const int v = next_looked_at_;
+    next_looked_at_ = (next_looked_at_ + 1) % workers();
+    const auto& w = workers_[static_cast<std::size_t>(v)];
+    if (v == thief || w.held == 0 || !w.reclaimable || w.thief >= 0 || w.lost || !profile_.knows(v)) return -1;
+    const double elapsed = now - w.assigned_at[0];
+    // Its seconds per task so far first: the profile's paces may need a fit (O(bins cubed)) after each chunk.
+    task_count held = 0;
+    for (int i = 0; i < w.held; ++i) held += w.in_flight[i].count;
+    if (elapsed <= 2.0 * static_cast<double>(held) * seconds_per_task(v)) return -1;
+    chunk largest{};
+    double held_time = 0.0;
+    for (int i = 0; i < w.held; ++i) {
+        held_time += static_cast<double>(w.in_flight[i].count) * pace(v, w.in_flight[i]);
+        if (w.in_flight[i].count > largest.count) largest = w.in_flight[i];
+    }
+    if (largest.count < 2 || !(held_time > 0.0) || elapsed <= 2.0 * held_time) return -1;
+    const double its_task = pace(v, largest) * elapsed / held_time;  // at the pace it has shown at least
+    const double end = now + elapsed;
+    const double others = std::max(others_finish(v, now, [this](int o, chunk) { return seconds_per_task(o); }),
+                                   others_finish(v, now, [this](int o, chunk c) { return profile_.seconds_per_task(o, c); }));
+    return std::isfinite(others) && end > others + its_task + request_cost_ ? v : -1;
 }
 
 decision farmer::take_back(int thief, double now) {
@@ -288,7 +332,11 @@ decision farmer::take_back(int thief, double now) {
     // worker (a Mandelbrot's cheap edge columns make a slow worker look fast), the profile tells the two apart.
     // The share: the thief's part of the victim's unstarted tasks so that both finish together at their paces on
     // the victim's chunk, t_v / (t_v + t_thief), kept within [1/3, 2/3] so that one bad estimate does not hand a
-    // thief most of a chunk (quality study: docs/quality.md). The victim: the worker whose chunk promises the thief
+    // thief most of a chunk (quality study: docs/quality.md). An idle thief asks for the n - 1 other idle workers
+    // too (those that wait with nothing in hand): n thieves together at t_thief / n each, n t_v / (n t_v + t_thief)
+    // within [1/3, 1 - 1/(3n)], and the answer beyond the thief's part is cut into a piece for each of them
+    // (released()); else a victim whose tasks have grown long gives its tasks to one thief at a time, each at one
+    // of its tasks' pace, while the others wait. The victim: the worker whose chunk promises the thieves
     // the largest gain, share x expected remaining time. Expected remaining time = hand-out time + the time of the
     // tasks held at its pace - now; a worker past that estimate (slower than its history) is guessed to be
     // half-way through, with as long again to go. Without any history yet, chunks are ranked by their size and split
@@ -302,8 +350,9 @@ decision farmer::take_back(int thief, double now) {
     double busy = 0.0;
     for (int i = 0; i < asker.held; ++i)
         busy += static_cast<double>(asker.in_flight[i].count) * pace(thief, asker.in_flight[i]);
+    const int thieves = busy > 0.0 ? 1 : thieves_by(thief, -1, now, now);
     int best = -1;
-    double best_gain = 0.0, best_share = 0.5, best_thief_seconds = thief_time;
+    double best_gain = 0.0, best_share = 0.5, best_thief_seconds = thief_time, best_t = 0.0;
     for (int v = 0; v < workers(); ++v) {
         const auto& w = workers_[static_cast<std::size_t>(v)];
         if (v == thief || w.held == 0 || !w.reclaimable || w.thief >= 0) continue;
@@ -315,11 +364,11 @@ decision farmer::take_back(int thief, double now) {
             if (w.in_flight[i].count > largest.count) largest = w.in_flight[i];
         }
         if (largest.count < 2) continue;
-        double share = 0.5, gain = 0.0, thief_seconds = thief_time;
+        double share = 0.5, gain = 0.0, thief_seconds = thief_time, t = 0.0;
         if (seconds_per_task(v) > 0.0) {
             // Expected remaining time of everything it holds; it gives back from one chunk, at most all of
             // it but one task.
-            double t = pace(v, largest);
+            t = pace(v, largest);
             double held_time = 0.0;
             for (int i = 0; i < w.held; ++i)
                 held_time += static_cast<double>(w.in_flight[i].count) * pace(v, w.in_flight[i]);
@@ -336,7 +385,7 @@ decision farmer::take_back(int thief, double now) {
             if (left <= 0.0) continue;
             if (thief_time > 0.0) {
                 thief_seconds = pace(thief, largest);
-                share = balanced_share(t, thief_seconds);
+                share = balanced_share(t, thief_seconds, thieves);
             }
             const double most = static_cast<double>(largest.count - 1);  // it keeps a task of the chunk it gives from
             if (std::min(whole_tasks(left / t, share), most) < 1.0) continue;  // expected to give back nothing
@@ -345,7 +394,7 @@ decision farmer::take_back(int thief, double now) {
         } else {
             gain = static_cast<double>(held);
         }
-        if (gain > best_gain) best = v, best_gain = gain, best_share = share, best_thief_seconds = thief_seconds;
+        if (gain > best_gain) best = v, best_gain = gain, best_share = share, best_thief_seconds = thief_seconds, best_t = t;
     }
     if (best < 0) {
         if (asker.held > 0) return later(thief, now);
@@ -355,17 +404,68 @@ decision farmer::take_back(int thief, double now) {
             if (w.thief >= 0 && w.held > 0 && w.reclaimable) return {decision::kind::wait, {}, false};
         return stragglers() ? rerun_or_stop(thief, now) : idle_end(thief);
     }
-    auto& victim = workers_[static_cast<std::size_t>(best)];
-    victim.thief = thief;
-    victim.asked_at = now;
-    victim.asked_version = victim.version;
-    victim.asked_for_busy = busy > 0.0;
+    if (busy > 0.0) return ask(thief, best, best_share, best_thief_seconds, busy, 1, 1, now);
+    // Its answer comes after the task it computes: those that will be idle by then share it too.
+    const int n = best_t > 0.0 ? thieves_by(thief, best, now, now + best_t) : thieves;
+    if (best_t > 0.0 && thief_time > 0.0) best_share = balanced_share(best_t, best_thief_seconds, n);
+    return ask(thief, best, best_share, best_thief_seconds, 0.0, n, n, now);
+}
+
+int farmer::thieves_by(int thief, int victim, double now, double by) const {
+    // Idle: holding nothing and waiting (not stopped, lost, or waiting for another victim's answer); or expected
+    // to end what it holds by `by` at its paces (one past that estimate is guessed to have as long again to go,
+    // as take_back reckons), once it has completed a chunk (before, its pace is the others' mean, which a slow
+    // worker's first chunk belies).
+    int n = 1;
+    for (int v = 0; v < workers(); ++v) {
+        const auto& o = workers_[static_cast<std::size_t>(v)];
+        if (v == thief || v == victim || o.stopped || o.lost || o.waiting_for_victim) continue;
+        if (o.held == 0) {
+            ++n;
+            continue;
+        }
+        if (!(by > now) || !profile_.knows(v)) continue;  // no pace of its own yet: not judged
+        double held_time = 0.0;
+        for (int i = 0; i < o.held; ++i) held_time += static_cast<double>(o.in_flight[i].count) * pace(v, o.in_flight[i]);
+        const double elapsed = now - o.assigned_at[0];
+        if (now + (held_time > elapsed ? held_time - elapsed : elapsed) <= by) ++n;
+    }
+    return n;
+}
+
+decision farmer::ask_for_all(int thief, int victim, double now) {
+    // The others share what it gives back as they share the pool: its share is for all of them, n t_v / (n t_v +
+    // t_thief) of its unstarted tasks (balanced_share; at the pace it has shown, as take_back reckons one past its
+    // estimate), and the one that asks takes them.
+    const auto& w = workers_[static_cast<std::size_t>(victim)];
+    chunk largest{};
+    double held_time = 0.0;
+    for (int i = 0; i < w.held; ++i) {
+        held_time += static_cast<double>(w.in_flight[i].count) * pace(victim, w.in_flight[i]);
+        if (w.in_flight[i].count > largest.count) largest = w.in_flight[i];
+    }
+    const double t = pace(victim, largest) * 2.0 * (now - w.assigned_at[0]) / held_time;
+    const double thief_seconds = seconds_per_task(thief) > 0.0 ? pace(thief, largest) : 0.0;
+    const int thieves = std::max(1, active_ - 1);
+    const double share = thief_seconds > 0.0 ? balanced_share(t, thief_seconds, thieves) : 0.5;
+    return ask(thief, victim, share, thief_seconds, 0.0, thieves, 1, now);
+}
+
+decision farmer::ask(int thief, int victim, double share, double thief_seconds, double busy, int thieves,
+                     int pieces, double now) {
+    auto& v = workers_[static_cast<std::size_t>(victim)];
+    v.thief = thief;
+    v.asked_at = now;
+    v.asked_version = v.version;
+    v.asked_for_busy = busy > 0.0;
+    v.asked_pieces = pieces;
     workers_[static_cast<std::size_t>(thief)].waiting_for_victim = true;
     decision d{decision::kind::reclaim, {}, false};
-    d.victim = best;
-    d.share = best_share;
-    d.thief_seconds = best_thief_seconds;
+    d.victim = victim;
+    d.share = share;
+    d.thief_seconds = thief_seconds;
     d.thief_busy = busy;
+    d.thieves = thieves;
     return d;
 }
 
@@ -409,19 +509,34 @@ release_outcome farmer::released(int victim, chunk given, double now) {
         // keep its whole chunk to the end.)
         if (workers_[static_cast<std::size_t>(thief)].held > 0) return {thief, later(thief, now)};
         if (!v.asked_for_busy && v.version == v.asked_version) v.reclaimable = false;
+        // Asked before every task was handed out (far_behind()): the thief asks as any worker would.
+        if (remaining() > 0 && !pool_) return {thief, request(thief, now)};
         return {thief, idle_thief(thief, now)};
     }
     from->count -= given.count;
     ++v.version;
     ++reclaims_;
     reclaimed_tasks_ += given.count;
-    return {thief, assign(thief, given.first, given.count, false, now)};
+    // Given for the workers idle by the answer besides the thief too (take_back): a piece each; those waiting are
+    // asked again after this answer, the others take theirs when they ask (again_for(): whole, before new tasks).
+    const task_count pieces = workers_[static_cast<std::size_t>(thief)].held == 0
+                                  ? std::min<task_count>(given.count, v.asked_pieces)
+                                  : 1;
+    const task_count base = given.count / pieces, extra = given.count % pieces;  // as even as whole tasks allow
+    const task_count mine = base + (extra > 0 ? 1 : 0);
+    task_count first = given.first + mine;
+    for (task_count i = 1; i < pieces; ++i) {
+        const task_count count = base + (i < extra ? 1 : 0);
+        shares_.push_back({first, count});
+        first += count;
+    }
+    return {thief, assign(thief, given.first, mine, false, now)};
 }
 
 chunk victim_gives(const decision& d, double victim_seconds, chunk current, task_count next_task, chunk prefetched) {
     const task_count in_current = std::max<task_count>(0, current.first + current.count - next_task);
     const task_count in_prefetched = std::max<task_count>(0, prefetched.count);
-    const double share = victim_seconds > 0.0 && d.thief_seconds > 0.0 ? balanced_share(victim_seconds, d.thief_seconds)
+    const double share = victim_seconds > 0.0 && d.thief_seconds > 0.0 ? balanced_share(victim_seconds, d.thief_seconds, d.thieves)
                                                                         : d.share;
     double unstarted = static_cast<double>(in_current + in_prefetched);
     const double pace = victim_seconds > 0.0 ? victim_seconds : d.thief_seconds;

@@ -246,6 +246,11 @@ decision farmer::again_for(int worker, double now) {
     if (!retry_queue_.empty())
         if (const decision d = retry_for(worker, now); d.what == decision::kind::assign) return d;
     if (!returned_.empty()) return hand_returned(worker, now);
+    if (!shares_.empty()) {  // a piece of a reclaim's answer, cut for the idle (released())
+        const chunk c = shares_.front();
+        shares_.pop_front();
+        return assign(worker, c.first, c.count, false, now);
+    }
     return {decision::kind::stop, {}, false};
 }
 

@@ -7,14 +7,6 @@
 
 namespace pfarm {
 
-namespace {
-reply_message reply(reply_message::kind what) {
-    reply_message r;
-    r.what = what;
-    return r;
-}
-}  // namespace
-
 farmer_session::farmer_session(task_count tasks, int workers, std::unique_ptr<technique> policy,
                                const farmer_session_options& options)
     : farmer_(tasks, workers, std::move(policy), options.min_chunk,
@@ -463,6 +455,7 @@ void farmer_session::answer(int worker, const decision& d, bool direct) {
         r.share = d.share;
         r.thief_seconds = d.thief_seconds;
         r.thief_busy = d.thief_busy;
+        r.thieves = d.thieves;
         send(d.victim, r);
         return;
     }

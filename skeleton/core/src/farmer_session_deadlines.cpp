@@ -50,7 +50,7 @@ void farmer_session::lose(std::span<const int> overdue) {
         std::erase(parked_, worker);
         retire(worker);  // it is answered nothing more, and the end of the farm waits for it no more
         // Alive after all, it would wait for that answer for ever: it is told to stop, as from_lost() tells one that asks.
-        if (awaiting) send(worker, reply_message{.what = reply_message::kind::stop});
+        if (awaiting) send(worker, reply(reply_message::kind::stop));
     }
     if (aborting_) return;
     if (options_.worker_loss.what == worker_loss_rule::kind::stop) {
@@ -97,8 +97,8 @@ void farmer_session::forget_held(int worker) {
 
 void farmer_session::from_lost(int worker, const request_message& m) {
     // Not counted: its tasks were handed out again. One that asks (still alive after all) is told to stop.
-    if (m.what == request_message::kind::ask) send(worker, reply_message{.what = reply_message::kind::stop});
-    else if (m.what == request_message::kind::failure) send(worker, reply_message{.what = reply_message::kind::abort});
+    if (m.what == request_message::kind::ask) send(worker, reply(reply_message::kind::stop));
+    else if (m.what == request_message::kind::failure) send(worker, reply(reply_message::kind::abort));
 }
 
 }  // namespace pfarm

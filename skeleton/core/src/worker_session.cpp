@@ -211,6 +211,7 @@ worker_session::actions worker_session::on_reclaim(const reply_message& r, task_
         asked.share = r.share;
         asked.thief_seconds = r.thief_seconds;
         asked.thief_busy = r.thief_busy;
+        asked.thieves = r.thieves;
         // (reclaim: depth 2 at most, farmer.hpp, so at most one reply ahead)
         const bool prefetched = ahead_count_ > 0 && ahead_[0].what == reply_message::kind::assign;
         given = victim_gives(asked, seconds_per_task, current_, next_task, prefetched ? ahead_[0].work : chunk{});

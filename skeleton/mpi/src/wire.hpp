@@ -7,6 +7,7 @@
 
 #include "pfarm/protocol.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -47,7 +48,7 @@ struct reply_header {
     double thief_seconds = 0.0;
     double thief_busy = 0.0;
     std::int32_t inputs_follow = 0;  ///< 1: the inputs did not fit and follow on tag_inputs (messages.hpp)
-    std::int32_t reserved = 0;
+    std::int32_t thieves = 1;        ///< reclaim: reply_message::thieves
 };
 
 static_assert(sizeof(request_header) <= 2 * payload_offset && sizeof(reply_header) <= payload_offset);
@@ -109,7 +110,7 @@ inline void decode(const request_header& h, double offset, request_message& m) {
 
 inline reply_header encode(const reply_message& r) {
     return {static_cast<std::int32_t>(r.what), r.calibration ? 1 : 0, r.work.first, r.work.count, r.share,
-            r.thief_seconds, r.thief_busy};
+            r.thief_seconds, r.thief_busy, 0, r.thieves};
 }
 
 inline reply_message decode(const reply_header& h) {
@@ -120,6 +121,7 @@ inline reply_message decode(const reply_header& h) {
     r.share = h.share;
     r.thief_seconds = h.thief_seconds;
     r.thief_busy = h.thief_busy;
+    r.thieves = std::max<std::int32_t>(1, h.thieves);
     return r;
 }
 

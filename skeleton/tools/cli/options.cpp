@@ -135,6 +135,16 @@ std::string tool_message(const invalid_argument& e, std::span<const flag_name> o
     return flag_for(e.argument(), overrides) + ": " + e.message();
 }
 
+namespace {
+/// `tool: text` on standard error in one write, so that the ranks of an MPI tool that fail together print whole
+/// lines (each rank's line stays one piece through mpiexec), never interleaved characters.
+void print_error(const char* tool, const std::string& text) {
+    const std::string line = std::string(tool) + ": " + text + "\n";
+    std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
+    std::cerr.flush();
+}
+}  // namespace
+
 int run_tool(const char* tool, CLI::App& app, int argc, char** argv, const std::function<int()>& body,
              std::span<const flag_name> overrides) {
     try {
@@ -147,7 +157,7 @@ int run_tool(const char* tool, CLI::App& app, int argc, char** argv, const std::
             std::cout.flush();
             if (!std::cout) {
                 const int e = errno;
-                std::cerr << tool << ": standard output: writing failed (" << (e ? std::strerror(e) : "an I/O error") << ")\n";
+                print_error(tool, std::string("standard output: writing failed (") + (e ? std::strerror(e) : "an I/O error") + ")");
                 return 2;
             }
         }
@@ -157,13 +167,13 @@ int run_tool(const char* tool, CLI::App& app, int argc, char** argv, const std::
         return 0;
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return app.exit(e);
-        std::cerr << tool << ": " << e.what() << "\n";
+        print_error(tool, e.what());
         return 2;
     } catch (const pfarm::invalid_argument& e) {
-        std::cerr << tool << ": " << tool_message(e, overrides) << "\n";
+        print_error(tool, tool_message(e, overrides));
         return 2;
     } catch (const pfarm::error& e) {
-        std::cerr << tool << ": " << e.what() << "\n";
+        print_error(tool, e.what());
         return 2;
     }
 }

@@ -38,6 +38,9 @@
 //   workers holding chunks would finish every unassigned task before it would finish one chunk (outrun()); the
 //   driver asks it again after any chunk comes in. A worker the technique answers 0 (past its share) while tasks
 //   are unassigned is not stopped: it takes a piece of them (piece_of()), as it would take unstarted ones back.
+//   An idle thief asks for every worker idle by the victim's answer (decision::thieves), and the answer is cut
+//   into a piece for each, the others handed whole before new tasks (again_for()); before the pool runs dry, a
+//   worker that would end the loop last with unstarted tasks is asked for them on behalf of all (far_behind()).
 //   Workers' speeds are judged apart from their tasks' costs by the loop's cost profile (cost_profile.hpp). The
 //   victim's answer (victim_gives()) goes to released(), which gives the thief that range,
 //   another reclaim, or stop; a thief still busy (prefetch) gets `later` when no victim will outlast it. A started
@@ -101,6 +104,7 @@ struct decision {
     double share = 0.0;        ///< reclaim: the fraction (0, 1) of its unstarted tasks it should give back
     double thief_seconds = 0.0;  ///< reclaim: the thief's expected seconds per task on the victim's chunk (0: unknown)
     double thief_busy = 0.0;     ///< reclaim: seconds of work the thief still holds (prefetch; 0: it is idle)
+    int thieves = 1;             ///< reclaim: the idle workers the share is for (the thief and those idle with it)
 };
 
 /// The range a victim gives back for reclaim `d`: floor(u x share) of its u unstarted tasks, from the unstarted
@@ -108,7 +112,8 @@ struct decision {
 /// victim: from its own seconds per task in the chunk it is computing (`victim_seconds`, 0 when it has
 /// finished no task of it) and the thief's on the same tasks (`d.thief_seconds`: the farmer's estimate from the
 /// loop's cost profile, cost_profile.hpp), t_v / (t_v + t_thief) kept within [1/3, 2/3],
-/// so that both finish together; without both times, the farmer's `d.share`. A thief still busy for
+/// so that both finish together; for n = `d.thieves` idle workers together, n t_v / (n t_v + t_thief) within
+/// [1/3, 1 - 1/(3n)]; without both times, the farmer's `d.share`. A thief still busy for
 /// `d.thief_busy` seconds gets that share of what the victim has beyond that. `current` is the chunk it computes, `next_task` the
 /// first task of it not started, `prefetched` (count 0: none) a chunk it holds and has not started. It keeps
 /// at least the first task of either (no chunk in flight is left empty: released() takes only an end), even of a
@@ -364,6 +369,7 @@ private:
         double idle_at = 0.0;                ///< when it came to hold no chunk (its last chunk's end, or its drop)
         std::uint64_t asked_version = 0;     ///< its version when the pending reclaim was sent
         bool asked_for_busy = false;         ///< the pending reclaim's thief still held chunks (thief_busy > 0)
+        int asked_pieces = 1;                ///< the pieces the pending reclaim's answer is cut into (ask())
         bool waiting_for_victim = false;     ///< this worker is a thief waiting for an answer
         double answered_at = 0.0;            ///< when its last wait for a victim's answer ended (the loss rule reads it)
         double heard_at = 0.0;               ///< its last keep-alive (heard(); the loss rule reads it)
@@ -427,6 +433,19 @@ private:
     /// Reclaim's end game: whether the other workers would finish every unassigned task before `worker` would finish
     /// the least chunk (see "Reclaim"); then it gets nothing now.
     bool outrun(int worker, double now) const;
+    /// When the workers other than `worker` that hold a chunk would finish every unassigned task, after what they
+    /// hold, at `seconds_per(v, c)`: their fluid finish plus the least time of one task (infinity: none holds one).
+    template <class SecondsPer>
+    double others_finish(int worker, double now, SecondsPer seconds_per) const;
+    /// Reclaim before the pool runs dry: the next worker in turn if it would end the loop last with unstarted tasks
+    /// (see far_behind() in farmer.cpp), else -1.
+    int far_behind(int thief, double now);
+    /// `thief` asks `victim` to give back for all the other workers (far_behind()).
+    decision ask_for_all(int thief, int victim, double now);
+    /// `thief` asks `victim` for `share` of its unstarted tasks (decision::reclaim's fields); its answer is cut into
+    /// `pieces`, the first the thief's, the others for the next that ask (shares_).
+    decision ask(int thief, int victim, double share, double thief_seconds, double busy, int thieves, int pieces,
+                 double now);
     /// Stragglers: when worker v's oldest chunk becomes overdue (infinity: it may not be re-executed, or there
     /// is no time to judge by).
     double overdue_at(int v) const;
@@ -446,6 +465,9 @@ private:
     /// takes of a lost worker's tasks, of a chunk re-executed, or (reclaim, lost workers) of the unassigned tasks a
     /// technique keeps for another worker.
     task_count piece_of(task_count count) const;
+    /// Reclaim: the thieves a share is for: `thief` and the workers besides it and `victim` (-1: none) that hold
+    /// nothing and wait, or are expected to end what they hold by `by` (>= `now`).
+    int thieves_by(int thief, int victim, double now, double by) const;
     /// Work handed out again before any new chunk: a failed task to retry, else a lost worker's tasks; stop-like
     /// (count 0) when there is none for `worker`.
     decision again_for(int worker, double now);
@@ -481,6 +503,7 @@ private:
     task_count completed_ = 0;   ///< tasks whose chunk has completed
     int calibration_pending_ = 0;
     int active_ = 0;             ///< workers not stopped
+    int next_looked_at_ = 0;     ///< reclaim: the worker far_behind() looks at next
     int max_outstanding_ = 1;
     bool reclaim_ = false;
     double request_cost_ = 0.0;
@@ -514,6 +537,7 @@ private:
     // Lost workers.
     bool loss_tolerant_ = false;
     std::deque<chunk> returned_;          ///< tasks of lost workers' chunks, to hand out again, in the order they went back
+    std::deque<chunk> shares_;            ///< pieces of a reclaim's answer for the idle besides its thief, each handed whole
     task_count returned_tasks_ = 0;
     int lost_count_ = 0;                  ///< workers lost so far
 };

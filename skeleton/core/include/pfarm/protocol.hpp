@@ -55,6 +55,14 @@ struct reply_message {
     double share = 0.0;          ///< reclaim: the farmer's share of the unstarted tasks
     double thief_seconds = 0.0;  ///< reclaim: the thief's expected seconds per task on the victim's chunk (0: unknown)
     double thief_busy = 0.0;     ///< reclaim: seconds of work the thief still holds
+    int thieves = 1;             ///< reclaim: the idle workers the share is for (decision::thieves)
 };
+
+/// A reply of kind `what`, its other fields at their defaults.
+inline reply_message reply(reply_message::kind what) {
+    reply_message r;
+    r.what = what;
+    return r;
+}
 
 }  // namespace pfarm
