@@ -160,7 +160,8 @@ decision farmer::request(int worker, double now, bool completing) {
     if (phase_ == phase::calibrating) {
         if (const std::optional<decision> d = calibration_request(worker, w, now)) return *d;
     }
-    if (!retry_queue_.empty() || !returned_.empty() || !shares_.empty()) [[unlikely]] {  // failed tasks, a lost worker's, a reclaim's pieces, before new ones
+    // Failed tasks, a lost worker's, a reclaim's pieces for the idle, before new ones.
+    if (!retry_queue_.empty() || !returned_.empty() || !shares_.empty()) [[unlikely]] {
         if (const decision d = again_for(worker, now); d.what == decision::kind::assign) return d;
     }
     const task_count left = remaining();
@@ -183,8 +184,8 @@ decision farmer::request(int worker, double now, bool completing) {
     }
     if (reclaim_ && !pool_ && !stragglers() && !retry_ && !loss_tolerant_) [[unlikely]] {
         if (outrun(worker, now)) return w.held > 0 ? later(worker, now) : decision{decision::kind::wait, {}, false};
-        // A worker far behind: the one that asks with nothing in hand takes its unstarted tasks back for all the
-        // others, who share them as they share the pool (far_behind()).
+        // A worker far behind: the one that asks with nothing in hand is sent to take its unstarted tasks back, the
+        // share reckoned for all the others (far_behind(), ask_for_all()).
         if (w.held - (completing ? 1 : 0) == 0)
             if (const int v = far_behind(worker, now); v >= 0) return ask_for_all(worker, v, now);
     }
@@ -299,10 +300,10 @@ int farmer::far_behind(int thief, double now) {
     // One worker looked at per request, in turn, so that a request costs O(1) however many workers there are: a
     // worker that has taken more than twice what it holds, at its seconds per task so far and at its paces (far
     // slower than its history: a load came; at once past them, the guess below overstates what is left to one
-    // just past its estimate), is guessed, as take_back does, to have as long again to go. If that is later than the others would finish every unassigned
-    // task after what they hold (at both kinds of paces, as outrun()), plus one of its tasks (it answers between
-    // tasks), it would end the loop last with tasks it has not started: they are taken back now, while the others
-    // still have the pool, rather than once the pool runs dry.
+    // just past its estimate), is guessed, as take_back does, to have as long again to go. If that is later than
+    // the others would finish every unassigned task after what they hold (at both kinds of paces, as outrun()),
+    // plus one of its tasks (it answers between tasks), it would end the loop last with tasks it has not started:
+    // they are taken back now, while the others still have the pool, rather than once the pool runs dry.
     const int v = next_looked_at_;
     next_looked_at_ = (next_looked_at_ + 1) % workers();
     const auto& w = workers_[static_cast<std::size_t>(v)];
@@ -321,8 +322,9 @@ int farmer::far_behind(int thief, double now) {
     if (largest.count < 2 || !(held_time > 0.0) || elapsed <= 2.0 * held_time) return -1;
     const double its_task = pace(v, largest) * elapsed / held_time;  // at the pace it has shown at least
     const double end = now + elapsed;
-    const double others = std::max(others_finish(v, now, [this](int o, chunk) { return seconds_per_task(o); }),
-                                   others_finish(v, now, [this](int o, chunk c) { return profile_.seconds_per_task(o, c); }));
+    const double others =
+        std::max(others_finish(v, now, [this](int o, chunk) { return seconds_per_task(o); }),
+                 others_finish(v, now, [this](int o, chunk c) { return profile_.seconds_per_task(o, c); }));
     return std::isfinite(others) && end > others + its_task + request_cost_ ? v : -1;
 }
 
@@ -332,15 +334,14 @@ decision farmer::take_back(int thief, double now) {
     // worker (a Mandelbrot's cheap edge columns make a slow worker look fast), the profile tells the two apart.
     // The share: the thief's part of the victim's unstarted tasks so that both finish together at their paces on
     // the victim's chunk, t_v / (t_v + t_thief), kept within [1/3, 2/3] so that one bad estimate does not hand a
-    // thief most of a chunk (quality study: docs/quality.md). An idle thief asks for the n - 1 other idle workers
-    // too (those that wait with nothing in hand): n thieves together at t_thief / n each, n t_v / (n t_v + t_thief)
-    // within [1/3, 1 - 1/(3n)], and the answer beyond the thief's part is cut into a piece for each of them
-    // (released()); else a victim whose tasks have grown long gives its tasks to one thief at a time, each at one
-    // of its tasks' pace, while the others wait. The victim: the worker whose chunk promises the thieves
-    // the largest gain, share x expected remaining time. Expected remaining time = hand-out time + the time of the
-    // tasks held at its pace - now; a worker past that estimate (slower than its history) is guessed to be
-    // half-way through, with as long again to go. Without any history yet, chunks are ranked by their size and split
-    // in half.
+    // thief most of a chunk (quality study: docs/quality.md). An idle thief asks for the n - 1 other workers idle
+    // by the victim's answer too (thieves_by(): it answers after its current task, and one answer per thief would
+    // feed one idle worker per task of a victim whose tasks have grown long): n thieves together at t_thief / n,
+    // n t_v / (n t_v + t_thief) within [1/3, 1 - 1/(3n)], the answer cut into a piece for each (released()). The
+    // victim: the worker whose chunk promises the thieves the largest gain, share x expected remaining time.
+    // Expected remaining time = hand-out time + the time of the tasks held at its pace - now; a worker past that
+    // estimate (slower than its history) is guessed to be half-way through, with as long again to go. Without any
+    // history yet, chunks are ranked by their size and split in half.
     // A thief that still holds chunks (prefetch: it asks when it starts one) is busy for about its tasks held at
     // its pace: it takes back only what leaves the victim longer busy than itself, share x (victim's time left -
     // thief's), and otherwise gets `later`.
@@ -394,7 +395,8 @@ decision farmer::take_back(int thief, double now) {
         } else {
             gain = static_cast<double>(held);
         }
-        if (gain > best_gain) best = v, best_gain = gain, best_share = share, best_thief_seconds = thief_seconds, best_t = t;
+        if (gain > best_gain)
+            best = v, best_gain = gain, best_share = share, best_thief_seconds = thief_seconds, best_t = t;
     }
     if (best < 0) {
         if (asker.held > 0) return later(thief, now);
