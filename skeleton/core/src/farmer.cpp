@@ -231,6 +231,16 @@ double farmer::pace(int worker, chunk c) const {
     return profile_.knows(worker) ? profile_.seconds_per_task(worker, c) : seconds_per_task(worker);
 }
 
+double farmer::held_seconds(int worker, chunk& largest) const {
+    const auto& w = workers_[static_cast<std::size_t>(worker)];
+    double seconds = 0.0;
+    for (int i = 0; i < w.held; ++i) {
+        seconds += static_cast<double>(w.in_flight[i].count) * pace(worker, w.in_flight[i]);
+        if (w.in_flight[i].count > largest.count) largest = w.in_flight[i];
+    }
+    return seconds;
+}
+
 template <class SecondsPer>
 double farmer::others_finish(int worker, double now, SecondsPer seconds_per) const {
     const task_count left = remaining();
@@ -314,11 +324,7 @@ int farmer::far_behind(int thief, double now) {
     for (int i = 0; i < w.held; ++i) held += w.in_flight[i].count;
     if (elapsed <= 2.0 * static_cast<double>(held) * seconds_per_task(v)) return -1;
     chunk largest{};
-    double held_time = 0.0;
-    for (int i = 0; i < w.held; ++i) {
-        held_time += static_cast<double>(w.in_flight[i].count) * pace(v, w.in_flight[i]);
-        if (w.in_flight[i].count > largest.count) largest = w.in_flight[i];
-    }
+    const double held_time = held_seconds(v, largest);
     if (largest.count < 2 || !(held_time > 0.0) || elapsed <= 2.0 * held_time) return -1;
     const double its_task = pace(v, largest) * elapsed / held_time;  // at the pace it has shown at least
     const double end = now + elapsed;
@@ -427,8 +433,8 @@ int farmer::thieves_by(int thief, int victim, double now, double by) const {
             continue;
         }
         if (!(by > now) || !profile_.knows(v)) continue;  // no pace of its own yet: not judged
-        double held_time = 0.0;
-        for (int i = 0; i < o.held; ++i) held_time += static_cast<double>(o.in_flight[i].count) * pace(v, o.in_flight[i]);
+        chunk largest{};
+        const double held_time = held_seconds(v, largest);
         const double elapsed = now - o.assigned_at[0];
         if (now + (held_time > elapsed ? held_time - elapsed : elapsed) <= by) ++n;
     }
@@ -439,14 +445,10 @@ decision farmer::ask_for_all(int thief, int victim, double now) {
     // The others share what it gives back as they share the pool: its share is for all of them, n t_v / (n t_v +
     // t_thief) of its unstarted tasks (balanced_share; at the pace it has shown, as take_back reckons one past its
     // estimate), and the one that asks takes them.
-    const auto& w = workers_[static_cast<std::size_t>(victim)];
     chunk largest{};
-    double held_time = 0.0;
-    for (int i = 0; i < w.held; ++i) {
-        held_time += static_cast<double>(w.in_flight[i].count) * pace(victim, w.in_flight[i]);
-        if (w.in_flight[i].count > largest.count) largest = w.in_flight[i];
-    }
-    const double t = pace(victim, largest) * 2.0 * (now - w.assigned_at[0]) / held_time;
+    const double held_time = held_seconds(victim, largest);
+    const double elapsed = now - workers_[static_cast<std::size_t>(victim)].assigned_at[0];
+    const double t = pace(victim, largest) * 2.0 * elapsed / held_time;
     const double thief_seconds = seconds_per_task(thief) > 0.0 ? pace(thief, largest) : 0.0;
     const int thieves = std::max(1, active_ - 1);
     const double share = thief_seconds > 0.0 ? balanced_share(t, thief_seconds, thieves) : 0.5;

@@ -430,6 +430,9 @@ private:
     /// Reclaim: the seconds per task `worker` is expected to take over `c`, from the loop's cost profile once the
     /// worker has completed a chunk, else seconds_per_task().
     double pace(int worker, chunk c) const;
+    /// Reclaim: the expected seconds of the chunks `worker` holds, at its paces; `largest` becomes the largest of
+    /// them (left as it is when none is larger).
+    double held_seconds(int worker, chunk& largest) const;
     /// Reclaim's end game: whether the other workers would finish every unassigned task before `worker` would finish
     /// the least chunk (see "Reclaim"); then it gets nothing now.
     bool outrun(int worker, double now) const;
