@@ -473,6 +473,34 @@ TEST(SimulatorWorkload, ShapesHaveMeanCostOne) {
     EXPECT_GT(m[600], 1.0);  // x = -0.2: through the main cardioid
 }
 
+// The Mandelbrot shape's table (skeleton/sim/src/mandelbrot_columns.hpp) is the escape counts it says: computed
+// again here, a column at a time, and compared with a loop of one task per column.
+TEST(SimulatorWorkload, MandelbrotIsTheEscapeCountsOfItsColumns) {
+    constexpr int columns = 1024, rows = 256, maxiter = 256;
+    std::vector<double> counts(columns, 0.0);
+    for (int c = 0; c < columns; ++c) {
+        const double x0 = -2.0 + (c + 0.5) * 3.0 / columns;
+        for (int r = 0; r < rows; ++r) {  // the whole column, not the half the table doubles
+            const double y0 = -1.5 + (r + 0.5) * 3.0 / rows;
+            double x = 0.0, y = 0.0;
+            int n = 0;
+            while (n < maxiter && x * x + y * y <= 4.0) {
+                const double xt = x * x - y * y + x0;
+                y = 2.0 * x * y + y0;
+                x = xt;
+                ++n;
+            }
+            counts[static_cast<std::size_t>(c)] += n;
+        }
+    }
+    const auto m = sim::task_costs(make_workload(columns, workload_shape::mandelbrot));
+    ASSERT_EQ(m.size(), counts.size());
+    double total = 0.0;
+    for (double n : counts) total += n;
+    for (std::size_t c = 0; c < counts.size(); ++c)
+        EXPECT_NEAR(m[c], counts[c] * columns / total, 1e-12) << "column " << c;
+}
+
 // --- scale ------------------------------------------------------------------------------------------------------
 
 TEST(SimulatorScale, GssAndSsWithAThousandWorkers) {

@@ -58,8 +58,8 @@
 //   - random: c_i uniform in [0.1, 1.9] from std::mt19937_64(seed) (53-bit draws: 0.1 + 1.8 (x >> 11) 2^-53,
 //     portable across standard libraries), rescaled so that the mean is exactly 1.
 //   - mandelbrot: the escape iteration counts of the columns of [-2, 1] x [-1.5, 1.5] on a 1024-column x
-//     256-row grid, maxiter 256, every pixel counting at least one iteration; task i takes the profile linearly
-//     interpolated at its centre (i + 0.5) / S of the width, rescaled to mean 1. The profile is computed once.
+//     256-row grid, maxiter 256, every pixel counting at least one iteration (mandelbrot_columns.hpp, a table);
+//     task i takes the profile linearly interpolated at its centre (i + 0.5) / S of the width, rescaled to mean 1.
 //
 // Simulated monitors: a request carries readings when the technique needs them (technique::needs(): a
 // calibration result for statistical calibration, dealdyn-lr/-mv and multi --calibration; every request of the
@@ -73,6 +73,7 @@
 // unchanged.
 #include "pfarm/simulator.hpp"
 
+#include "mandelbrot_columns.hpp"
 #include "simulated_worker.hpp"
 #include "simulator_events.hpp"
 #include "simulator_model.hpp"
@@ -98,35 +99,6 @@ namespace {
 constexpr const char* shape_names[] = {"uniform", "increasing", "decreasing", "random", "mandelbrot"};
 
 // --- workload ------------------------------------------------------------------------------------------
-
-constexpr int mandelbrot_columns = 1024;
-constexpr int mandelbrot_rows = 256;  // even: the profile sums the upper half and doubles it (symmetry)
-constexpr int mandelbrot_maxiter = 256;
-
-const std::vector<double>& mandelbrot_profile() {
-    static const std::vector<double> profile = [] {
-        std::vector<double> columns(mandelbrot_columns, 0.0);
-        for (int c = 0; c < mandelbrot_columns; ++c) {
-            const double x0 = -2.0 + (c + 0.5) * 3.0 / mandelbrot_columns;
-            double sum = 0.0;
-            for (int r = 0; r < mandelbrot_rows / 2; ++r) {
-                const double y0 = (r + 0.5) * 3.0 / mandelbrot_rows;
-                double x = 0.0, y = 0.0;
-                int n = 0;
-                while (n < mandelbrot_maxiter && x * x + y * y <= 4.0) {
-                    const double xt = x * x - y * y + x0;
-                    y = 2.0 * x * y + y0;
-                    x = xt;
-                    ++n;
-                }
-                sum += n;
-            }
-            columns[static_cast<std::size_t>(c)] = 2.0 * sum;
-        }
-        return columns;
-    }();
-    return profile;
-}
 
 void normalise_mean(std::vector<double>& costs) {
     double sum = 0.0;
@@ -183,7 +155,7 @@ std::vector<double> task_costs(const workload& w) {
         break;
     }
     case workload_shape::mandelbrot: {
-        const auto& profile = mandelbrot_profile();
+        const auto& profile = mandelbrot_column_iterations;
         const double last = static_cast<double>(profile.size() - 1);
         for (std::size_t i = 0; i < n; ++i) {
             const double x = std::clamp((static_cast<double>(i) + 0.5) / s * static_cast<double>(profile.size()) - 0.5,
