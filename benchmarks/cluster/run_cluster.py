@@ -527,6 +527,8 @@ def main(argv=None):
                     + ",".join(QUICK_TECHNIQUES) + ")")
     ap.add_argument("--name", default="bench", help="the emulated cluster's name (default bench)")
     ap.add_argument("--no-weights", action="store_true", help="leave the cgroups' CPU weights as they are")
+    ap.add_argument("--keep-traces", metavar="DIR", help="keep every run's trace of (b) in DIR "
+                    "(WORKLOAD-LAYOUT-TECHNIQUE[-reclaim]-REP.csv; docs/traces.md), to look at a run afterwards")
     ap.add_argument("--skip", default="", help="parts to leave out, comma-separated: farmers,table4")
     ap.add_argument("--from-json", metavar="FILE", help="write the report again from a run's JSON (FILE, written "
                     "beside the CSV) instead of running")
@@ -642,6 +644,10 @@ def main(argv=None):
                             offset = max(0.0, wall - m) if wall else 0.0
                             inrun = in_run_bound(trace, costs)
                             setup = first_sent(trace)
+                            if args.keep_traces:
+                                os.makedirs(args.keep_traces, exist_ok=True)
+                                shutil.copy(trace, os.path.join(args.keep_traces, f"{wl}-{layout}-{t}"
+                                                                f"{'-reclaim' if reclaim else ''}-{rep + 1}.csv"))
                             key = (wl, layout, t, reclaim)
                             r = results.setdefault(key, {"makespans": [], "offsets": [], "inrun": [], "load1": []})
                             if "choices" in rep_json:  # auto: what it chose, when and why, per run

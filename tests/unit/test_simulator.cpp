@@ -981,9 +981,26 @@ TEST(SimulatorReclaim, NothingToTakeBackOnAnEvenPlatform) {
     EXPECT_EQ(r.chunks, 4);
 }
 
+TEST(SimulatorReclaim, AFarmerProfileOfFewerBinsStillDeliversEveryTask) {
+    // auto's predictions reclaim with a coarser cost profile (run_options::profile_bins): the same protocol, every task
+    // once, and a bad count named.
+    const auto platform = make_platform({1, 2, 4, 8}, 0.01);
+    for (int bins : {1, 16, 64}) {
+        const auto r = sim::simulate(platform, make_workload(2000, workload_shape::mandelbrot), "fss", {},
+                                     {.reclaim = true, .profile_bins = bins});
+        task_count tasks = 0;
+        for (const auto& w : r.workers) tasks += w.tasks;
+        EXPECT_EQ(tasks, 2000) << bins << " bins";
+        EXPECT_GT(r.reclaims, 0) << bins << " bins";
+    }
+    expect_invalid([&] { sim::simulate(platform, make_workload(100), "fss", {}, {.reclaim = true, .profile_bins = 0}); },
+                   "profile_bins");
+}
+
 TEST(FarmerReclaim, ErrorsNameTheArgumentOrTheBrokenProtocol) {
     pfarm::farmer f(10, 2, pfarm::make_technique("static", {}, 2), 1, 1, true);
     expect_invalid([&] { f.set_request_cost(-1.0); }, "request_cost");
+    expect_invalid([&] { f.set_profile_bins(0); }, "profile_bins");
     EXPECT_THROW(f.released(0, {5, 0}), pfarm::internal_error);  // nobody asked worker 0 for anything
     ASSERT_EQ(f.request(0, 0.0).what, pfarm::decision::kind::assign);  // tasks 0..4
     ASSERT_EQ(f.request(1, 0.0).what, pfarm::decision::kind::assign);  // tasks 5..9
@@ -992,6 +1009,7 @@ TEST(FarmerReclaim, ErrorsNameTheArgumentOrTheBrokenProtocol) {
     ASSERT_EQ(d.what, pfarm::decision::kind::reclaim);
     EXPECT_EQ(d.victim, 0);
     EXPECT_THROW(f.request(1, 1.0), pfarm::internal_error);  // a thief waits for its answer
+    EXPECT_THROW(f.set_profile_bins(16), pfarm::internal_error);  // the profile has a completion in it
     expect_invalid([&] { f.released(0, {5, -1}); }, "given");
     pfarm::farmer g(10, 2, pfarm::make_technique("static", {}, 2), 1, 1, true);
     g.request(0, 0.0), g.request(1, 0.0), g.complete(1, 1.0);

@@ -559,6 +559,12 @@ void farmer::set_request_cost(double seconds) {
     request_cost_ = seconds;
 }
 
+void farmer::set_profile_bins(int bins) {
+    if (bins < 1) throw invalid_argument("profile_bins", "is " + std::to_string(bins) + "; expected >= 1");
+    if (completed_tasks() > 0) throw internal_error("farmer: set_profile_bins after a completion");
+    if (reclaim_) profile_ = cost_profile(expected_, workers(), bins);
+}
+
 std::vector<int> farmer::thieves() const {
     std::vector<int> out;
     for (int w = 0; w < workers(); ++w)

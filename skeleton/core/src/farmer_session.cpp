@@ -20,6 +20,7 @@ farmer_session::farmer_session(task_count tasks, int workers, std::unique_ptr<te
     check_task_error_rule(options.task_errors);
     farmer_.set_retry(options.task_errors.what == task_error_rule::kind::retry);
     if (options.reclaim) farmer_.set_request_cost(options.request_cost);
+    if (options.profile_bins != cost_profile::default_bins) farmer_.set_profile_bins(options.profile_bins);
     farmer_.set_stragglers(options.stragglers);
     check_worker_loss_rule(options.worker_loss);
     losing_ = options.worker_loss.what != worker_loss_rule::kind::off;

@@ -25,6 +25,11 @@ constexpr workload_shape prediction_profiles[] = {workload_shape::uniform, workl
                                                   workload_shape::decreasing, workload_shape::random,
                                                   workload_shape::mandelbrot};
 
+/// The bins of the cost profile of a simulated farm that reclaims (farmer::set_profile_bins): the candidates' end
+/// games fit it after every chunk, O(bins cubed) a fit, most of a choice's cost at the farm's 64 bins. The farm itself
+/// keeps its 64; with 16 in the predictions the choices are as good (docs/techniques/auto.md "Its cost").
+constexpr int prediction_profile_bins = 16;
+
 /// The random profile laid over a loop is a realisation of its own, not the one a simulated loop may use (seed 1).
 constexpr std::uint64_t laid_random_seed = 0x5eed;
 
@@ -110,6 +115,7 @@ candidate_predictor make_predictor(double overhead, double latency, const run_op
     flat.prefetch = run.prefetch;
     flat.reclaim = run.reclaim;
     flat.farmer_computes = run.farmer_computes;
+    flat.profile_bins = prediction_profile_bins;
     candidate_predictor out;
     for (workload_shape s : prediction_profiles) out.profiles.push_back(to_string(s));
     out.request_seconds = overhead;

@@ -243,7 +243,8 @@ result simulate(const platform& given, const workload& wl, const std::string& te
     const candidate_predictor predictor = make_predictor(pl.overhead, pl.latency, run);
     farmer_session farm(wl.tasks, p, make_technique(technique, options, p),
                         {.min_chunk = options.min_chunk, .prefetch = run.prefetch, .reclaim = run.reclaim,
-                         .request_cost = pl.overhead + 2.0 * pl.latency, .keep_records = run.keep_trace,
+                         .request_cost = pl.overhead + 2.0 * pl.latency,
+                         .profile_bins = run.profile_bins, .keep_records = run.keep_trace,
                          .calibration_span = run.calibration_span, .stragglers = {}, .task_errors = {}, .clock = {}, .worker_loss = {},
                          .own_worker = run.farmer_computes ? 0 : -1,
                          .predictor = &predictor});

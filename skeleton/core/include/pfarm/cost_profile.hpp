@@ -34,7 +34,9 @@ class cost_profile {
 public:
     cost_profile() = default;
     /// A profile of tasks [0, tasks) (indices past the end fall in the last bin) for `workers` workers.
-    cost_profile(task_count tasks, int workers, int bins = 64);
+    cost_profile(task_count tasks, int workers, int bins = default_bins);
+    /// The bins a farm's profile has unless told otherwise: fine enough for a Mandelbrot's band of costly columns.
+    static constexpr int default_bins = 64;
 
     /// Worker `worker` computed `c` in `seconds` (> 0; others are ignored).
     void record(int worker, chunk c, double seconds);

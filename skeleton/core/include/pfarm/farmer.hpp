@@ -248,6 +248,11 @@ public:
     /// twice this.
     void set_request_cost(double seconds);
 
+    /// Reclaim: the bins of the loop's cost profile (cost_profile.hpp; default cost_profile::default_bins), >= 1, else
+    /// invalid_argument "profile_bins"; before the first completion (the profile starts empty). Fewer bins make each
+    /// fit cheaper (O(bins cubed)), for `auto`'s predictions (docs/techniques/auto.md "Its cost").
+    void set_profile_bins(int bins);
+
     /// Worker `worker`'s outstanding chunk finished after `seconds` (>= 0, finite) of compute time, at `finished`
     /// (the driver's clock; read by the straggler rule only). For a calibration task, `sample` carries the worker's
     /// monitor readings (statistical calibration needs them). Retry: `failed` lists tasks of the chunk that failed

@@ -72,6 +72,9 @@ struct farmer_session_options {
     int depth = 0;
     bool reclaim = false;         ///< work take-back (farmer.hpp "Reclaim")
     double request_cost = 0.0;    ///< reclaim: one request's round trip, what a reclaim must win (seconds)
+    /// reclaim: the bins of the loop's cost profile (farmer::set_profile_bins; >= 1, else invalid_argument
+    /// "profile_bins").
+    int profile_bins = cost_profile::default_bins;
     bool keep_records = false;    ///< keep a chunk_trace per chunk (records())
     /// A calibration learned by an earlier farm of the same loop (pfarm/schedule.hpp): a technique that
     /// calibrates starts from it, with no calibration tasks (farmer's constructor). Read at construction only.
