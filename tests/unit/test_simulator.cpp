@@ -995,6 +995,12 @@ TEST(SimulatorReclaim, AFarmerProfileOfFewerBinsStillDeliversEveryTask) {
     }
     expect_invalid([&] { sim::simulate(platform, make_workload(100), "fss", {}, {.reclaim = true, .profile_bins = 0}); },
                    "profile_bins");
+    sim::run_options hierarchical;
+    hierarchical.farmer = sim::farmer_kind::hierarchical;
+    hierarchical.masters = 2;
+    hierarchical.reclaim = true;
+    hierarchical.profile_bins = 16;
+    expect_invalid([&] { sim::simulate(platform, make_workload(100), "fss", {}, hierarchical); }, "profile_bins");
 }
 
 TEST(FarmerReclaim, ErrorsNameTheArgumentOrTheBrokenProtocol) {

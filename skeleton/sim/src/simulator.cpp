@@ -229,6 +229,9 @@ result simulate(const platform& given, const workload& wl, const std::string& te
         throw invalid_argument("calibration_span", "is set; the simulator models a calibration span in the flat farm only");
     if (given.setup != 0.0 && run.farmer != farmer_kind::flat)
         throw invalid_argument("setup", "is set; the simulator models a farm's setup time in the flat farm only");
+    if (run.profile_bins != cost_profile::default_bins && run.farmer != farmer_kind::flat)
+        throw invalid_argument("profile_bins", "is " + std::to_string(run.profile_bins) +
+                                                   "; the simulator sets the cost profile's bins in the flat farm only");
     if (run.farmer == farmer_kind::hierarchical) return simulate_hierarchical(given, wl, technique, options, run);
     if (run.masters != 0)  // contradictory: only the hierarchical farmer has masters
         throw invalid_argument("masters", "is " + std::to_string(run.masters) + "; only farmer = hierarchical has masters");

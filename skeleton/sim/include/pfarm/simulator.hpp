@@ -161,8 +161,9 @@ struct run_options {
     /// answer; the victim answers at the end of the task it is computing (after its request when that is its
     /// last task), and the answer costs the farmer `overhead` like a request.
     bool reclaim = false;
-    /// flat, with reclaim: the bins of the farmer's cost profile (farmer::set_profile_bins; >= 1, else
-    /// invalid_argument "profile_bins"). `auto`'s predictions simulate with fewer (docs/techniques/auto.md "Its cost").
+    /// flat, with reclaim: the bins of the farmer's cost profile (farmer::set_profile_bins; invalid_argument
+    /// "profile_bins" when < 1, or when another count than the default is set for a farm other than flat). `auto`'s
+    /// predictions simulate with fewer (docs/techniques/auto.md "Its cost").
     int profile_bins = cost_profile::default_bins;
     /// Prefetch (max_outstanding 2, farm_options::protocol.prefetch): a worker asks for its next chunk when it starts
     /// one (not past its calibration task) and sends the results of a chunk, with the next request, once that
